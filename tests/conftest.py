@@ -27,3 +27,53 @@ def model_env(fake_api: FakeAPI, monkeypatch: pytest.MonkeyPatch) -> FakeAPI:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_api.base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake-test-key")
     return fake_api
+
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE_CARDS = REPO / "cards"
+CORPUS = REPO.parent / "shared" / "corpus" / "agents-md"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def hermetic_git(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Tests see no user git config (as on a fresh machine); raw git calls get an identity."""
+    import os
+
+    cfg = tmp_path_factory.mktemp("gitconfig") / "config"
+    cfg.write_text("[init]\n\tdefaultBranch = main\n")
+    saved = {k: os.environ.get(k) for k in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM",
+                                            "CARDMEM_STORE", "EDITOR", "VISUAL")}
+    os.environ["GIT_CONFIG_GLOBAL"] = str(cfg)
+    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
+    for k in ("CARDMEM_STORE", "EDITOR", "VISUAL"):
+        os.environ.pop(k, None)
+    yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+GIT_ID = {"GIT_AUTHOR_NAME": "Tess Tester", "GIT_AUTHOR_EMAIL": "tess@example.com",
+          "GIT_COMMITTER_NAME": "Tess Tester", "GIT_COMMITTER_EMAIL": "tess@example.com"}
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    """An empty, initialised store in a temp dir."""
+    from cardmem.store.store import init
+
+    return init(tmp_path / "store")[0]
+
+
+@pytest.fixture
+def example_store(tmp_path: Path):
+    """A committed copy of the example store in cards/."""
+    import shutil
+
+    from cardmem.store.store import init
+
+    root = tmp_path / "example"
+    shutil.copytree(EXAMPLE_CARDS, root)
+    return init(root)[0]

@@ -1,0 +1,287 @@
+"""Cards: parse Markdown with YAML frontmatter, and edit them byte-preservingly.
+
+Reading uses python-frontmatter with a C YAML loader that keeps `yes`/`no`/`on` and
+dates as the strings the person typed. Writing never re-serialises an existing card:
+edits are text surgery on the lines they change, so every other byte stays put.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+MAX_CARD_BYTES = 1024 * 1024
+BOOL_TAG = "tag:yaml.org,2002:bool"
+TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+
+
+class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
+    """YAML 1.2-ish scalars: only true/false are booleans; dates stay text."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in (BOOL_TAG, TIMESTAMP_TAG)]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+class CardProblem(Exception):
+    """Why a file cannot be read as a card (it is then skipped and never touched)."""
+
+
+@dataclass
+class Card:
+    id: str
+    meta: dict[str, Any]
+    body: str
+    title: str
+    type: str | None
+    path: Path | None = None
+    text: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def description(self) -> str:
+        return _as_text(self.meta.get("description"))
+
+    @property
+    def aliases(self) -> list[str]:
+        return _as_list(self.meta.get("aliases"))
+
+    @property
+    def tags(self) -> list[str]:
+        return _as_list(self.meta.get("tags"))
+
+    @property
+    def project(self) -> str | None:
+        p = self.meta.get("project")
+        return str(p) if p not in (None, "") else None
+
+    @property
+    def status(self) -> str:
+        return _as_text(self.meta.get("status")) or "active"
+
+    def brief(self) -> dict[str, str]:
+        return {"id": self.id, "type": self.type or "", "title": self.title,
+                "description": self.description}
+
+
+def _as_text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value if v is not None]
+    return [str(value)]
+
+
+def decode(raw: bytes) -> str:
+    """Card bytes to text, or CardProblem naming why they are not a card."""
+    if len(raw) > MAX_CARD_BYTES:
+        raise CardProblem(f"too large ({len(raw)} bytes; the limit is {MAX_CARD_BYTES})")
+    if b"\x00" in raw:
+        raise CardProblem("binary content (NUL byte)")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CardProblem(f"not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
+
+
+_FM_OPEN = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n")
+_FM_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.M)
+
+
+def split(text: str) -> tuple[int, int, int] | None:
+    """Offsets of a frontmatter block: (yaml start, yaml end, body start), or None."""
+    m = _FM_OPEN.match(text)
+    if not m:
+        return None
+    close = _FM_CLOSE.search(text, m.end())
+    if not close:
+        return None
+    body_start = close.end()
+    if text.startswith("\r\n", body_start):
+        body_start += 2
+    elif text.startswith("\n", body_start):
+        body_start += 1
+    return m.end(), close.start(), body_start
+
+
+def parse(text: str, card_id: str, path: Path | None = None) -> Card:
+    """A card from its text. Raises CardProblem on frontmatter that is not a YAML mapping."""
+    import frontmatter  # lazy: only reading cards needs it
+
+    meta: dict[str, Any] = {}
+    body = text
+    span = split(text)
+    if span:
+        try:
+            loaded = frontmatter.YAMLHandler().load(text[span[0]:span[1]], Loader=_Loader)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"line {mark.line + 2}: " if mark is not None else ""
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise CardProblem(f"bad YAML frontmatter: {where}{problem}") from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise CardProblem("frontmatter is not a mapping of keys to values")
+        meta = {str(k): v for k, v in loaded.items()}
+        body = text[span[2]:]
+    from .paths import type_from_id
+
+    title = _as_text(meta.get("title")).strip()
+    if not title:
+        heading = re.search(r"^# +(.+?)\s*#*\s*$", body, re.M)
+        title = heading.group(1).strip() if heading else card_id.rsplit("/", 1)[-1]
+    card_type = _as_text(meta.get("type")).strip() or type_from_id(card_id)
+    return Card(id=card_id, meta=meta, body=body, title=title, type=card_type, path=path,
+                text=text)
+
+
+def load(path: Path, card_id: str) -> Card:
+    """Read and parse one card file. Raises CardProblem, or OSError if unreadable."""
+    return parse(decode(path.read_bytes()), card_id, path)
+
+
+# --- writing ---------------------------------------------------------------------
+
+def _newline(text: str) -> str:
+    return "\r\n" if "\r\n" in text else "\n"
+
+
+def _yaml_value(value: Any) -> str:
+    """One YAML line's value: flow style, no line wrapping, no document markers."""
+    out = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10**9,
+                         sort_keys=False)
+    out = out.strip()
+    if out.endswith("\n..."):
+        out = out[: -len("\n...")]
+    return out.removesuffix("...").strip()
+
+
+def render(meta: dict[str, Any], body: str) -> str:
+    """The text of a new card: frontmatter in the given key order, then the body."""
+    import frontmatter
+
+    post = frontmatter.Post(body.rstrip("\n") + "\n", **meta)
+    text = frontmatter.dumps(post, sort_keys=False, allow_unicode=True, width=10**9)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def set_key(text: str, key: str, value: Any) -> str:
+    """Set one top-level frontmatter key; every other byte of the card stays as it was."""
+    nl = _newline(text)
+    line = f"{key}: {_yaml_value(value)}"
+    span = split(text)
+    if span is None:
+        return f"---{nl}{line}{nl}---{nl}{text}"
+    start, end, _ = span
+    block = text[start:end]
+    lines = block.splitlines(keepends=True)
+    key_re = re.compile(rf"^{re.escape(key)}[ \t]*:(?:[ \t]|$)")
+    offset = 0
+    for i, ln in enumerate(lines):
+        if key_re.match(ln):
+            # The value runs on over indented, list-item and blank lines up to the next key.
+            j = i + 1
+            while j < len(lines) and (lines[j][:1] in (" ", "\t", "-") or not lines[j].strip()):
+                j += 1
+            while j > i + 1 and not lines[j - 1].strip():
+                j -= 1
+            ending = lines[j - 1][len(lines[j - 1].rstrip("\r\n")):] or nl
+            old = "".join(lines[i:j])
+            a = start + offset
+            return text[:a] + line + ending + text[a + len(old):]
+        offset += len(ln)
+    # A new key goes last, just before the closing fence.
+    if block and not block.endswith("\n"):
+        return text[:end] + nl + line + nl + text[end:]
+    return text[:end] + line + nl + text[end:]
+
+
+_HEADING = re.compile(r"^(#{1,6}) +(.*?)\s*$")
+_FENCE = re.compile(r"^(```|~~~)")
+
+
+def _headings(text: str) -> list[tuple[int, int, str, int]]:
+    """(line index, level, heading text, char offset) of body headings outside code fences."""
+    out, in_fence, offset = [], False, 0
+    span = split(text)
+    body_start = span[2] if span else 0
+    for i, ln in enumerate(text.splitlines(keepends=True)):
+        if offset >= body_start:
+            if _FENCE.match(ln):
+                in_fence = not in_fence
+            elif not in_fence and (m := _HEADING.match(ln.rstrip("\r\n"))):
+                out.append((i, len(m.group(1)), m.group(2), offset))
+        offset += len(ln)
+    return out
+
+
+def _section_end(text: str, title: str) -> int | None:
+    """Offset just past the last non-blank line of the `## <title>` section, if present."""
+    heads = _headings(text)
+    for n, (_, level, name, off) in enumerate(heads):
+        if level == 2 and name.strip().lower() == title.lower():
+            stop = len(text)
+            for _, lvl, _, off2 in heads[n + 1:]:
+                if lvl <= 2:
+                    stop = off2
+                    break
+            seg = text[off:stop]
+            trimmed = seg.rstrip()
+            end = off + len(trimmed)
+            # Keep the newline that ends the last line, if there is one.
+            rest = text[end:stop]
+            nl_len = 2 if rest.startswith("\r\n") else (1 if rest.startswith("\n") else 0)
+            return end + nl_len
+    return None
+
+
+def append_history(text: str, entry: str) -> str:
+    """Add `- entry` as the last line of the `## History` section, creating it at the end."""
+    nl = _newline(text)
+    entry_line = f"- {entry.strip()}{nl}"
+    end = _section_end(text, "History")
+    if end is not None:
+        if end > 0 and not text[:end].endswith(("\n",)):
+            return text[:end] + nl + entry_line + text[end:]
+        # A section whose last line is the heading itself gets a blank line first.
+        return text[:end] + entry_line + text[end:]
+    sep = "" if text.endswith("\n") or not text else nl
+    gap = "" if not text or text.endswith(nl + nl) else nl
+    return f"{text}{sep}{gap}## History{nl}{entry_line}"
+
+
+def append_section(text: str, heading: str, body: str) -> str:
+    """Add a `## heading` section with body before `## History` (or at the end)."""
+    nl = _newline(text)
+    block = f"## {heading}{nl}{nl}{body.strip()}{nl}"
+    for _, level, name, off in _headings(text):
+        if level == 2 and name.strip().lower() == "history":
+            before = text[:off]
+            pad = "" if before.endswith(nl + nl) or not before else (nl if before.endswith("\n") else nl + nl)
+            return before + pad + block + nl + text[off:]
+    sep = "" if text.endswith("\n") or not text else nl
+    gap = "" if not text or text.endswith(nl + nl) else nl
+    return f"{text}{sep}{gap}{block}"
+
+
+def history(card: Card) -> list[str]:
+    """The History section's entries, oldest first."""
+    end = _section_end(card.text, "History")
+    if end is None:
+        return []
+    start = next(off for _, lvl, name, off in _headings(card.text)
+                 if lvl == 2 and name.strip().lower() == "history")
+    return [ln[2:].strip() for ln in card.text[start:end].splitlines()[1:] if ln.startswith("- ")]

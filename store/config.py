@@ -1,0 +1,114 @@
+"""cardmem.toml: store settings with defaults; a malformed file names the key."""
+from __future__ import annotations
+
+import copy
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from .errors import CardmemError
+
+FILE = "cardmem.toml"
+
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "model": {"name": "claude-sonnet-4-5", "max_tokens": 1024, "timeout_s": 30.0},
+    "context": {"budget_chars": 9000},
+    "walk": {
+        "max_tool_calls": 4,
+        "tool_call_s": 6.0,
+        "walk_s": 18.0,
+        "deadline_s": 30.0,
+        "on_deadline": "silence",
+    },
+    "extract": {"protected_types": ["feedback", "user"], "max_turns": 20, "turn_chars": 1500},
+    "watch": {"autocommit": True, "quiet_s": 5.0},
+    "store": {"lock_timeout_s": 10.0},
+    "projects": {},  # working-directory name -> project slug
+}
+
+# The value each key must hold: a bool is not an int here, and ints pass for floats.
+_CHOICES = {("walk", "on_deadline"): {"silence", "receipt"}}
+
+
+def _check(section: str, key: str, value: Any, default: Any, path: Path) -> Any:
+    where = f"{path}: [{section}] {key}"
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        value = float(value) if ok else value
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif isinstance(default, list):
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    else:
+        ok = isinstance(value, type(default))
+    if not ok:
+        raise CardmemError(where, f"expected {type(default).__name__}, got {value!r}")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+        raise CardmemError(where, f"must not be negative, got {value!r}")
+    choices = _CHOICES.get((section, key))
+    if choices and value not in choices:
+        raise CardmemError(where, f"must be one of {sorted(choices)}, got {value!r}")
+    return value
+
+
+def load(root: Path) -> dict[str, dict[str, Any]]:
+    """The store's settings: the file's values over the defaults, each checked."""
+    cfg = copy.deepcopy(DEFAULTS)
+    path = root / FILE
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return cfg
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise CardmemError(str(path), f"not valid TOML: {exc}") from None
+    for section, values in data.items():
+        if section not in cfg:
+            continue  # unknown sections are the user's business
+        if not isinstance(values, dict):
+            raise CardmemError(f"{path}: [{section}]", "must be a table")
+        if section == "projects":
+            for k, v in values.items():
+                if not isinstance(v, str):
+                    raise CardmemError(f"{path}: [projects] {k}", f"expected str, got {v!r}")
+            cfg[section].update(values)
+            continue
+        for key, value in values.items():
+            if key in cfg[section]:
+                cfg[section][key] = _check(section, key, value, DEFAULTS[section][key], path)
+            else:
+                cfg[section][key] = value
+    return cfg
+
+
+def default_text() -> str:
+    """The cardmem.toml that `init` writes: the defaults, spelled out."""
+    return """# cardmem store settings. Missing keys take these defaults.
+
+[model]
+name = "claude-sonnet-4-5"
+max_tokens = 1024
+timeout_s = 30
+
+[context]
+budget_chars = 9000        # Claude Code shows the model 10,000 at most
+
+[walk]
+max_tool_calls = 4
+tool_call_s = 6
+walk_s = 18
+deadline_s = 30
+on_deadline = "silence"    # or "receipt"
+
+[extract]
+protected_types = ["feedback", "user"]
+max_turns = 20
+turn_chars = 1500
+
+[watch]
+autocommit = true
+quiet_s = 5
+"""

@@ -1,0 +1,111 @@
+"""Where a store lives, and ids: the only way from user text to a file inside it.
+
+A card's id is its path relative to the store without `.md`. Every id that comes from a
+person, a model or a tool goes through `card_path`, which refuses anything that could
+escape the store or address something other than a card.
+"""
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from pathlib import Path
+
+from .errors import BadId
+
+MAX_ID_LEN = 200
+# Folders a store owns that are never cards.
+HIDDEN_PREFIX = "."
+# Top-level files that document the store rather than remember anything.
+NOT_CARDS = {"README.md"}
+
+
+def default_store() -> Path:
+    """$CARDMEM_STORE, else $XDG_DATA_HOME/cardmem, else ~/.local/share/cardmem."""
+    if env := os.environ.get("CARDMEM_STORE"):
+        return Path(env).expanduser()
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data) / "cardmem"
+
+
+def normalize_id(card_id: str) -> str:
+    """Check an id's text and return it without a trailing `.md`. Raises BadId."""
+    if not isinstance(card_id, str) or not card_id.strip():
+        raise BadId("id", "is empty")
+    shown = card_id if len(card_id) <= 80 else card_id[:77] + "..."
+    if "\x00" in card_id:
+        raise BadId(f"id {shown!r}", "contains a NUL byte")
+    if len(card_id) > MAX_ID_LEN:
+        raise BadId(f"id {shown!r}", f"is longer than {MAX_ID_LEN} characters")
+    if "\\" in card_id:
+        raise BadId(f"id {shown!r}", "contains a backslash; ids use /")
+    if card_id.startswith("/") or re.match(r"^[A-Za-z]:", card_id) or card_id.startswith("~"):
+        raise BadId(f"id {shown!r}", "is an absolute path; ids are relative to the store")
+    if card_id.endswith(".md"):
+        card_id = card_id[:-3]
+    parts = card_id.split("/")
+    if any(p == ".." for p in parts):
+        raise BadId(f"id {shown!r}", "climbs out of the store (..)")
+    if any(p in ("", ".") for p in parts):
+        raise BadId(f"id {shown!r}", "has an empty or '.' path segment")
+    if any(p.startswith(HIDDEN_PREFIX) for p in parts):
+        raise BadId(f"id {shown!r}", "names a hidden path; cards never live there")
+    if any(ord(c) < 32 for c in card_id):
+        raise BadId(f"id {shown!r}", "contains a control character")
+    return card_id
+
+
+def card_path(root: Path, card_id: str) -> Path:
+    """The file of a card id, guaranteed inside the store and a `.md` file (or absent)."""
+    card_id = normalize_id(card_id)
+    path = root / (card_id + ".md")
+    real_root = os.path.realpath(root)
+    # realpath resolves every symlink on the way, including missing tails' parents.
+    real = os.path.realpath(path)
+    if os.path.commonpath([real_root, real]) != real_root:
+        raise BadId(f"id {card_id!r}", "resolves outside the store (symlink)")
+    if not real.endswith(".md"):
+        raise BadId(f"id {card_id!r}", "does not resolve to a .md file")
+    if os.path.lexists(path) and not os.path.isfile(real):
+        raise BadId(f"id {card_id!r}", "is not a regular .md file")
+    return path
+
+
+def id_of(root: Path, path: Path) -> str:
+    """The id of a card file inside the store."""
+    rel = path.relative_to(root).as_posix()
+    return rel[:-3] if rel.endswith(".md") else rel
+
+
+def slugify(text: str, max_len: int = 60) -> str:
+    """A file-name-safe slug of a title; non-Latin titles keep their letters."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    slug = re.sub(r"[^\w]+", "-", text, flags=re.UNICODE).strip("-_")
+    slug = slug[:max_len].rstrip("-_")
+    return slug or "card"
+
+
+TYPE_FOLDERS = {
+    "user": "user",
+    "feedback": "feedback",
+    "person": "people",
+    "entity": "entities",
+    "reference": "reference",
+    "signal": "signals",
+}
+FOLDER_TYPES = {v: k for k, v in TYPE_FOLDERS.items()}
+
+
+def id_for(title: str, card_type: str, project: str | None = None) -> str:
+    """The id a new card of this title gets: its type's folder, or its project's."""
+    if project:
+        return f"projects/{slugify(project)}/{slugify(title)}"
+    return f"{TYPE_FOLDERS.get(card_type, 'reference')}/{slugify(title)}"
+
+
+def type_from_id(card_id: str) -> str | None:
+    """The type a card's folder implies, for cards whose frontmatter says none."""
+    head = card_id.split("/", 1)[0]
+    if head == "projects":
+        return "project"
+    return FOLDER_TYPES.get(head)

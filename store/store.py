@@ -1,0 +1,237 @@
+"""A store: a git work tree of cards. Reading, listing and the plain writes on cards."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import date
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterator
+
+from . import card as cardlib
+from . import config, git, paths
+from .errors import CardmemError, NotFound
+from .writer import Message, commit_changes
+
+GITIGNORE = ".cardmem/\n"
+
+
+@dataclass
+class Problem:
+    """A file that looks like a card but cannot be read as one."""
+
+    id: str
+    path: str
+    reason: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"id": self.id, "path": self.path, "reason": self.reason}
+
+
+class Store:
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root).expanduser().absolute()
+
+    @classmethod
+    def open(cls, root: Path | str | None = None) -> "Store":
+        """The store at root (or the default one); it must exist and be a git repo."""
+        store = cls(root if root is not None else paths.default_store())
+        if not store.root.is_dir():
+            raise CardmemError(f"store {store.root}",
+                               f"does not exist; run `cardmem init {store.root}`")
+        if not git.is_repo(store.root):
+            raise CardmemError(f"store {store.root}",
+                               f"is not a git repository; run `cardmem init {store.root}`")
+        return store
+
+    @cached_property
+    def config(self) -> dict[str, dict[str, Any]]:
+        return config.load(self.root)
+
+    @property
+    def state_dir(self) -> Path:
+        """.cardmem/: derived, never committed, always rebuildable."""
+        d = self.root / ".cardmem"
+        d.mkdir(exist_ok=True)
+        return d
+
+    # --- reading -------------------------------------------------------------------
+
+    def card_files(self) -> Iterator[tuple[str, Path]]:
+        """(id, path) of every card file, in a stable order; hidden folders skipped."""
+        root = str(self.root)
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            top = dirpath == root
+            for name in sorted(filenames):
+                if not name.endswith(".md") or name.startswith("."):
+                    continue
+                if top and name in paths.NOT_CARDS:
+                    continue
+                path = Path(dirpath) / name
+                rel = os.path.relpath(path, root).replace(os.sep, "/")
+                yield rel[:-3], path
+
+    def path(self, card_id: str) -> Path:
+        return paths.card_path(self.root, card_id)
+
+    def exists(self, card_id: str) -> bool:
+        return self.path(card_id).is_file()
+
+    def read(self, card_id: str) -> cardlib.Card:
+        """One card, whole. Raises BadId, NotFound, or CardmemError for a broken card."""
+        path = self.path(card_id)
+        cid = paths.normalize_id(card_id)
+        try:
+            return cardlib.load(path, cid)
+        except FileNotFoundError:
+            raise NotFound(f"card {cid}", "no such card") from None
+        except cardlib.CardProblem as exc:
+            raise CardmemError(str(path), str(exc)) from None
+
+    def scan(self) -> tuple[list[cardlib.Card], list[Problem]]:
+        """Every readable card, and every file that could not be read as one."""
+        cards, problems = [], []
+        for cid, path in self.card_files():
+            try:
+                cards.append(cardlib.load(path, cid))
+            except cardlib.CardProblem as exc:
+                problems.append(Problem(cid, str(path), str(exc)))
+            except OSError as exc:
+                problems.append(Problem(cid, str(path), f"unreadable: {exc.strerror}"))
+        return cards, problems
+
+    def map(self) -> tuple[list[dict[str, str]], list[Problem]]:
+        cards, problems = self.scan()
+        return [c.brief() for c in cards], problems
+
+    def log(self, card_id: str | None = None, limit: int | None = None) -> list[git.Commit]:
+        rel = None
+        if card_id is not None:
+            rel = [self.path(card_id).relative_to(self.root).as_posix()]
+        return git.log(self.root, rel, limit=limit)
+
+    # --- writing -------------------------------------------------------------------
+
+    def commit(self, changes, message: Message, *, agent: bool) -> str | None:
+        """Commit changes (a dict, or a function computing one under the write lock)."""
+        timeout = float(self.config["store"]["lock_timeout_s"])
+        return commit_changes(self.root, changes, message, agent=agent, lock_timeout_s=timeout)
+
+    def rel(self, card_id: str) -> str:
+        return self.path(card_id).relative_to(self.root).as_posix()
+
+    def new(self, card_id: str, *, title: str | None = None, card_type: str | None = None,
+            project: str | None = None, body: str = "", description: str | None = None,
+            meta: dict[str, Any] | None = None, source: str = "cli", agent: bool = False,
+            session: str | None = None) -> str:
+        """Create a card; refuse if one exists at that id. Returns the id."""
+        cid = paths.normalize_id(card_id)
+        path = self.path(cid)
+        fields: dict[str, Any] = {"title": title or cid.rsplit("/", 1)[-1].replace("-", " ")}
+        card_type = card_type or paths.type_from_id(cid)
+        if card_type:
+            fields["type"] = card_type
+        if description:
+            fields["description"] = description
+        if project:
+            fields["project"] = project
+        fields["created"] = date.today()  # a date object dumps unquoted
+        fields.update(meta or {})
+        text = cardlib.render(fields, body)
+
+        def create() -> dict[str, bytes | None]:
+            if path.exists():
+                raise CardmemError(f"card {cid}", "already exists; use `cardmem edit` or `remember`")
+            return {self.rel(cid): text.encode()}
+
+        self.commit(create, Message(f"new: {cid}", [f"{cid}  {fields['title']}"], source, session),
+                    agent=agent)
+        return cid
+
+    def update_text(self, card_id: str, edit, subject: str, *, source: str = "cli",
+                    agent: bool = False, session: str | None = None,
+                    lines: list[str] | None = None) -> str | None:
+        """Apply edit(old_text) -> new_text to one card under the write lock, and commit it."""
+        cid = paths.normalize_id(card_id)
+        rel = self.rel(cid)
+
+        def compute() -> dict[str, bytes | None]:
+            return {rel: edit(self.read(cid).text).encode()}
+
+        return self.commit(compute, Message(subject, lines or [], source, session), agent=agent)
+
+    def remember(self, title: str, body: str, *, card_type: str = "reference",
+                 project: str | None = None, source: str = "cli", agent: bool = False,
+                 session: str | None = None) -> tuple[str, bool]:
+        """Create the card for this title, or append a dated section to it.
+
+        Protected types are never appended to: a suffixed new card is made instead.
+        Returns (id, created).
+        """
+        protected = set(self.config["extract"]["protected_types"])
+        cid = paths.id_for(title, card_type, project)
+        if self.exists(cid):
+            existing = self.read(cid)
+            if (existing.type or card_type) not in protected and card_type not in protected:
+                today = date.today().isoformat()
+                self.update_text(cid, lambda t: cardlib.append_section(t, today, body),
+                                 f"remember: {cid}", source=source, agent=agent,
+                                 session=session, lines=[f"{cid}  appended a {today} section"])
+                return cid, False
+            n = 2
+            while self.exists(f"{cid}-{n}"):
+                n += 1
+            cid = f"{cid}-{n}"
+        self.new(cid, title=title, card_type=card_type, project=project, body=body,
+                 source=source, agent=agent, session=session)
+        return cid, True
+
+    def revert(self, commit: str) -> str:
+        """Undo one commit with a new commit (git revert)."""
+        from .writer import check_writable, write_lock
+
+        check_writable(self.root)
+        sha = git.run(self.root, "rev-parse", "--verify", "-q", f"{commit}^{{commit}}",
+                      check=False).strip()
+        if not sha:
+            raise CardmemError(f"commit {commit}", "no such commit in this store")
+        with write_lock(self.root, float(self.config["store"]["lock_timeout_s"])):
+            git.run(self.root, "revert", "--no-edit", sha, env=git.identity_env(False, self.root))
+        return git.head(self.root) or ""
+
+
+def init(root: Path | str) -> tuple[Store, bool]:
+    """Make a store at root (git init, .gitignore, cardmem.toml, first commit).
+
+    A folder that is not yet a repository keeps its files: they go into the first commit,
+    so `cardmem init` adopts a folder of Markdown notes. On an existing repository only
+    what is missing is added, and nothing else is committed. Returns (store, created).
+    """
+    from .writer import check_writable, write_lock
+
+    store = Store(root)
+    r = store.root
+    if r.exists() and not r.is_dir():
+        raise CardmemError(f"store {r}", "exists and is not a folder")
+    r.mkdir(parents=True, exist_ok=True)
+    created = not git.is_repo(r)
+    if created:
+        git.run(r, "init", "-q", "-b", "main")
+    gi = r / ".gitignore"
+    gi_text = gi.read_text() if gi.exists() else ""
+    if ".cardmem/" not in gi_text.split():
+        sep = "" if not gi_text or gi_text.endswith("\n") else "\n"
+        gi.write_text(gi_text + sep + GITIGNORE)
+    if not (r / config.FILE).exists():
+        (r / config.FILE).write_text(config.default_text())
+    check_writable(r)
+    adopt = ["."] if created else [".gitignore", config.FILE]
+    with write_lock(r):
+        git.run(r, "add", "-A", "--", *adopt)
+        if git.run(r, "diff", "--cached", "--name-only", "--", *adopt).strip():
+            n = len(git.run(r, "diff", "--cached", "--name-only", "--", *adopt).split())
+            msg = Message("init: cardmem store", [f"{n} files"] if n > 2 else [], source="init")
+            git.run(r, "commit", "-q", "--no-verify", "--only", "-F", "-", "--", *adopt,
+                    input=msg.text(), env=git.identity_env(False, r))
+    return store, created

@@ -1,0 +1,137 @@
+"""The one way anything writes to a store: lock, atomic files, one commit.
+
+All writers (CLI, MCP, hooks, the watcher's auto-commit) call `commit_changes`. It takes
+the store's write lock, writes each file to a temporary file in its own folder, fsyncs,
+renames it into place, stages exactly those paths and commits them: a user's other
+uncommitted edits stay uncommitted.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from . import git
+from .errors import CardmemError, StoreBusy
+
+LOCK_FILE = ".cardmem/write.lock"
+
+
+@contextmanager
+def write_lock(root: Path, timeout_s: float = 10.0) -> Iterator[None]:
+    """Hold the store's write lock, or raise StoreBusy after timeout_s."""
+    from filelock import FileLock, Timeout  # lazy: 90 ms, and only writers need it
+
+    lock_path = root / LOCK_FILE
+    lock_path.parent.mkdir(exist_ok=True)
+    lock = FileLock(str(lock_path), timeout=timeout_s)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise StoreBusy(str(root), f"store busy: another writer held the lock for {timeout_s:g} s; try again") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace path's content with data: readers see the old bytes or the new, never a mix."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        else:
+            os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+@dataclass
+class Message:
+    """A commit message for people, with machine-readable Cardmem-* trailers."""
+
+    subject: str
+    lines: list[str] = field(default_factory=list)
+    source: str = "cli"
+    session: str | None = None
+
+    def text(self) -> str:
+        parts = [self.subject.strip()]
+        if self.lines:
+            parts.append("\n".join(self.lines))
+        trailers = [f"Cardmem-Source: {self.source}"]
+        if self.session:
+            trailers.append(f"Cardmem-Session: {self.session}")
+        parts.append("\n".join(trailers))
+        return "\n\n".join(parts) + "\n"
+
+
+def check_writable(root: Path) -> None:
+    """Refuse, with what to do, a store git cannot commit to right now."""
+    if not root.is_dir():
+        raise CardmemError(f"store {root}", f"does not exist; run `cardmem init {root}`")
+    if not git.is_repo(root):
+        raise CardmemError(f"store {root}", f"is not a git repository; run `cardmem init {root}`")
+    if (root / ".git" / "index.lock").exists():
+        raise CardmemError(
+            f"{root / '.git' / 'index.lock'}",
+            "exists: a git process is running or was killed; if none is running, remove the file",
+        )
+    if git.head(root) is not None and git.branch(root) is None:
+        raise CardmemError(f"store {root}",
+                           f"HEAD is detached; run `git -C {root} switch <branch>` first")
+
+
+Changes = dict[str, "bytes | None"]
+
+
+def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", message: Message, *,
+                   agent: bool, lock_timeout_s: float = 10.0) -> str | None:
+    """Write (bytes) or delete (None) store-relative paths and commit exactly them.
+
+    `changes` may be a function: it then runs under the lock, so an edit computed from a
+    card's current text never loses another writer's lines, and it may raise to refuse.
+    Returns the new commit's sha, or None when nothing differs from HEAD.
+    """
+    check_writable(root)
+    with write_lock(root, lock_timeout_s):
+        if callable(changes):
+            changes = changes()
+        for rel, data in changes.items():
+            path = root / rel
+            if data is None:
+                path.unlink(missing_ok=True)
+            elif not path.exists() or path.read_bytes() != data:
+                atomic_write(path, data)
+        paths = list(changes)
+        if not paths:
+            return None
+        git.run(root, "add", "-A", "--", *paths)
+        # Only what differs from HEAD is committed (a rewrite of the same bytes is no change).
+        touched = [t for t in git.run(root, "diff", "--cached", "--name-only", "-z", "--",
+                                      *paths).split("\0") if t]
+        if not touched:
+            return None
+        # --only commits just these paths, whatever else the user has staged.
+        git.run(root, "commit", "-q", "--no-verify", "--only", "-F", "-", "--", *touched,
+                input=message.text(), env=git.identity_env(agent, root))
+        return git.head(root)

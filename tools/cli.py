@@ -1,0 +1,212 @@
+"""The command line: every command is a thin shell over a store or tools function.
+
+Commands of other areas live in their own modules and load only when called (LAZY), so
+`cardmem search` never pays for the MCP SDK or the model client.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cardmem.store.errors import CardmemError
+
+# command name -> "module:attribute" of a click command, imported on first use.
+LAZY: dict[str, str] = {
+    "demo": "cardmem.tools.demo:demo",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *LAZY])
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in LAZY:
+            module, attr = LAZY[name].split(":")
+            return getattr(importlib.import_module(module), attr)
+        return super().get_command(ctx, name)
+
+
+def store_option(f):
+    return click.option("--store", "store_path", type=click.Path(path_type=Path),
+                        envvar=None, help="The store (default: $CARDMEM_STORE, else "
+                        "$XDG_DATA_HOME/cardmem).")(f)
+
+
+def json_option(f):
+    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(f)
+
+
+def open_store(store_path: Path | None):
+    from cardmem.store.store import Store
+
+    return Store.open(store_path)
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+def read_body(body: str | None) -> str:
+    """--body TEXT, or `-` for standard input."""
+    if body == "-":
+        return sys.stdin.read()
+    return body or ""
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="cardmem")
+def cli() -> None:
+    """cardmem: memory for AI agents, kept as Markdown cards in git."""
+
+
+@cli.command()
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+def init(path: Path | None) -> None:
+    """Make a store (idempotent on an existing one)."""
+    from cardmem.store.paths import default_store
+    from cardmem.store.store import init as init_store
+
+    store, created = init_store(path or default_store())
+    click.echo(f"{'initialized' if created else 'already a store:'} {store.root}")
+
+
+@cli.command()
+@store_option
+def where(store_path: Path | None) -> None:
+    """Print the store's path."""
+    from cardmem.store.paths import default_store
+
+    click.echo(str((store_path or default_store()).expanduser().absolute()))
+
+
+TYPES = ["user", "feedback", "person", "entity", "project", "reference", "signal"]
+
+
+@cli.command()
+@click.argument("card_id", metavar="ID")
+@click.option("--title")
+@click.option("--type", "card_type", type=click.Choice(TYPES))
+@click.option("--project")
+@click.option("--description")
+@click.option("--body", help="The card's body, or - to read it from standard input.")
+@store_option
+def new(card_id: str, title: str | None, card_type: str | None, project: str | None,
+        description: str | None, body: str | None, store_path: Path | None) -> None:
+    """Create a card; refuse if it exists."""
+    store = open_store(store_path)
+    cid = store.new(card_id, title=title, card_type=card_type, project=project,
+                    description=description, body=read_body(body))
+    click.echo(f"created {cid}")
+
+
+@cli.command()
+@click.argument("title")
+@click.option("--type", "card_type", type=click.Choice(TYPES), default="reference",
+              show_default=True)
+@click.option("--project")
+@click.option("--body", help="The text to remember, or - to read it from standard input.")
+@store_option
+def remember(title: str, card_type: str, project: str | None, body: str | None,
+             store_path: Path | None) -> None:
+    """Create the card with this title, or append a dated section to it."""
+    store = open_store(store_path)
+    cid, created = store.remember(title, read_body(body), card_type=card_type, project=project)
+    click.echo(f"{'created' if created else 'appended to'} {cid}")
+
+
+@cli.command()
+@click.argument("card_id", metavar="ID")
+@json_option
+@store_option
+def show(card_id: str, as_json: bool, store_path: Path | None) -> None:
+    """The card, whole."""
+    store = open_store(store_path)
+    card = store.read(card_id)
+    if as_json:
+        emit_json({**card.brief(), "path": str(card.path), "meta": card.meta,
+                   "body": card.body, "text": card.text})
+    else:
+        click.echo(card.text, nl=not card.text.endswith("\n"))
+
+
+@cli.command()
+@click.argument("card_id", metavar="ID")
+@store_option
+def edit(card_id: str, store_path: Path | None) -> None:
+    """Open a card in $EDITOR and commit the change on exit."""
+    from cardmem.tools.editing import edit_card
+
+    click.echo(edit_card(open_store(store_path), card_id))
+
+
+@cli.command(name="map")
+@json_option
+@store_option
+def map_(as_json: bool, store_path: Path | None) -> None:
+    """Every card: id, type, title, description."""
+    store = open_store(store_path)
+    cards, problems = store.map()
+    if as_json:
+        emit_json(cards)
+    else:
+        for c in cards:
+            desc = f" — {c['description']}" if c["description"] else ""
+            click.echo(f"{c['id']}  [{c['type'] or '?'}]  {c['title']}{desc}")
+    for p in problems:
+        click.echo(f"cardmem: {p.path}: skipped: {p.reason}", err=True)
+
+
+@cli.command()
+@click.argument("card_id", metavar="ID", required=False)
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many commits.")
+@json_option
+@store_option
+def log(card_id: str | None, limit: int | None, as_json: bool, store_path: Path | None) -> None:
+    """History of the store, or of one card."""
+    store = open_store(store_path)
+    commits = store.log(card_id, limit=limit)
+    if as_json:
+        emit_json([c.as_dict() for c in commits])
+        return
+    for c in commits:
+        click.echo(f"{c.commit[:10]}  {c.date[:19]}  {c.author}")
+        click.echo(f"    {c.message.splitlines()[0] if c.message else ''}")
+
+
+@cli.command()
+@click.argument("commit")
+@store_option
+def revert(commit: str, store_path: Path | None) -> None:
+    """Undo one commit (with a new commit)."""
+    sha = open_store(store_path).revert(commit)
+    click.echo(f"reverted {commit} in {sha[:10]}")
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False, prog_name="cardmem")
+    except click.exceptions.Abort:
+        click.echo("cardmem: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except CardmemError as exc:
+        click.echo(f"cardmem: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
