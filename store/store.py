@@ -94,7 +94,11 @@ class Store:
         cards, problems = [], []
         for cid, path in self.card_files():
             try:
+                if path.is_symlink():
+                    paths.card_path(self.root, cid)  # a link out of the store is no card
                 cards.append(cardlib.load(path, cid))
+            except CardmemError as exc:
+                problems.append(Problem(cid, str(path), exc.why))
             except cardlib.CardProblem as exc:
                 problems.append(Problem(cid, str(path), str(exc)))
             except OSError as exc:
