@@ -109,6 +109,12 @@ class Request:
     body: Any                   # parsed JSON, or None
     time: float
 
+    @property
+    def api_key(self) -> str | None:
+        """The key sent: x-api-key (Claude Code), or `Authorization: Bearer` (anthropic SDK 2.x)."""
+        auth = self.headers.get("authorization", "")
+        return self.headers.get("x-api-key") or (auth[7:] if auth.lower().startswith("bearer ") else None)
+
 
 # ---- the server ---------------------------------------------------------------
 
