@@ -18,6 +18,7 @@ from cardmem.store.errors import CardmemError
 # command name -> "module:attribute" of a click command, imported on first use.
 LAZY: dict[str, str] = {
     "demo": "cardmem.tools.demo:demo",
+    "doctor": "cardmem.tools.doctor:doctor",
 }
 
 
@@ -190,7 +191,10 @@ def revert(commit: str, store_path: Path | None) -> None:
 
 def main() -> None:
     try:
-        cli.main(standalone_mode=False, prog_name="cardmem")
+        # Without standalone mode click returns, rather than raises, a command's exit code.
+        rc = cli.main(standalone_mode=False, prog_name="cardmem")
+        if isinstance(rc, int) and rc:
+            sys.exit(rc)
     except click.exceptions.Abort:
         click.echo("cardmem: aborted", err=True)
         sys.exit(130)

@@ -1,0 +1,83 @@
+"""`cardmem doctor`: check the store, its cards, index and hooks; say what is wrong.
+
+Each check returns (ok, line). A failing check says what to do, like every error here.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import click
+
+from cardmem.store import config, git
+from cardmem.store.errors import CardmemError
+from cardmem.store.store import Store
+
+Check = Callable[[Store], list[tuple[bool, str]]]
+
+
+def check_repo(store: Store) -> list[tuple[bool, str]]:
+    out = []
+    lock = store.root / ".git" / "index.lock"
+    if lock.exists():
+        out.append((False, f"{lock} exists: a git process is running or was killed; "
+                           "if none is running, remove the file"))
+    if git.head(store.root) is None:
+        out.append((False, "the repository has no commits; run `cardmem init`"))
+    elif git.branch(store.root) is None:
+        out.append((False, f"HEAD is detached; run `git -C {store.root} switch <branch>`"))
+    else:
+        out.append((True, f"git: on branch {git.branch(store.root)}"))
+    dirty = [ln[3:] for ln in git.run(store.root, "status", "--porcelain").splitlines()
+             if ln[3:].endswith(".md")]
+    if dirty:
+        out.append((True, f"{len(dirty)} card(s) with uncommitted edits (e.g. {dirty[0]}); "
+                          "`cardmem watch` or git commits them"))
+    return out
+
+
+def check_config(store: Store) -> list[tuple[bool, str]]:
+    try:
+        config.load(store.root)
+    except CardmemError as exc:
+        return [(False, str(exc))]
+    return [(True, f"{config.FILE}: valid")]
+
+
+def check_cards(store: Store) -> list[tuple[bool, str]]:
+    cards, problems = store.scan()
+    out = [(True, f"{len(cards)} cards readable")]
+    out += [(False, f"{p.path}: skipped: {p.reason}") for p in problems]
+    return out
+
+
+# Other areas append their checks (index, hooks) here.
+CHECKS: list[Check] = [check_repo, check_config, check_cards]
+
+
+def run_checks(store: Store) -> list[tuple[bool, str]]:
+    results = []
+    for check in CHECKS:
+        try:
+            results += check(store)
+        except CardmemError as exc:
+            results.append((False, str(exc)))
+    return results
+
+
+@click.command()
+@click.option("--store", "store_path", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True)
+def doctor(store_path: Path | None, as_json: bool) -> None:
+    """Check the store, index and hooks; say what is wrong."""
+    from cardmem.tools.cli import emit_json, open_store
+
+    results = run_checks(open_store(store_path))
+    if as_json:
+        emit_json([{"ok": ok, "message": msg} for ok, msg in results])
+    else:
+        for ok, msg in results:
+            click.echo(f"{'ok     ' if ok else 'PROBLEM'}  {msg}")
+    bad = sum(1 for ok, _ in results if not ok)
+    if bad:
+        raise click.exceptions.Exit(1)
