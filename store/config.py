@@ -11,7 +11,7 @@ from .errors import CardmemError
 FILE = "cardmem.toml"
 
 DEFAULTS: dict[str, dict[str, Any]] = {
-    "model": {"name": "claude-sonnet-4-5", "max_tokens": 1024, "timeout_s": 30.0},
+    "model": {"name": "claude-sonnet-4-6", "max_tokens": 1024, "timeout_s": 30.0},
     "context": {"budget_chars": 9000},
     "walk": {
         "max_tool_calls": 4,
@@ -89,7 +89,7 @@ def default_text() -> str:
     return """# cardmem store settings. Missing keys take these defaults.
 
 [model]
-name = "claude-sonnet-4-5"
+name = "claude-sonnet-4-6"
 max_tokens = 1024
 timeout_s = 30
 

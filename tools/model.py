@@ -11,13 +11,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cardmem.store import config
 from cardmem.store.errors import CardmemError
 
 if TYPE_CHECKING:
     import anthropic
 
-# claude-sonnet-4-5 is on the SDK's deprecation list (end of life 2026-11-30).
-DEFAULTS: dict[str, Any] = {"name": "claude-sonnet-4-6", "max_tokens": 1024, "timeout_s": 30.0}
+# One source of defaults: the store's [model] section (claude-sonnet-4-5 reached its end of
+# life on 2026-11-30, so the default is claude-sonnet-4-6).
+DEFAULTS: dict[str, Any] = config.DEFAULTS["model"]
 MAX_RETRIES = 2
 
 
