@@ -50,7 +50,7 @@ def normalize_id(card_id: str) -> str:
         raise BadId(f"id {shown!r}", "has an empty or '.' path segment")
     if any(p.startswith(HIDDEN_PREFIX) for p in parts):
         raise BadId(f"id {shown!r}", "names a hidden path; cards never live there")
-    if any(ord(c) < 32 for c in card_id):
+    if any(unicodedata.category(c) == "Cc" for c in card_id):  # C0, DEL and C1
         raise BadId(f"id {shown!r}", "contains a control character")
     return card_id
 
