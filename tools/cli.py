@@ -18,6 +18,7 @@ from cardmem.store.errors import CardmemError
 # command name -> "module:attribute" of a click command, imported on first use.
 LAZY: dict[str, str] = {
     "demo": "cardmem.tools.demo:demo",
+    "context": "cardmem.tools.context_cmd:context",
     "doctor": "cardmem.tools.doctor:doctor",
 }
 

@@ -1,0 +1,401 @@
+"""Rung 1, the pile: what sits at the right addresses, in a fixed order, within a budget.
+
+Nothing here ranks. Code decides how much the model may see (a character budget), never
+what matters in it: sections come in a fixed order, cards inside a section in id order,
+and each card is shown whole while the budget lasts, then by its description, then left
+out, where every cut is counted and named. Feedback rules are the exception that is
+never cut: over budget the remaining rules are still listed by title (the only text
+allowed past the budget).
+
+Two piles are built here: `session_context` (a coding session starts: `cardmem context`,
+the SessionStart hook) and `question_context` (someone asks: `cardmem ask`, under the walk).
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from .card import Card
+from .store import Store
+
+DEFAULT_BUDGET = 9000
+# Full rule texts may fill at most this share of the budget, so the user card and the
+# project still get room; past it, rules are shown by description, then by title.
+RULES_FULL_SHARE = 0.6
+RECENT_DAYS = 14
+RECENT_COMMITS = 8
+MAP_RECENT_TITLES = 5
+MAP_COUNT = 200  # question_context: memory-map entries, at most
+INACTIVE = {"superseded", "archived"}
+HOW_TO_REACH = ("Reach them with the search tool (`cardmem search QUERY`, MCP `search`) "
+                "and read one by id (`cardmem show ID`, MCP `read_card`).")
+
+
+@dataclass
+class Pile:
+    """A rendered pile: its Markdown, the card ids in it (in order) and what was cut."""
+
+    text: str
+    addresses: list[str]
+    left_out: list[dict[str, Any]]
+    budget: int
+    notices: list[str] = field(default_factory=list)  # problems met on the way (broken cards)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "chars": len(self.text), "budget": self.budget,
+                "addresses": self.addresses, "left_out": self.left_out,
+                "notices": self.notices}
+
+
+class _Builder:
+    """Appends blocks while they fit the budget; title-only rule lines are exempt."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.parts: list[str] = []
+        self.used = 0  # characters counted against the budget
+        self.reserve = 0  # held back for the sections still to come
+        self.addresses: list[str] = []
+        self.left_out: list[dict[str, Any]] = []
+
+    def room(self) -> int:
+        return self.budget - self.used - self.reserve
+
+    def fits(self, block: str) -> bool:
+        return len(block) + 1 <= self.room()
+
+    def add(self, block: str, card_id: str | None = None, exempt: bool = False) -> bool:
+        """Add block (plus its newline) if it fits; exempt blocks always go in."""
+        if not exempt and not self.fits(block):
+            return False
+        self.parts.append(block)
+        if not exempt:
+            self.used += len(block) + 1
+        if card_id and card_id not in self.addresses:
+            self.addresses.append(card_id)
+        return True
+
+    def cut(self, card_id: str | None, reason: str, count: int = 1) -> None:
+        entry: dict[str, Any] = {"reason": reason, "count": count}
+        if card_id:
+            entry["id"] = card_id
+        self.left_out.append(entry)
+
+    def text(self) -> str:
+        return "\n".join(self.parts) + ("\n" if self.parts else "")
+
+
+# --- rendering one card ----------------------------------------------------------
+
+def _one_line(s: str) -> str:
+    return " ".join(s.split())
+
+
+def _full(card: Card, level: str = "###") -> str:
+    desc = f"\n_{_one_line(card.description)}_" if card.description else ""
+    return f"{level} {_one_line(card.title)} (`{card.id}`){desc}\n{card.body.strip()}\n"
+
+
+def _described(card: Card) -> str:
+    desc = f" — {_one_line(card.description)}" if card.description else ""
+    return f"- {_one_line(card.title)} (`{card.id}`){desc}"
+
+
+def _titled(card: Card) -> str:
+    return f"- {_one_line(card.title)} (`{card.id}`)"
+
+
+def _active(card: Card) -> bool:
+    return card.status not in INACTIVE
+
+
+def _rules(cards: list[Card]) -> list[Card]:
+    return sorted((c for c in cards if c.type == "feedback" and _active(c)), key=lambda c: c.id)
+
+
+def _add_rules(b: _Builder, cards: list[Card]) -> None:
+    """Every rule: full text while its share lasts, then description, then title only."""
+    rules = _rules(cards)
+    if not rules:
+        return
+    b.add(f"## Rules ({len(rules)}, always in force)")
+    full_room = int(b.budget * RULES_FULL_SHARE)
+    spent_full = 0
+    titles_only: list[Card] = []
+    for c in rules:
+        block = _full(c)
+        if spent_full + len(block) + 1 <= full_room and b.add(block, c.id):
+            spent_full += len(block) + 1
+            continue
+        if b.add(_described(c), c.id):
+            b.cut(c.id, "rule shown by description only (budget)")
+            continue
+        titles_only.append(c)
+    if titles_only:
+        b.add(f"Further rules, titles only (over budget; read each by id):", exempt=True)
+        for c in titles_only:
+            b.add(_titled(c), c.id, exempt=True)
+            b.cut(c.id, "rule shown by title only (budget)")
+    b.add("")
+
+
+def _add_cards(b: _Builder, heading: str, cards: list[Card], reason: str) -> None:
+    """A section of cards: each whole if it fits, else by description, else counted out."""
+    if not cards:
+        return
+    if not b.fits(heading + "\n" + _described(cards[0])) or not b.add(heading):
+        for c in cards:
+            b.cut(c.id, reason)
+        return
+    for c in cards:
+        if b.add(_full(c), c.id):
+            continue
+        if b.add(_described(c), c.id):
+            b.cut(c.id, f"{reason}: shown by description only")
+            continue
+        b.cut(c.id, reason)
+    b.add("")
+
+
+def _type_counts(cards: Iterable[Card]) -> str:
+    counts = Counter(c.type or "untyped" for c in cards)
+    return ", ".join(f"{n} {t}" for t, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _map_brief(cards: list[Card], recent: list[dict[str, Any]], problems: int) -> list[str]:
+    """The memory map in brief: counts per type and project, the newest titles."""
+    lines = ["## Memory map", f"{len(cards)} cards: {_type_counts(cards)}."]
+    projects = Counter(c.project for c in cards if c.project)
+    if projects:
+        lines.append("Projects: " + ", ".join(f"{p} ({n})" for p, n in sorted(projects.items())) + ".")
+    titles = [f"{r['title']} (`{r['id']}`)" for r in recent if not r.get("deleted")][:MAP_RECENT_TITLES]
+    if titles:
+        lines.append("Most recently changed: " + "; ".join(titles) + ".")
+    if problems:
+        lines.append(f"{problems} card file(s) could not be read (see `cardmem doctor`).")
+    return lines
+
+
+def _add_map_brief(b: _Builder, lines: list[str]) -> None:
+    # Whole, else the counts alone (worth more than nothing), else counted as cut.
+    if not b.add("\n".join(lines) + "\n") and not b.add("\n".join(lines[:2]) + "\n"):
+        b.cut(None, "memory map (budget)")
+
+
+def _recent_lines(store: Store) -> tuple[list[str], int]:
+    """Recent commits as lines (newest first), and how many more there were."""
+    from . import git
+    from .reading import parse_since
+
+    try:
+        commits = git.log(store.root, since=parse_since(f"{RECENT_DAYS}d").isoformat(),
+                          limit=RECENT_COMMITS + 1)
+    except Exception:  # a broken repo must not break the pile
+        return [], 0
+    lines = []
+    for c in commits[:RECENT_COMMITS]:
+        ids = [p[:-3] for p in c.paths if p.endswith(".md")]
+        more = f" +{len(ids) - 3}" if len(ids) > 3 else ""
+        lines.append(f"- {c.date[:10]} {c.author.split(' <')[0]}: "
+                     f"{c.message.splitlines()[0] if c.message else ''}"
+                     + (f" ({', '.join(ids[:3])}{more})" if ids else ""))
+    return lines, max(0, len(commits) - RECENT_COMMITS)
+
+
+def _add_recent(b: _Builder, lines: list[str], more: int) -> None:
+    if not lines:
+        return
+    if not b.fits(f"## Recent changes (last {RECENT_DAYS} days, from git)\n{lines[0]}"):
+        b.cut(None, "recent changes (budget)", len(lines) + more)
+        return
+    b.add(f"## Recent changes (last {RECENT_DAYS} days, from git)")
+    shown = 0
+    for line in lines:
+        if not b.add(line):
+            break
+        shown += 1
+    if shown < len(lines) + more:
+        b.cut(None, "older or further commits (see `cardmem log`)", len(lines) + more - shown)
+    b.add("")
+
+
+def _footer_text(out: int, total: int, partial: int) -> str:
+    line = f"{out} of {total} cards left out"
+    if partial:
+        line += f", {partial} shown by description or title only"
+    return f"_{line}. {HOW_TO_REACH}_"
+
+
+def _footer(b: _Builder, total: int) -> None:
+    """How many cards are not in the pile, and how to reach them."""
+    partial = sum(1 for e in b.left_out if "id" in e and "only" in e["reason"])
+    b.reserve = 0
+    b.add(_footer_text(total - len(b.addresses), total, partial))
+
+
+def _footer_room(total: int) -> int:
+    """The most characters the footer can take (numbers at their widest)."""
+    return len(_footer_text(total, total, total)) + 1
+
+
+# --- the project of a working directory ------------------------------------------
+
+def project_for(store: Store, cwd: str | os.PathLike[str] | None) -> str | None:
+    """The project a working directory belongs to: its git top-level folder's name
+    (else the folder's own name), mapped through `[projects]` in cardmem.toml."""
+    if not cwd:
+        return None
+    folder = Path(cwd)
+    try:
+        out = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"],
+                             capture_output=True, text=True, timeout=5)
+        if out.returncode == 0 and out.stdout.strip():
+            folder = Path(out.stdout.strip())
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    mapping = store.config.get("projects", {})
+    for key in (str(folder), folder.name):
+        if key in mapping:
+            return mapping[key]
+    return folder.name or None
+
+
+def _in_project(card: Card, project: str) -> bool:
+    return card.project == project or card.id.startswith(f"projects/{project}/")
+
+
+# --- the two piles ---------------------------------------------------------------
+
+def _budget(store: Store, budget: int | None) -> int:
+    if budget is not None:
+        return max(0, int(budget))
+    try:
+        return int(store.config["context"]["budget_chars"])
+    except Exception:
+        return DEFAULT_BUDGET
+
+
+def session_context(store: Store, project: str | None = None, cwd: str | None = None,
+                    budget: int | None = None) -> Pile:
+    """The pile a coding session starts with (rung 1)."""
+    from .reading import list_recent
+
+    budget = _budget(store, budget)
+    cards, problems = store.scan()
+    if project is None:
+        project = project_for(store, cwd)
+    try:
+        recent = list_recent(store, since=f"{RECENT_DAYS}d", limit=MAP_RECENT_TITLES * 2)
+    except Exception:
+        recent = []
+    map_lines = _map_brief(cards, recent, len(problems))
+    recent_lines, more = _recent_lines(store)
+    # The tail sections keep a modest share of the budget however long the rules are.
+    footer = _footer_room(len(cards))
+    map_room = min(len("\n".join(map_lines)) + 2, int(budget * 0.15))
+    recent_room = min(len("\n".join(recent_lines)) + 50, int(budget * 0.1)) if recent_lines else 0
+    b = _Builder(budget)
+    b.reserve = footer + map_room + recent_room
+    b.add("# Memory (cardmem)")
+    b.add(f"Cards from the store at {store.root}. Rules first; then the user, the project, "
+          "a map and what changed recently.\n")
+    _add_rules(b, cards)
+    users = sorted((c for c in cards if c.type == "user" and _active(c)), key=lambda c: c.id)
+    _add_cards(b, "## User", users, "user card (budget)")
+    if project:
+        mine = sorted((c for c in cards if _in_project(c, project) and _active(c)
+                       and c.type not in ("feedback", "user")), key=lambda c: c.id)
+        if mine:
+            _add_cards(b, f"## Project {project} ({len(mine)} cards)", mine,
+                       f"project {project} card (budget)")
+        else:
+            b.add(f"## Project {project}\nNo cards for this project yet.\n")
+    b.reserve = footer + recent_room
+    _add_map_brief(b, map_lines)
+    b.reserve = footer
+    _add_recent(b, recent_lines, more)
+    _footer(b, len(cards))
+    notices = [f"{p.path}: skipped: {p.reason}" for p in problems]
+    return Pile(b.text(), b.addresses, b.left_out, budget, notices)
+
+
+def _norm_alias(s: str) -> str:
+    return _one_line(s).casefold().lstrip("@")
+
+
+def find_person(cards: list[Card], asker: str) -> Card | None:
+    """The person card answering to asker by handle, e-mail, title or alias (any case)."""
+    want = _norm_alias(asker)
+    if not want:
+        return None
+    for c in sorted(cards, key=lambda c: c.id):
+        if c.type not in ("person", "user"):
+            continue
+        names = [c.title, *c.aliases, c.id.rsplit("/", 1)[-1]]
+        if any(_norm_alias(n) == want for n in names if n):
+            return c
+    return None
+
+
+def _names_in(question: str, names: Iterable[str]) -> bool:
+    q = question.casefold()
+    for n in names:
+        n = _one_line(n).casefold()
+        if len(n) < 2:
+            continue
+        # Whole words: no letter or digit glued to either side.
+        if re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", q):
+            return True
+    return False
+
+
+def named_cards(cards: list[Card], question: str, types: tuple[str, ...] = ("entity", "person")
+                ) -> list[Card]:
+    """Cards of entities the question names by title or alias, on word boundaries, by id."""
+    return sorted((c for c in cards if c.type in types and _active(c)
+                   and _names_in(question, [c.title, *c.aliases])), key=lambda c: c.id)
+
+
+def question_context(store: Store, question: str, asker: str | None = None,
+                     budget: int | None = None) -> Pile:
+    """The pile a question is answered from (rung 1 under `cardmem ask`)."""
+    budget = _budget(store, budget)
+    cards, problems = store.scan()
+    entries = sorted(cards, key=lambda c: c.id)
+    footer = _footer_room(len(cards))
+    person = find_person(cards, asker) if asker else None
+    named = [c for c in named_cards(cards, question) if person is None or c.id != person.id]
+    named_room = sum(len(_described(c)) + 1 for c in named) + (30 if named else 0)
+    b = _Builder(budget)
+    # Long rules must leave room for the named cards (by description at least) and a map.
+    b.reserve = footer + int(budget * 0.15) + named_room
+    b.add("# Memory (cardmem)")
+    if asker:
+        if person:
+            _add_cards(b, f"## The asker ({_one_line(asker)})", [person], "asker card (budget)")
+        else:
+            b.add(f"## The asker\n{_one_line(asker)}: no person card answers to this name.\n")
+    _add_rules(b, cards)
+    b.reserve = footer + int(budget * 0.15)
+    _add_cards(b, "## Named in the question", named, "named card (budget)")
+    b.reserve = footer
+    if b.add(f"## Memory map ({len(entries)} cards: {_type_counts(entries)})"):
+        shown = 0
+        for c in entries[:MAP_COUNT]:
+            if not b.add(f"- `{c.id}` [{c.type or '?'}] {_one_line(c.title)}"
+                         + (f" — {_one_line(c.description)}" if c.description else "")):
+                break
+            shown += 1
+        if shown < len(entries):
+            b.cut(None, "memory map entries (count cap or budget)", len(entries) - shown)
+        b.add("")
+    else:
+        b.cut(None, "memory map (budget)")
+    _footer(b, len(cards))
+    notices = [f"{p.path}: skipped: {p.reason}" for p in problems]
+    return Pile(b.text(), b.addresses, b.left_out, budget, notices)
