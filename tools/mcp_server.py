@@ -1,0 +1,251 @@
+"""`cardmem mcp`: the store as an MCP server on stdio (official `mcp` SDK).
+
+Thin by design: each tool checks its arguments, calls the same store function the CLI
+and the walk use (store.reading, store.index, Store.remember), and hands back JSON.
+Every failure a model can cause or meet (bad id, no such card, store busy, card too
+large, bad `since`) comes back as a ToolError the model can read; nothing else of the
+exception (no stack trace) leaves the server. Logs go to stderr; stdout is the wire.
+
+Start-up: the SDK costs ~1.3 s to import and is imported only here, after the store is
+found. Nothing is indexed at start-up: the index is brought up to date on the first
+search (its own cheap stat-based freshness check), not before the server answers.
+"""
+import functools
+import logging
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar
+
+import click
+
+from cardmem.store.errors import CardmemError
+from cardmem.tools.cli import open_store, store_option
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from cardmem.store.store import Store
+
+log = logging.getLogger("cardmem.mcp")
+
+CardType = Literal["user", "feedback", "person", "entity", "project", "reference", "signal"]
+SEARCH_MAX = 50
+TITLE_MAX_CHARS = 200
+BODY_MAX_CHARS = 16_000  # one remembered note; a card read back is capped at 8,000
+
+INSTRUCTIONS = """\
+cardmem is the user's long-term memory: Markdown cards in a git repository, each
+addressed by an id such as `feedback/run-tests-with-x` or `projects/acme-api/deploy`.
+Use `search` to find cards, `read_card` to read one whole, `memory_map` to see what
+exists, and `list_recent` for what changed lately. When `search` says
+no_confident_results, treat its results as weak guesses, not as memory.
+Write with `remember` only when the user asks you to remember something."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _readable_errors(fn: F) -> F:
+    """Turn the failures a model can meet into one readable ToolError line.
+
+    CardmemError already reads `<what>: <why>`; ValueError comes from argument parsing
+    (e.g. `since`); OSError is said with its file, never with a traceback.
+    """
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            result = fn(*args, **kwargs)
+        except CardmemError as exc:
+            log.info("%s: %s", fn.__name__, exc)
+            raise ToolError(str(exc)) from None
+        except ValueError as exc:
+            log.info("%s: %s", fn.__name__, exc)
+            raise ToolError(str(exc)) from None
+        except OSError as exc:
+            log.warning("%s: %s", fn.__name__, exc)
+            where = exc.filename or "store"
+            raise ToolError(f"{where}: {exc.strerror or exc}") from None
+        log.info("%s done in %.0f ms", fn.__name__, (time.perf_counter() - started) * 1000)
+        return result
+
+    return wrapper  # type: ignore[return-value]
+
+
+class CardTools:
+    """The five tools over one store, as plain functions (the SDK only wraps them)."""
+
+    def __init__(self, store: "Store") -> None:
+        self.store = store
+        # Tools run in worker threads; searches share one index file, so take turns.
+        self._search_lock = threading.Lock()
+
+    def search(self, query: str, limit: int = 5, type: str | None = None,
+               project: str | None = None) -> dict[str, Any]:
+        from cardmem.store import index  # lazy: the first search also refreshes the index
+
+        if not query or not query.strip():
+            raise ValueError("query: is empty; say what to look for")
+        limit = max(1, min(int(limit), SEARCH_MAX))
+        with self._search_lock:
+            result = index.search(self.store, query, limit=limit, card_type=type or None,
+                                  project=project or None)
+        out = result.as_dict()
+        out["next"] = "read_card(id) returns a result's whole card"
+        return out
+
+    def read_card(self, id: str) -> dict[str, Any]:
+        from cardmem.store.errors import NotFound
+        from cardmem.store.reading import read_card
+
+        try:
+            return read_card(self.store, id)
+        except NotFound as exc:
+            raise NotFound(exc.what, f"{exc.why}; find ids with search or memory_map") from None
+
+    def memory_map(self, type: str | None = None, project: str | None = None) -> dict[str, Any]:
+        from cardmem.store.reading import memory_map
+
+        return memory_map(self.store, card_type=type or None, project=project or None).as_dict()
+
+    def list_recent(self, type: str | None = None, since: str | None = None) -> dict[str, Any]:
+        from cardmem.store.reading import list_recent, parse_since
+
+        after = parse_since(since)  # ValueError on a bad value, before any git work
+        changes = list_recent(self.store, card_type=type or None, since=since)
+        return {"since": after.isoformat(timespec="seconds"), "changes": changes,
+                "shown": len(changes)}
+
+    def remember(self, title: str, body: str, type: CardType = "reference",
+                 project: str | None = None) -> dict[str, Any]:
+        from cardmem.store.paths import id_for
+        from cardmem.tools.redact import redact_with_counts
+
+        title = (title or "").strip()
+        if not title:
+            raise ValueError("title: is empty; give the memory a short title")
+        if len(title) > TITLE_MAX_CHARS:
+            raise ValueError(f"title: too long ({len(title)} characters; the limit is "
+                             f"{TITLE_MAX_CHARS})")
+        if not (body or "").strip():
+            raise ValueError("body: is empty; say what to remember")
+        if len(body) > BODY_MAX_CHARS:
+            raise ValueError(f"body: too large ({len(body)} characters; the limit is "
+                             f"{BODY_MAX_CHARS}); remember a shorter summary")
+        # Secrets never reach a card (nor git history): redact before anything is written.
+        title, t_counts = redact_with_counts(title)
+        body, b_counts = redact_with_counts(body)
+        redacted = {k: t_counts.get(k, 0) + b_counts.get(k, 0) for k in {*t_counts, *b_counts}}
+        protected = type in set(self.store.config["extract"]["protected_types"])
+        cid, created = self.store.remember(title, body, card_type=type, project=project or None,
+                                           source="mcp", agent=True)
+        out: dict[str, Any] = {"id": cid, "created": created, "appended": not created,
+                               "redacted": redacted}
+        if protected and cid != id_for(title, type, project or None):
+            out["note"] = (f"{type} cards are protected: saved as a new card {cid} for a person "
+                           f"to merge into {id_for(title, type, project or None)}")
+        if redacted:
+            out["note"] = (out.get("note", "") + " " if out.get("note") else "") + (
+                f"{sum(redacted.values())} secret(s) were redacted before saving")
+        return out
+
+
+def build_server(store: "Store") -> "MCPServer":
+    """An MCPServer with the five cardmem tools over `store`."""
+    # No `from __future__ import annotations` in this module: the SDK reads these
+    # tools' annotations as objects, and the aliases below are local to this function.
+    from typing import Annotated
+
+    from mcp.server.mcpserver import MCPServer
+    from mcp_types import ToolAnnotations
+    from pydantic import Field
+
+    tools = CardTools(store)
+    server = MCPServer("cardmem", title="cardmem memory", instructions=INSTRUCTIONS,
+                       version=_version(), log_level="WARNING")
+
+    def read_only(title: str) -> ToolAnnotations:
+        return ToolAnnotations(title=title, readOnlyHint=True, destructiveHint=False,
+                               idempotentHint=True, openWorldHint=False)
+
+    TypeFilter = Annotated[str | None, Field(
+        description="Only cards of this type: user, feedback, person, entity, project, "
+                    "reference or signal.")]
+    ProjectFilter = Annotated[str | None, Field(description="Only cards of this project (slug).")]
+
+    @server.tool(annotations=read_only("Search memory"))
+    @_readable_errors
+    def search(query: Annotated[str, Field(description="What to look for, in plain words.")],
+               limit: Annotated[int, Field(ge=1, le=SEARCH_MAX)] = 5,
+               type: TypeFilter = None, project: ProjectFilter = None) -> dict[str, Any]:
+        """Search the memory cards. Returns ranked results (id, title, type, score,
+        confidence high|medium|low, snippet) and no_confident_results: when it is true,
+        nothing matched well and the results are guesses, not memory."""
+        return tools.search(query, limit, type, project)
+
+    @server.tool(annotations=read_only("Read a card"))
+    @_readable_errors
+    def read_card(id: Annotated[str, Field(
+            description="The card's id: its path in the store without .md, "
+                        "e.g. feedback/run-tests-with-x.")]) -> dict[str, Any]:
+        """Read one memory card whole (cut at 8,000 characters, with the cut said), with
+        its last few History entries."""
+        return tools.read_card(id)
+
+    @server.tool(annotations=read_only("Map of memory"))
+    @_readable_errors
+    def memory_map(type: TypeFilter = None, project: ProjectFilter = None) -> dict[str, Any]:
+        """Every card's id, type, title and description, in id order. Count-capped: total
+        says how many cards there are, left_out how many were not shown."""
+        return tools.memory_map(type, project)
+
+    @server.tool(annotations=read_only("Recent changes"))
+    @_readable_errors
+    def list_recent(type: TypeFilter = None, since: Annotated[str | None, Field(
+            description="How far back: 12h, 7d, 2w, or an ISO date. Default 14 days.")] = None
+                    ) -> dict[str, Any]:
+        """Cards changed since a time, newest first, read from git history: id, commit,
+        date, author, commit subject; deleted cards are marked deleted."""
+        return tools.list_recent(type, since)
+
+    @server.tool(annotations=ToolAnnotations(
+        title="Remember", readOnlyHint=False, destructiveHint=False, idempotentHint=False,
+        openWorldHint=False))
+    @_readable_errors
+    def remember(title: Annotated[str, Field(description="A short title; the card's id is "
+                                              "made from it.")],
+                 body: Annotated[str, Field(description="What to remember, in Markdown.")],
+                 type: Annotated[CardType, Field(description="The kind of memory.")] = "reference",
+                 project: ProjectFilter = None) -> dict[str, Any]:
+        """Save something to long-term memory. Use this ONLY when the user explicitly asks
+        you to remember something; never on your own initiative. Creates the card for the
+        title, or appends a dated section to the existing one. Each write is a git commit
+        by the agent, so a person can review or revert it. Secrets are redacted."""
+        return tools.remember(title, body, type, project)
+
+    return server
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cardmem")
+    except PackageNotFoundError:
+        return "0"
+
+
+@click.command(name="mcp")
+@store_option
+@click.option("-v", "--verbose", is_flag=True, help="Log each tool call to stderr.")
+def mcp_command(store_path: Path | None, verbose: bool) -> None:
+    """The MCP server on stdio (for Claude Code, Claude Desktop, other MCP hosts)."""
+    store = open_store(store_path)  # a missing store fails here, before the SDK loads
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO if verbose else logging.WARNING,
+                        format="cardmem mcp: %(message)s")
+    server = build_server(store)
+    log.info("serving %s on stdio", store.root)
+    server.run("stdio")
