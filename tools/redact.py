@@ -76,7 +76,8 @@ _SECRET_WORD = rf"(?P<word>(?i:{_KEY_WORDS}|{_WORDS}))(?![A-Za-z0-9_])"
 
 def _value(bare: str) -> str:
     return (
-        r"(?:\\\"(?P<s_esc>(?:[^\"\\\n]|\\[^\"\n])*)\\\""  # \"...\" inside a JSON string
+        # \"...\" inside a JSON string (\\\"...\\\" when it is escaped twice)
+        r"(?:\\+\"(?P<s_esc>(?:[^\"\\\n]|\\+[^\"\\\n])*)\\+\""
         r"|\"(?P<s_dq>(?:[^\"\\\n]|\\.)*)\""               # "..."
         r"|'(?P<s_sq>[^'\n]*)'"                            # '...'
         rf"|(?P<s_bare>{bare}))"                          # bare, up to a delimiter
@@ -159,6 +160,8 @@ def _starts_name_segment(text: str, i: int) -> bool:
 def _assign_ok(m: re.Match[str], text: str) -> bool:
     if not _starts_name_segment(text, m.start()):
         return False  # bypass=..., compass: ...
+    if m.start() > 0 and text[m.start() - 1] in "?&":
+        return False  # a URL query parameter: _QUERY's business (ends at '&')
     g = _secret_group(m)
     bare = g == "s_bare"
     if bare and m.end() < len(text) and text[m.end()] in "([.":
