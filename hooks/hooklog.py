@@ -1,0 +1,45 @@
+"""The hook log, `.cardmem/hooks.log` in the store: one line per hook run.
+
+Hooks run where nobody watches their output, so each run leaves a line saying what
+happened (event, duration, outcome). The file is rotated at ~1 MB to `hooks.log.1`.
+Logging never raises: a hook must not fail because its log could not be written.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+MAX_BYTES = 1_000_000
+NAME = "hooks.log"
+
+
+def write(store_root: Path | str | None, event: str, started: float, outcome: str,
+          session: str | None = None) -> None:
+    """Append `<UTC time> <event> <ms> ms session=<id> <outcome>` to the store's hook log."""
+    if store_root is None:
+        return
+    try:
+        state = Path(store_root) / ".cardmem"
+        if not state.is_dir():
+            if not (Path(store_root) / ".git").exists():
+                return  # not a store: leave no trace in a random folder
+            state.mkdir(exist_ok=True)
+        path = state / NAME
+        try:
+            if path.stat().st_size >= MAX_BYTES:
+                os.replace(path, state / (NAME + ".1"))
+        except FileNotFoundError:
+            pass
+        ms = (time.monotonic() - started) * 1000
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        sess = f" session={session[:12]}" if session else ""
+        line = f"{stamp} {event} {ms:.0f}ms{sess} {' '.join(outcome.split())}\n"
+        # O_APPEND: concurrent hooks each add whole lines.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, line.encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+    except OSError:
+        pass

@@ -1,0 +1,314 @@
+"""Compounding: file extracted signals into the store, one commit per run (DESIGN §6).
+
+Each signal goes to the History of the one existing card it clearly belongs to (its
+rarest keywords overlap that card, and no other card comes close), else into the day's
+signal card `signals/YYYY-MM-DD.md`. Exact and near-duplicate signals are not filed
+twice. Protected types (feedback, user) are never appended to: a signal that belongs
+there lands on the day card with a note naming the card it resembles.
+
+If the write lock is busy, the run's signals wait in `.cardmem/spool/` (one JSON file
+per run, written atomically) and the next run files them first. Nothing is dropped.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any, Iterable
+
+from . import card as cardlib
+from .errors import CardmemError
+from .store import Store
+from .writer import Message, atomic_write, commit_changes
+
+RAREST = 4  # keywords of a signal that decide where it belongs
+CLEAR_MARGIN = 1.5  # the best card must outscore the runner-up by this factor
+NEAR_DUPLICATE = 90  # rapidfuzz token_set_ratio at or above: the same signal
+SPOOL = "spool"
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*[A-Za-z0-9]|[A-Za-z0-9]")
+_STOP = set("""a an and are as at be been but by can did do does for from had has have how
+i if in into is it its it's let me more most my no not of on once only or our out over same
+should so some such than that the their them then there these they this those through to
+too up use used using very was we were what when where which while who why will with would
+you your after again also before between both each few further here just new now other
+own via""".split())
+
+
+@dataclass(frozen=True)
+class Filed:
+    """One signal and where it went (or why it was not filed)."""
+
+    card: str | None
+    line: str  # "Kind: text"
+    session: str
+    day: str
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"card": self.card, "line": self.line, "session": self.session,
+                "day": self.day, "note": self.note}
+
+
+@dataclass
+class Result:
+    commit: str | None = None
+    filed: list[Filed] = field(default_factory=list)
+    duplicates: list[Filed] = field(default_factory=list)
+    spooled: str | None = None  # path of the spool file when the lock was busy
+    from_spool: int = 0
+    error: str | None = None  # why nothing was committed (the signals were spooled)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"commit": self.commit, "filed": [f.as_dict() for f in self.filed],
+                "duplicates": [f.as_dict() for f in self.duplicates],
+                "spooled": self.spooled, "from_spool": self.from_spool, "error": self.error}
+
+
+# --- where a signal belongs --------------------------------------------------------
+
+def keywords(text: str) -> set[str]:
+    """Lower-case words of 3+ characters, hyphenated compounds also split into parts."""
+    out: set[str] = set()
+    for w in _WORD.findall(text.lower()):
+        w = w.strip(".-_")
+        parts = [w, *re.split(r"[.\-_]+", w)] if re.search(r"[.\-_]", w) else [w]
+        out.update(p for p in parts if len(p) >= 3 and p not in _STOP and not p.isdigit())
+    return out
+
+
+def _card_words(c: cardlib.Card) -> set[str]:
+    return keywords(" ".join([c.id.replace("/", " "), c.title, *c.aliases, *c.tags,
+                              c.description, c.body]))
+
+
+def _name_words(c: cardlib.Card) -> set[str]:
+    """Words a card is called by: a signal naming them points at it twice as hard."""
+    return keywords(" ".join([c.id.rsplit("/", 1)[-1], c.title, *c.aliases]))
+
+
+_KIND = re.compile(r"^(?:Decision|Rule|Worked|Failed|Knowledge):\s*")
+
+
+def _subject(line: str) -> str:
+    """A signal line without its `Kind:` label (the label says nothing about the card)."""
+    return _KIND.sub("", line.strip())
+
+
+class Matcher:
+    """Document frequencies over the store's cards, and the card a text clearly names."""
+
+    def __init__(self, cards: Iterable[cardlib.Card]) -> None:
+        self.cards = {c.id: c for c in cards}
+        self.words = {cid: _card_words(c) for cid, c in self.cards.items()}
+        self.names = {cid: _name_words(c) for cid, c in self.cards.items()}
+        self.df: Counter[str] = Counter()
+        for ws in self.words.values():
+            self.df.update(ws)
+        self.n = max(1, len(self.cards))
+
+    def rarest(self, text: str, k: int = RAREST) -> list[str]:
+        """The k keywords of text that the fewest cards contain (but at least one does)."""
+        known = [w for w in keywords(_subject(text)) if self.df[w] > 0]
+        return sorted(known, key=lambda w: (self.df[w], w))[:k]
+
+    def best(self, text: str) -> tuple[str | None, list[str]]:
+        """The one card the text clearly belongs to, or None; and the keywords used."""
+        rare = self.rarest(text)
+        if not rare:
+            return None, rare
+        idf = {w: math.log(1 + self.n / self.df[w]) for w in rare}
+        scores: list[tuple[float, int, str]] = []
+        for cid, ws in self.words.items():
+            c = self.cards[cid]
+            if c.type == "signal" or c.status in ("superseded", "archived"):
+                continue
+            hit = [w for w in rare if w in ws]
+            if hit:
+                names = self.names[cid]
+                score = sum(idf[w] * (2 if w in names else 1) for w in hit)
+                scores.append((score, len(hit), cid))
+        if not scores:
+            return None, rare
+        scores.sort(key=lambda s: (-s[0], s[2]))
+        top, hits, cid = scores[0]
+        need = min(2, len(rare))
+        runner = scores[1][0] if len(scores) > 1 else 0.0
+        if hits >= need and top >= CLEAR_MARGIN * runner:
+            return cid, rare
+        return None, rare
+
+
+# --- duplicates --------------------------------------------------------------------
+
+_ENTRY = re.compile(r"^\d{4}-\d{2}-\d{2}\s*·\s*session\s+\S+\s*·\s*(.*)$")
+
+
+def entry_line(entry: str) -> str:
+    """The `Kind: text` part of a History entry (after date and session)."""
+    m = _ENTRY.match(entry.strip())
+    return (m.group(1) if m else entry).strip()
+
+
+def _norm(line: str) -> str:
+    return " ".join(line.casefold().split())
+
+
+def is_duplicate(line: str, existing: Iterable[str]) -> bool:
+    """True if line equals or nearly equals (rapidfuzz) one of the existing lines."""
+    from rapidfuzz import fuzz
+
+    n = _norm(line)
+    for e in existing:
+        m = _norm(e)
+        if n == m or fuzz.token_set_ratio(n, m) >= NEAR_DUPLICATE and \
+                fuzz.ratio(n, m) >= NEAR_DUPLICATE - 10:
+            return True
+    return False
+
+
+# --- the spool ---------------------------------------------------------------------
+
+def spool_dir(store: Store) -> Path:
+    d = store.state_dir / SPOOL
+    d.mkdir(exist_ok=True)
+    return d
+
+
+def spool(store: Store, batch: dict[str, Any]) -> Path:
+    """Keep a run's signals for the next run: one JSON file, written atomically."""
+    name = f"{time.time_ns()}-{os.getpid()}-{_safe(batch.get('session', ''))}.json"
+    path = spool_dir(store) / name
+    atomic_write(path, json.dumps(batch, ensure_ascii=False).encode())
+    return path
+
+
+def _safe(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "", s)[:40] or "nosession"
+
+
+def _spooled(store: Store) -> list[tuple[Path, dict[str, Any]]]:
+    out = []
+    for p in sorted(spool_dir(store).glob("*.json")):
+        try:
+            data = json.loads(p.read_text())
+            if isinstance(data, dict) and isinstance(data.get("signals"), list):
+                out.append((p, data))
+        except (OSError, ValueError):
+            continue  # a half-read file stays for a later run; atomic writes make this rare
+    return out
+
+
+# --- filing --------------------------------------------------------------------------
+
+def short_session(session: str | None) -> str:
+    return (session or "unknown")[:7]
+
+
+def day_card_id(day: str) -> str:
+    return f"signals/{day}"
+
+
+def _day_card_text(day: str) -> str:
+    meta = {"title": f"Signals {day}", "type": "signal",
+            "description": f"Unreviewed learnings extracted from sessions on {day}.",
+            "created": date.fromisoformat(day)}
+    return cardlib.render(meta, f"Signals extracted from coding sessions on {day}.\n\n## History\n")
+
+
+def file_signals(store: Store, signals: Iterable[Any], session: str | None, *,
+                 source: str = "stop-hook", day: str | None = None,
+                 lock_timeout_s: float | None = None) -> Result:
+    """File signals ("Kind: text" strings or objects with .line) and spooled ones: one commit.
+
+    On a busy lock the signals are spooled and Result.spooled names the file.
+    """
+    day = day or date.today().isoformat()
+    lines = [s if isinstance(s, str) else s.line for s in signals]
+    batch = {"session": session or "", "day": day, "source": source, "signals": lines}
+    result = Result()
+    claimed: list[Path] = []
+    protected = set(store.config["extract"]["protected_types"])
+
+    def compute() -> dict[str, bytes | None]:
+        # Runs under the write lock: the spool is claimed here, so two runs never both file it.
+        result.filed.clear()
+        result.duplicates.clear()
+        pending = _spooled(store)
+        claimed[:] = [p for p, _ in pending]
+        result.from_spool = sum(len(b["signals"]) for _, b in pending)
+        batches = [b for _, b in pending] + ([batch] if lines else [])
+        cards, _ = store.scan()
+        matcher = Matcher(cards)
+        texts: dict[str, str] = {c.id: c.text for c in cards}
+        signal_history = [entry_line(e) for c in cards if c.type == "signal"
+                          for e in cardlib.history(c)]
+        for b in batches:
+            sid = short_session(b.get("session"))
+            bday = str(b.get("day") or day)
+            for line in b["signals"]:
+                line = " ".join(str(line).split())
+                target, _ = matcher.best(line)
+                note = ""
+                if target and (matcher.cards[target].type or "") in protected:
+                    note = f"(resembles {target})"
+                    target = None
+                dest = target or day_card_id(bday)
+                if dest not in texts:
+                    texts[dest] = _day_card_text(bday)
+                existing = [entry_line(e) for e in _history_of(texts[dest], dest)]
+                if is_duplicate(line, existing + signal_history):
+                    result.duplicates.append(Filed(dest, line, sid, bday, "duplicate"))
+                    continue
+                entry = f"{bday} · session {sid} · {line}" + (f" {note}" if note else "")
+                texts[dest] = cardlib.append_history(texts[dest], entry)
+                signal_history.append(line)
+                result.filed.append(Filed(dest, line, sid, bday, note))
+        changed = {f.card for f in result.filed if f.card}
+        return {store.rel(cid): texts[cid].encode() for cid in sorted(changed)}
+
+    def message() -> Message:
+        sids = sorted({f.session for f in result.filed})
+        subject = (f"compound: {len(result.filed)} signal{'s' * (len(result.filed) != 1)} "
+                   f"from session{'s' * (len(sids) != 1)} {', '.join(sids)}")
+        width = max((len(f.card or "") for f in result.filed), default=0)
+        body = [f"{(f.card or '').ljust(width)}  {f.line}" + (f" {f.note}" if f.note else "")
+                for f in result.filed]
+        return Message(subject, body, source, ", ".join(sids) if sids else session)
+
+    timeout = lock_timeout_s if lock_timeout_s is not None else \
+        float(store.config["store"]["lock_timeout_s"])
+    try:
+        result.commit = commit_changes(store.root, compute, _LateMessage(message, source),
+                                       agent=True, lock_timeout_s=timeout)
+    except CardmemError as exc:
+        # Busy, or git cannot commit right now: keep this run's signals for the next one.
+        if lines:
+            result.spooled = str(spool(store, batch))
+        result.filed.clear()
+        result.error = str(exc)
+        return result
+    for p in claimed:
+        p.unlink(missing_ok=True)  # filed (or found to be duplicates) in this commit
+    return result
+
+
+class _LateMessage(Message):
+    """A commit message written after compute() decided what was filed."""
+
+    def __init__(self, build, source: str) -> None:
+        super().__init__("compound", [], source)
+        self._build = build
+
+    def text(self) -> str:
+        return self._build().text()
+
+
+def _history_of(text: str, cid: str) -> list[str]:
+    return cardlib.history(cardlib.parse(text, cid))
