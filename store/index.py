@@ -1,0 +1,461 @@
+"""The lexical index: `.cardmem/index.sqlite`, derived from the cards and always rebuildable.
+
+One row per card in `cards` (id, type, title, aliases, tags, project, status, size,
+mtime_ns, content hash) and the same card's text in the FTS5 table `fts` (title, aliases,
+tags, description, body, extra = unknown frontmatter keys), sharing the rowid.
+
+Freshness without a daemon: `refresh()` walks the tree with stat only and compares
+(mtime_ns, size) with the rows; only changed files are read, a content hash skips
+touch-only changes, and a refresh with nothing to do writes nothing. Indexing only ever
+reads cards.
+
+Any folder of Markdown files can be indexed, not only a store: an "attached base" (a
+read-only folder of docs, frontmatter optional) gets its own file with
+
+    Index(root=Path("/docs"), db_path=Path("/state/docs.sqlite"))
+
+and `files=` may replace the default walk with any callable returning (id, path) pairs.
+The store's own index is `Index(store)` (root = store.root, db = .cardmem/index.sqlite).
+
+This module imports no YAML or rapidfuzz at load time: a search process that finds the
+index fresh never pays for them.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import stat as statmod
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+SCHEMA = 3
+DB_NAME = "index.sqlite"
+TOKENIZE = "porter unicode61 remove_diacritics 2"
+COLUMNS = ("title", "aliases", "tags", "description", "body", "extra")
+# bm25 weights per FTS column, in COLUMNS order: names a card answers to count most.
+WEIGHTS = (10.0, 8.0, 4.0, 3.0, 1.0, 1.0)
+INACTIVE = ("superseded", "archived")
+NOT_CARDS = {"README.md"}  # top-level files that document a store (as store.paths says)
+
+_DDL = f"""
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cards(
+    n INTEGER PRIMARY KEY,          -- the rowid shared with fts
+    id TEXT NOT NULL UNIQUE,
+    type TEXT, title TEXT NOT NULL, aliases TEXT NOT NULL, tags TEXT NOT NULL,
+    project TEXT, status TEXT NOT NULL, description TEXT NOT NULL,
+    size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, hash TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS problems(
+    id TEXT PRIMARY KEY, path TEXT NOT NULL, reason TEXT NOT NULL,
+    size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, hash TEXT NOT NULL) WITHOUT ROWID;
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
+    {", ".join(COLUMNS)}, tokenize='{TOKENIZE}');
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab(fts, 'row');
+-- fts_vocab, materialised on demand for typo correction (see search.vocabulary)
+CREATE TABLE IF NOT EXISTS terms(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
+"""
+
+Stat = tuple[int, int]  # (mtime_ns, size)
+
+
+def walk(root: Path | str) -> Iterator[tuple[str, str, os.stat_result]]:
+    """(id, path, stat) of every card file under root, ids sorted within each folder.
+
+    The same files as Store.card_files() (hidden folders and files skipped, `.md` only,
+    a top-level README.md is no card), with os.scandir and no Path objects: this walk
+    runs before every search, so it is kept to one stat per file.
+    """
+    root = str(root)
+    stack = [(root, "")]
+    while stack:
+        folder, prefix = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name, reverse=True)
+        except OSError:
+            continue
+        subdirs = []
+        for e in reversed(entries):
+            name = e.name
+            if name.startswith("."):
+                continue
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    subdirs.append((e.path, prefix + name + "/"))
+                    continue
+                if not name.endswith(".md") or (not prefix and name in NOT_CARDS):
+                    continue
+                st = e.stat()  # follows a symlinked card to its file
+            except OSError:
+                continue
+            if statmod.S_ISREG(st.st_mode):
+                yield prefix + name[:-3], e.path, st
+        stack.extend(reversed(subdirs))
+
+
+def _hash(raw: bytes) -> str:
+    return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+def _text(value: Any) -> str:
+    """Frontmatter values (scalars, lists, nested maps) as indexable text."""
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        return "\n".join(f"{k} {_text(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return "\n".join(_text(v) for v in value)
+    return str(value)
+
+
+KNOWN_KEYS = {"title", "type", "description", "aliases", "tags", "project", "status"}
+
+
+def _row(card: Any) -> tuple[tuple[Any, ...], tuple[str, ...]]:
+    """(cards columns, fts columns) of a parsed card."""
+    extra = "\n".join(f"{k} {_text(v)}" for k, v in card.meta.items() if k not in KNOWN_KEYS)
+    aliases, tags = "\n".join(card.aliases), "\n".join(card.tags)
+    status = (card.status or "active").strip().lower()
+    meta = (card.type, card.title, aliases, tags, card.project, status, card.description)
+    return meta, (card.title, aliases, tags, card.description, card.body, extra)
+
+
+class Index:
+    """The lexical index of one folder of cards.
+
+    Index(store) or Index.open(store) for a store's own index; Index(root=..., db_path=...)
+    for any other folder (see the module docstring). Opening a missing or corrupt file
+    (re)creates it; the next refresh() fills it.
+    """
+
+    def __init__(self, store: Any = None, *, root: Path | str | None = None,
+                 db_path: Path | str | None = None,
+                 files: Callable[[], Iterable[tuple[str, Path | str]]] | None = None) -> None:
+        if store is None and root is None:
+            raise TypeError("Index needs a store or a root")
+        self.root = Path(root if root is not None else store.root)
+        if db_path is None:
+            db_path = self.root / ".cardmem" / DB_NAME
+        self.db_path = Path(db_path)
+        self._files = files
+        self._conn: sqlite3.Connection | None = None
+        self._ino: int | None = None
+
+    @classmethod
+    def open(cls, store: Any = None, **kw: Any) -> "Index":
+        idx = cls(store, **kw)
+        idx.conn  # noqa: B018 - open (and repair) now, not at first use
+        return idx
+
+    # --- the connection --------------------------------------------------------------
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The open connection; reopened if `index --full` elsewhere swapped the file."""
+        if self._conn is not None:
+            try:
+                ino = os.stat(self.db_path).st_ino
+            except OSError:
+                ino = None
+            if ino == self._ino:
+                return self._conn
+            self.close()
+        self._conn = self._connect()
+        return self._conn
+
+    def _connect(self) -> sqlite3.Connection:
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = self._connect_file(self.db_path)
+        except sqlite3.DatabaseError:
+            _remove_db(self.db_path)  # corrupt, foreign or from an older schema: derived data
+            conn = self._connect_file(self.db_path)
+        self._ino = os.stat(self.db_path).st_ino
+        return conn
+
+    @staticmethod
+    def _connect_file(path: Path, wal: bool = True) -> sqlite3.Connection:
+        conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None,
+                               check_same_thread=False)
+        try:
+            conn.execute("PRAGMA busy_timeout = 30000")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (0, SCHEMA):
+                raise sqlite3.DatabaseError(f"index schema {version}, expected {SCHEMA}")
+            if wal:
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            if version == 0:
+                conn.executescript(_DDL)
+                weights = ", ".join(str(w) for w in WEIGHTS)
+                conn.execute("INSERT INTO fts(fts, rank) VALUES('rank', ?)",
+                             (f"bm25({weights})",))
+                conn.execute(f"PRAGMA user_version = {SCHEMA}")
+            conn.execute("SELECT count(*) FROM meta").fetchone()
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
+        return conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> "Index":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _repairing(self, fn: Callable[[], Any]) -> Any:
+        """Run fn; if the file turns out corrupt (a page deep inside), rebuild and retry once."""
+        try:
+            return fn()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise
+            self.close()
+            _remove_db(self.db_path)
+            self._conn = self._connect()
+            return fn()
+
+    # --- keeping it fresh -------------------------------------------------------------
+
+    def _stat_files(self) -> Iterator[tuple[str, str, os.stat_result]]:
+        if self._files is None:
+            yield from walk(self.root)
+            return
+        for cid, path in self._files():
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            yield cid, str(path), st
+
+    def _known(self) -> dict[str, tuple[int, int, str, bool]]:
+        """id -> (mtime_ns, size, hash, is_problem) of everything indexed."""
+        c = self.conn
+        known = {r[0]: (r[1], r[2], r[3], False)
+                 for r in c.execute("SELECT id, mtime_ns, size, hash FROM cards")}
+        for r in c.execute("SELECT id, mtime_ns, size, hash FROM problems"):
+            known[r[0]] = (r[1], r[2], r[3], True)
+        return known
+
+    def refresh(self) -> dict[str, int]:
+        """Bring the index up to date with the tree; counts of what it did."""
+        return self._repairing(lambda: self._refresh(None))
+
+    def refresh_ids(self, ids: Iterable[str]) -> dict[str, int]:
+        """Re-index just these ids (the watcher's call): changed, new or gone."""
+        wanted = set(ids)
+        return self._repairing(lambda: self._refresh(wanted))
+
+    def _refresh(self, only: set[str] | None) -> dict[str, int]:
+        known = self._known()
+        counts = dict(added=0, updated=0, removed=0, unchanged=0, problems=0)
+        todo: list[tuple[str, str, os.stat_result]] = []
+        seen: set[str] = set()
+        if only is None:
+            files: Iterable[tuple[str, str, os.stat_result]] = self._stat_files()
+        else:
+            files = self._stat_ids(only)
+        for cid, path, st in files:
+            seen.add(cid)
+            k = known.get(cid)
+            if k is not None and k[0] == st.st_mtime_ns and k[1] == st.st_size:
+                counts["unchanged"] += 1
+                counts["problems"] += k[3]
+            else:
+                todo.append((cid, path, st))
+        gone = [cid for cid in (known if only is None else only & known.keys())
+                if cid not in seen]
+        if not todo and not gone:
+            return counts
+        self._apply(todo, gone, known, counts)
+        return counts
+
+    def _stat_ids(self, ids: set[str]) -> Iterator[tuple[str, str, os.stat_result]]:
+        """The files of these ids that exist and would be walked (same rules as walk)."""
+        for cid in sorted(ids):
+            parts = cid.split("/")
+            if (not cid or any(p in ("", ".", "..") or p.startswith(".") for p in parts)
+                    or (len(parts) == 1 and cid + ".md" in NOT_CARDS)):
+                continue
+            path = os.path.join(str(self.root), *parts) + ".md"
+            try:
+                st = os.stat(path)
+            except (OSError, ValueError):
+                continue
+            if statmod.S_ISREG(st.st_mode) and not _hidden_link_dir(self.root, parts):
+                yield cid, path, st
+
+    def _apply(self, todo: list[tuple[str, str, os.stat_result]], gone: list[str],
+               known: dict[str, tuple[int, int, str, bool]], counts: dict[str, int]) -> None:
+        from . import card as cardlib  # lazy: YAML is paid only when a card changed
+
+        c = self.conn
+        parsed: list[tuple[str, Any]] = []
+        for cid, path, st in todo:
+            parsed.append((cid, self._read(cardlib, cid, path, st, known.get(cid))))
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            for cid in gone:
+                self._delete(c, cid)
+                counts["removed"] += 1
+            for cid, item in parsed:
+                kind, st, digest, payload = item
+                k = known.get(cid)
+                mt, size = st.st_mtime_ns, st.st_size
+                if kind == "same":  # touched, not changed: keep the row, note the new stat
+                    table = "problems" if k[3] else "cards"
+                    c.execute(f"UPDATE {table} SET mtime_ns=?, size=? WHERE id=?", (mt, size, cid))
+                    counts["unchanged"] += 1
+                    counts["problems"] += k[3]
+                    continue
+                self._delete(c, cid)
+                if kind == "problem":
+                    c.execute("INSERT INTO problems VALUES (?,?,?,?,?,?)",
+                              (cid, payload[0], payload[1], size, mt, digest))
+                    counts["problems"] += 1
+                else:
+                    meta, text = payload
+                    cur = c.execute("INSERT INTO cards(id, type, title, aliases, tags, project,"
+                                    " status, description, size, mtime_ns, hash) VALUES"
+                                    " (?,?,?,?,?,?,?,?,?,?,?)", (cid, *meta, size, mt, digest))
+                    c.execute("INSERT INTO fts(rowid, title, aliases, tags, description, body,"
+                              " extra) VALUES (?,?,?,?,?,?,?)", (cur.lastrowid, *text))
+                counts["updated" if k is not None else "added"] += 1
+            c.execute("INSERT INTO meta VALUES('generation', '1') ON CONFLICT(key) DO UPDATE"
+                      " SET value = CAST(value AS INTEGER) + 1")
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+
+    def _read(self, cardlib: Any, cid: str, path: str, st: os.stat_result,
+              k: tuple[int, int, str, bool] | None) -> tuple[str, os.stat_result, str, Any]:
+        """('same'|'problem'|'card', stat, hash, payload) for one changed file."""
+        try:
+            if os.path.islink(path):
+                _check_inside(self.root, path)
+            with open(path, "rb") as fh:
+                raw = fh.read()
+        except OSError as exc:
+            return "problem", st, "", (path, f"unreadable: {exc.strerror or exc}")
+        except ValueError as exc:
+            return "problem", st, "", (path, str(exc))
+        digest = _hash(raw)
+        if k is not None and k[2] == digest:
+            return "same", st, digest, None
+        try:
+            card = cardlib.parse(cardlib.decode(raw), cid, Path(path))
+        except cardlib.CardProblem as exc:
+            return "problem", st, digest, (path, str(exc))
+        return "card", st, digest, _row(card)
+
+    @staticmethod
+    def _delete(c: sqlite3.Connection, cid: str) -> None:
+        row = c.execute("SELECT n FROM cards WHERE id=?", (cid,)).fetchone()
+        if row:
+            c.execute("DELETE FROM fts WHERE rowid=?", (row[0],))
+            c.execute("DELETE FROM cards WHERE n=?", (row[0],))
+        c.execute("DELETE FROM problems WHERE id=?", (cid,))
+
+    def rebuild(self) -> dict[str, int]:
+        """Index from scratch into a new file, then swap it in (`cardmem index --full`).
+
+        The new file is copied over the live one with SQLite's backup API: one
+        transaction, so readers and the watcher (WAL, open connections) see the old index
+        or the new one, never a mix. A live file too broken for that is replaced instead.
+        """
+        tmp = self.db_path.with_name(f"{self.db_path.name}.new-{os.getpid()}")
+        _remove_db(tmp)
+        fresh = Index(root=self.root, db_path=tmp, files=self._files)
+        try:
+            fresh._conn = self._connect_file(tmp, wal=False)
+            fresh._ino = os.stat(tmp).st_ino
+            counts = fresh._refresh(None)
+            try:
+                live = self.conn
+                fresh._conn.backup(live)
+            except sqlite3.DatabaseError:
+                self.close()
+                fresh.close()
+                _remove_db(self.db_path)
+                os.replace(tmp, self.db_path)
+                self._conn = self._connect()
+        finally:
+            fresh.close()
+            _remove_db(tmp)
+        return counts
+
+    # --- reading ----------------------------------------------------------------------
+
+    def problems(self) -> list[dict[str, str]]:
+        """Files that failed to parse as cards: id, path, reason (as of the last refresh)."""
+        return [{"id": r[0], "path": r[1], "reason": r[2]} for r in self._repairing(
+            lambda: self.conn.execute("SELECT id, path, reason FROM problems ORDER BY id")
+            .fetchall())]
+
+    def ids(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT id FROM cards ORDER BY id")]
+
+    def rows(self) -> list[tuple[Any, ...]]:
+        """Every card row and its FTS text, by id: what two equal indexes agree on."""
+        return self.conn.execute(
+            "SELECT c.id, c.type, c.title, c.aliases, c.tags, c.project, c.status,"
+            " c.description, c.size, c.mtime_ns, c.hash, f.title, f.aliases, f.tags,"
+            " f.description, f.body, f.extra FROM cards c JOIN fts f ON f.rowid = c.n"
+            " ORDER BY c.id").fetchall()
+
+    def generation(self) -> int:
+        row = self.conn.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
+        return int(row[0]) if row else 0
+
+    def search(self, query: str, limit: int = 10, card_type: str | None = None,
+               project: str | None = None) -> "Any":
+        """Ranked cards for a query (no refresh; see the module-level search())."""
+        from .search import run
+
+        return self._repairing(lambda: run(self, query, limit, card_type, project))
+
+
+def search(store: Any, query: str, limit: int = 10, card_type: str | None = None,
+           project: str | None = None, index: Index | None = None) -> Any:
+    """Refresh the store's index, then search it: the one call most callers want."""
+    idx = index or Index(store)
+    try:
+        idx.refresh()
+        return idx.search(query, limit=limit, card_type=card_type, project=project)
+    finally:
+        if index is None:
+            idx.close()
+
+
+def _remove_db(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            os.unlink(f"{path}{suffix}")
+        except FileNotFoundError:
+            pass
+
+
+def _check_inside(root: Path, path: str) -> None:
+    """A symlinked card must resolve to a .md file inside the folder (store.paths' rule)."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if os.path.commonpath([real_root, real]) != real_root:
+        raise ValueError("a symlink that resolves outside the store")
+    if not real.endswith(".md"):
+        raise ValueError("a symlink that does not resolve to a .md file")
+
+
+def _hidden_link_dir(root: Path, parts: list[str]) -> bool:
+    """True when a folder on the way is a symlink (walk() does not descend into those)."""
+    p = str(root)
+    for part in parts[:-1]:
+        p = os.path.join(p, part)
+        if os.path.islink(p):
+            return True
+    return False

@@ -1,0 +1,91 @@
+"""`cardmem search` and `cardmem index`: the lexical index from the command line.
+
+The search path is kept lean (DESIGN §10 hosts call it per prompt): no Store object (its
+module loads YAML), no rapidfuzz unless a query term needs correcting.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cardmem.store.errors import CardmemError
+from cardmem.tools.cli import emit_json, json_option, store_option
+
+
+class _Root:
+    """The little of a Store the index needs: where it is."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+
+def store_root(store_path: Path | None) -> _Root:
+    """Store.open's checks, without importing the store module (and YAML) for a search."""
+    from cardmem.store.paths import default_store
+
+    root = Path(store_path or default_store()).expanduser().absolute()
+    if not root.is_dir():
+        raise CardmemError(f"store {root}", f"does not exist; run `cardmem init {root}`")
+    if not (root / ".git").exists():
+        raise CardmemError(f"store {root}", f"is not a git repository; run `cardmem init {root}`")
+    return _Root(root)
+
+
+@click.command()
+@click.argument("query", nargs=-1, required=True)
+@click.option("--limit", type=click.IntRange(min=1, max=1000), default=10, show_default=True)
+@click.option("--type", "card_type", help="Only cards of this type.")
+@click.option("--project", help="Only cards of this project.")
+@json_option
+@store_option
+def search(query: tuple[str, ...], limit: int, card_type: str | None, project: str | None,
+           as_json: bool, store_path: Path | None) -> None:
+    """Ranked cards for QUERY (typo-tolerant), each with a confidence label."""
+    from cardmem.store.index import search as run_search
+
+    text = " ".join(query)
+    res = run_search(store_root(store_path), text, limit=limit, card_type=card_type,
+                     project=project)
+    if as_json:
+        emit_json(res.as_dict())
+        return
+    _print(res)
+
+
+def _print(res: Any) -> None:
+    if res.corrected:
+        fixes = ", ".join(f"{a} -> {b}" for a, b in res.corrected.items())
+        click.echo(f"(corrected: {fixes})")
+    if res.no_confident_results:
+        click.echo(f"No confident results for {res.query!r}: nothing in memory matches it well.")
+        if res.results:
+            click.echo("Weak candidates, probably not what you want:")
+    for r in res.results:
+        flag = "" if r["status"] == "active" else f"  ({r['status']})"
+        click.echo(f"{r['id']}  [{r['type'] or '?'}]  {r['title']}  — {r['confidence']}{flag}")
+        if r["snippet"]:
+            click.echo(f"    {r['snippet']}")
+
+
+@click.command()
+@click.option("--full", is_flag=True, help="Rebuild from scratch into a new file and swap it in.")
+@json_option
+@store_option
+def index(full: bool, as_json: bool, store_path: Path | None) -> None:
+    """Bring the index up to date (or rebuild it with --full)."""
+    from cardmem.store.index import Index
+
+    with Index(store_root(store_path)) as idx:
+        counts = idx.rebuild() if full else idx.refresh()
+        problems = idx.problems()
+        total = len(idx.ids())
+    if as_json:
+        emit_json({**counts, "cards": total, "full": full, "problem_files": problems})
+        return
+    click.echo(f"index: {total} cards ({counts['added']} added, {counts['updated']} updated, "
+               f"{counts['removed']} removed, {counts['unchanged']} unchanged"
+               f"{', rebuilt' if full else ''})")
+    for p in problems:
+        click.echo(f"cardmem: {p['path']}: skipped: {p['reason']}", err=True)
