@@ -18,6 +18,8 @@ from cardmem.store.errors import CardmemError
 # command name -> "module:attribute" of a click command, imported on first use.
 LAZY: dict[str, str] = {
     "demo": "cardmem.tools.demo:demo",
+    "search": "cardmem.tools.cli_search:search",
+    "index": "cardmem.tools.cli_search:index",
     "context": "cardmem.tools.context_cmd:context",
     "doctor": "cardmem.tools.doctor:doctor",
 }
