@@ -1,0 +1,105 @@
+"""Answering a question: rung 1 (the pile) and rung 2 (the walk), with a receipt always.
+
+    answer = ask(store, "Who approves a billing migration?", asker="@priya")
+    answer.reply        # the composed text; the marked receipt (on_deadline = receipt); or None
+    answer.receipt_id   # the line in .cardmem/receipts/ recording what was read and spent
+
+Every path writes exactly one receipt: composed, fallback, no key, and errors.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from cardmem.store.errors import CardmemError
+from cardmem.store.store import Store
+
+from . import model, receipts
+from .walk import Limits, Walk, WalkResult
+
+MAX_QUESTION = 4000
+
+
+@dataclass
+class Answer:
+    reply: str | None
+    receipt_id: str
+    outcome: str  # composed | fallback | unavailable | error
+    fallback: str | None = None
+    reason: str | None = None
+    floors: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: int = 0
+    receipt: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"reply": self.reply, "receipt_id": self.receipt_id, "outcome": self.outcome,
+                "fallback": self.fallback, "reason": self.reason, "floors": self.floors,
+                "tool_calls": self.tool_calls}
+
+
+def user_message(pile_text: str, question: str, asker: str | None) -> str:
+    who = f"{asker} asks" if asker else "The question"
+    return f"{pile_text.rstrip()}\n\n---\n{who}:\n{question}"
+
+
+def ask(store: Store, question: str, asker: str | None = None, *, limits: Limits | None = None,
+        sdk: Any = None, clock: Callable[[], float] = time.monotonic) -> Answer:
+    """Answer a question from memory; always appends one receipt (then re-raises errors)."""
+    t0 = clock()  # restarted once the client is built: see below
+    rid = receipts.new_id()
+    rec: dict[str, Any] = {"id": rid, "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                           "question": question, "asker": asker, "store": str(store.root)}
+    answer = Answer(None, rid, "error")
+    walk: Walk | None = None
+    try:
+        question = (question or "").strip()
+        if not question:
+            raise CardmemError("question", "is empty")
+        if len(question) > MAX_QUESTION:
+            raise CardmemError("question", f"is longer than {MAX_QUESTION} characters")
+        limits = limits or Limits.from_config(store.config["walk"])
+        settings = model.settings(store.config.get("model"))
+        rec["limits"] = {**limits.__dict__, "reserve_s": limits.reserve_s}
+        rec["model"] = settings.name
+        try:
+            sdk = sdk or model.client(settings, max_retries=0)  # the walk retries itself
+        except model.ModelUnavailable as exc:
+            answer.outcome, answer.reason = "unavailable", exc.why
+            raise
+        # The deadline clocks the answer, not process start-up: the first client of a
+        # process pays the SDK's ~2.6 s import, recorded here on its own.
+        setup_s, t0 = round(clock() - t0, 3), clock()
+        from cardmem.store.context import question_context
+
+        pile = question_context(store, question, asker=asker,
+                                budget=int(store.config["context"]["budget_chars"]))
+        rec["rung1"] = pile.as_dict()  # the text too: the judge grades against what was seen
+        rec["timings"] = {"client_s": setup_s, "rung1_s": round(clock() - t0, 3)}
+        walk = Walk(store, sdk, settings, limits, started=t0, clock=clock, rung1=pile.addresses)
+        result = walk.run(user_message(pile.text, question, asker))
+        _fill(answer, rec, result)
+        return answer
+    except BaseException as exc:
+        if answer.outcome == "error":
+            answer.reason = str(exc) or type(exc).__name__
+        if walk is not None:  # keep what the walk did before it failed
+            _fill(Answer(None, rid, "error"), rec, walk.result)
+        rec.update(outcome=answer.outcome, reason=answer.reason, reply=None, fallback=None)
+        raise
+    finally:
+        rec.setdefault("timings", {})["total_s"] = round(clock() - t0, 3)
+        answer.receipt = rec
+        receipts.append(store, rec)
+
+
+def _fill(answer: Answer, rec: dict[str, Any], r: WalkResult) -> None:
+    walked = r.as_dict()
+    timings = {**rec.get("timings", {}), **walked.pop("timings")}
+    rec.update(walked)
+    rec["timings"] = timings
+    answer.reply, answer.outcome = r.reply, r.outcome
+    answer.fallback, answer.reason = r.fallback, r.reason
+    answer.floors, answer.tool_calls = r.floors, len(r.tool_calls)
