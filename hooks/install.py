@@ -1,0 +1,156 @@
+"""Register cardmem's hooks in Claude Code's settings.json, and take them out again.
+
+    cardmem install claude-code [--settings PATH] [--store PATH]
+    cardmem uninstall claude-code [--settings PATH]
+
+The merge keeps every other setting and every other hook byte-for-byte in meaning (the
+file is re-serialised as JSON), backs the original up once, and is idempotent. The hook
+commands name the Python that runs cardmem by its absolute path, because hosts start
+hooks with their own PATH. Our entries are recognised by the module they run, so
+uninstall removes exactly them, plus the containers it created (recorded in a small
+`<settings>.cardmem.json` next to the file).
+"""
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from cardmem.store.errors import CardmemError
+from cardmem.store.writer import atomic_write
+
+MODULE = "cardmem.hooks.claude_code"
+# event in settings.json -> (our event name, extra keys of the hook entry)
+HOOKS: dict[str, tuple[str, dict[str, Any]]] = {
+    "SessionStart": ("session-start", {"timeout": 10}),
+    "Stop": ("stop", {"async": True, "timeout": 30}),
+    "SessionEnd": ("session-end", {"async": True, "timeout": 30}),
+}
+
+
+def default_settings() -> Path:
+    return Path.home() / ".claude" / "settings.json"
+
+
+def command(event: str, store: Path | None = None, python: str | None = None) -> str:
+    """The shell command Claude Code runs for one of our events."""
+    parts = [python or sys.executable, "-m", MODULE]
+    if store is not None:
+        parts += ["--store", str(Path(store).expanduser().absolute())]
+    parts.append(event)
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _ours(entry: Any) -> bool:
+    return isinstance(entry, dict) and MODULE in str(entry.get("command", ""))
+
+
+def _load(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CardmemError(str(path), f"not valid JSON ({exc}); fix it or pass --settings") from None
+    if not isinstance(data, dict):
+        raise CardmemError(str(path), "is not a JSON object")
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict) or any(not isinstance(v, list) for v in hooks.values()):
+        raise CardmemError(f"{path}: hooks", "is not an object of event -> list of matchers")
+    return data
+
+
+def _record_path(path: Path) -> Path:
+    return path.with_name(path.name + ".cardmem.json")
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    atomic_write(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
+
+
+def install(settings: Path | None = None, store: Path | None = None) -> dict[str, Any]:
+    """Merge our hooks into settings; returns what it did (changed, backup, path)."""
+    path = Path(settings or default_settings()).expanduser()
+    data = _load(path)
+    before = json.dumps(data, sort_keys=True)
+    record = {"created": []}
+    if _record_path(path).exists():
+        try:
+            record = json.loads(_record_path(path).read_text())
+        except ValueError:
+            pass
+    created: list[str] = list(record.get("created", []))
+    if "hooks" not in data:
+        data["hooks"] = {}
+        created.append("hooks")
+    for host_event, (ours, extra) in HOOKS.items():
+        if host_event not in data["hooks"]:
+            data["hooks"][host_event] = []
+            created.append(f"hooks.{host_event}")
+        entry = {"type": "command", "command": command(ours, store), **extra}
+        placed = False
+        for g in data["hooks"][host_event]:
+            if not (isinstance(g, dict) and isinstance(g.get("hooks"), list)):
+                continue
+            # Ours already there (perhaps from another venv or store): update in place.
+            for i, h in enumerate(g["hooks"]):
+                if _ours(h):
+                    if placed:
+                        g["hooks"][i] = None
+                    else:
+                        g["hooks"][i], placed = entry, True
+            g["hooks"] = [h for h in g["hooks"] if h is not None]
+        if not placed:
+            data["hooks"][host_event].append({"hooks": [entry]})
+    if json.dumps(data, sort_keys=True) == before:
+        return {"changed": False, "path": str(path), "backup": None}
+    backup = None
+    if path.exists():
+        backup = path.with_name(f"{path.name}.bak-{time.strftime('%Y%m%d-%H%M%S')}")
+        shutil.copy2(path, backup)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write(path, data)
+    atomic_write(_record_path(path), json.dumps({"created": sorted(set(created))}).encode())
+    # The MCP server's registration belongs here too, once `cardmem mcp` exists.
+    return {"changed": True, "path": str(path), "backup": str(backup) if backup else None}
+
+
+def _was_ours(group: dict[str, Any]) -> bool:
+    """A matcher group with no hooks left after ours were taken out, and nothing else."""
+    return set(group) <= {"hooks", "matcher"} and group.get("matcher") in (None, "")
+
+
+def uninstall(settings: Path | None = None) -> dict[str, Any]:
+    """Remove exactly our hook entries (and the containers install created)."""
+    path = Path(settings or default_settings()).expanduser()
+    if not path.exists():
+        return {"changed": False, "path": str(path)}
+    data = _load(path)
+    before = json.dumps(data, sort_keys=True)
+    try:
+        created = set(json.loads(_record_path(path).read_text()).get("created", []))
+    except (OSError, ValueError):
+        created = set()
+    hooks = data.get("hooks", {})
+    for host_event in list(hooks):
+        kept = []
+        for g in hooks[host_event]:
+            if isinstance(g, dict) and isinstance(g.get("hooks"), list) and any(map(_ours, g["hooks"])):
+                g["hooks"] = [h for h in g["hooks"] if not _ours(h)]
+                if not g["hooks"] and _was_ours(g):
+                    continue  # the group we added, now empty
+            kept.append(g)
+        hooks[host_event] = kept
+        if not kept and f"hooks.{host_event}" in created:
+            del hooks[host_event]
+    if "hooks" in data and not data["hooks"] and "hooks" in created:
+        del data["hooks"]
+    changed = json.dumps(data, sort_keys=True) != before
+    if changed:
+        _write(path, data)
+    _record_path(path).unlink(missing_ok=True)
+    return {"changed": changed, "path": str(path)}
