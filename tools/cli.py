@@ -22,6 +22,10 @@ LAZY: dict[str, str] = {
     "index": "cardmem.tools.cli_search:index",
     "context": "cardmem.tools.context_cmd:context",
     "doctor": "cardmem.tools.doctor:doctor",
+    "update": "cardmem.tools.cli_sync:update",
+    "rollback": "cardmem.tools.cli_sync:rollback",
+    "sync": "cardmem.tools.cli_sync:sync",
+    "base": "cardmem.tools.cli_sync:base",
 }
 
 
