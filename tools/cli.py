@@ -20,6 +20,7 @@ LAZY: dict[str, str] = {
     "demo": "cardmem.tools.demo:demo",
     "search": "cardmem.tools.cli_search:search",
     "index": "cardmem.tools.cli_search:index",
+    "watch": "cardmem.tools.cli_watch:watch",
     "context": "cardmem.tools.context_cmd:context",
     "doctor": "cardmem.tools.doctor:doctor",
     "update": "cardmem.tools.cli_sync:update",
