@@ -127,7 +127,8 @@ def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", messa
             return None
         git.run(root, "add", "-A", "--", *paths)
         # Only what differs from HEAD is committed (a rewrite of the same bytes is no change).
-        touched = [t for t in git.run(root, "diff", "--cached", "--name-only", "-z", "--",
+        # --no-renames: a move must list its old path too, or the deletion stays staged.
+        touched = [t for t in git.run(root, "diff", "--cached", "--no-renames", "--name-only", "-z", "--",
                                       *paths).split("\0") if t]
         if not touched:
             return None
