@@ -1,0 +1,200 @@
+"""`cardmem sync`: several writers through one bare remote, conflicts aborted cleanly."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cardmem.store.index import Index
+from cardmem.store.store import Store
+from gitremote import cli, clone, git, head, make_remote, snapshot, state, tree
+
+RUNBOOK = "".join(f"Step {i}: do thing {i}.\n" for i in range(1, 13))
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> tuple[Path, Store, Store]:
+    bare, _ = make_remote(tmp_path, {"reference/runbook": RUNBOOK,
+                                     "entities/billing": "Billing service.\n",
+                                     "people/sam": "Sam, on call.\n"})
+    return bare, clone(bare, tmp_path / "alice"), clone(bare, tmp_path / "bob")
+
+
+def edit_line(store: Store, cid: str, n: int, text: str, agent: bool = False) -> None:
+    def change(t: str) -> str:
+        return t.replace(f"Step {n}: do thing {n}.", text)
+
+    store.update_text(cid, change, f"edit: {cid} step {n}", agent=agent)
+
+
+def sync(store: Store) -> tuple[int, str, str]:
+    return cli("sync", "--store", str(store.root))
+
+
+def subjects(store: Store) -> list[str]:
+    return git(store.root, "log", "--format=%s").splitlines()
+
+
+def test_interleaved_edits_end_identical_with_nothing_lost(team):
+    bare, alice, bob = team
+    alice.new("reference/alice-one", body="Alice's first card.\n")
+    edit_line(alice, "reference/runbook", 2, "Step 2: alice rewrote this.")
+    bob.new("reference/bob-one", body="Bob's first card.\n")
+    edit_line(bob, "reference/runbook", 10, "Step 10: bob rewrote this.", agent=True)
+
+    code, out, err = sync(alice)
+    assert code == 0 and "pushed 2" in out, err
+    code, out, err = sync(bob)  # diverged: bob's two commits replay on alice's
+    assert code == 0 and "replayed and pushed 2" in out, err
+
+    bob.update_text("people/sam", lambda t: t + "Prefers Slack.\n", "edit: sam")
+    alice.update_text("entities/billing", lambda t: t + "Owned by ops.\n", "edit: billing")
+    edit_line(alice, "reference/runbook", 6, "Step 6: alice again.")
+    for s in (alice, bob, alice):  # alice's second sync takes bob's card
+        code, _, err = sync(s)
+        assert code == 0, err
+
+    assert head(alice.root) == head(bob.root) == git(bare, "rev-parse", "main").strip()
+    assert tree(alice.root) == tree(bob.root)
+    assert snapshot(alice.root) == snapshot(bob.root)
+    runbook = (alice.root / "reference/runbook.md").read_text()
+    for line in ("Step 2: alice rewrote this.", "Step 10: bob rewrote this.",
+                 "Step 6: alice again.", "Step 12: do thing 12."):
+        assert line in runbook
+    assert "Prefers Slack." in (alice.root / "people/sam.md").read_text()
+    assert "Owned by ops." in (bob.root / "entities/billing.md").read_text()
+    assert (alice.root / "reference/bob-one.md").is_file()
+    assert (bob.root / "reference/alice-one.md").is_file()
+    # Every commit of both writers is in the shared history, once.
+    log = subjects(alice)
+    for s in ("new: reference/alice-one", "new: reference/bob-one", "edit: sam",
+              "edit: billing", "edit: reference/runbook step 2",
+              "edit: reference/runbook step 10", "edit: reference/runbook step 6"):
+        assert log.count(s) == 1, (s, log)
+    # A replayed agent commit is still the agent's.
+    authors = git(alice.root, "log", "--format=%an|%s").splitlines()
+    assert "cardmem-agent|edit: reference/runbook step 10" in authors
+    # Both indexes were refreshed by sync: each finds the other's card.
+    with Index(alice) as idx:
+        assert "reference/bob-one" in idx.ids()
+    with Index(bob) as idx:
+        assert "reference/alice-one" in idx.ids()
+    assert git(bob.root, "status", "--porcelain") == ""
+
+
+def test_a_true_conflict_aborts_and_leaves_the_store_exactly_as_before(team):
+    bare, alice, bob = team
+    edit_line(alice, "reference/runbook", 4, "Step 4: alice's way.")
+    assert sync(alice)[0] == 0
+    remote_head = git(bare, "rev-parse", "main").strip()
+    bob.new("reference/bob-clean", body="This one would replay cleanly.\n")
+    edit_line(bob, "reference/runbook", 4, "Step 4: bob's way.")
+    # Uncommitted work of every kind must survive the abort.
+    (bob.root / "people/sam.md").write_text("Sam, edited, not committed.\n")
+    (bob.root / "reference/scratch.md").write_text("untracked\n")
+    git(bob.root, "add", "reference/scratch.md")
+    (bob.root / "notes.txt").write_text("untracked too\n")
+    before = state(bob.root)
+    index_before = git(bob.root, "ls-files", "--stage")
+
+    code, out, err = sync(bob)
+
+    assert code == 3 and out == ""
+    assert err.startswith("cardmem: sync ") and err.count("\n") == 1
+    assert "conflict in reference/runbook:" in err
+    assert "reference/bob-clean" not in err  # only the cards that really conflict
+    assert state(bob.root) == before
+    assert git(bob.root, "ls-files", "--stage") == index_before
+    assert git(bare, "rev-parse", "main").strip() == remote_head
+    assert len(git(bob.root, "worktree", "list").splitlines()) == 1
+    assert not (bob.root / ".git/rebase-merge").exists()
+    assert not (bob.root / ".cardmem/updates.jsonl").exists()
+
+
+def test_uncommitted_edit_to_a_remote_changed_card_refuses_before_pushing(team):
+    bare, alice, bob = team
+    alice.update_text("people/sam", lambda t: t + "Alice's line.\n", "edit: sam")
+    assert sync(alice)[0] == 0
+    remote_head = git(bare, "rev-parse", "main").strip()
+    bob.new("reference/bob-two", body="x\n")
+    (bob.root / "people/sam.md").write_text("bob typing here\n")
+    before = state(bob.root)
+
+    code, _, err = sync(bob)
+
+    assert code == 1 and "people/sam.md" in err
+    assert state(bob.root) == before
+    assert git(bare, "rev-parse", "main").strip() == remote_head  # nothing pushed
+
+
+def test_first_sync_to_an_empty_remote_and_a_fast_forward(tmp_path: Path):
+    from cardmem.store.store import init
+
+    bare = tmp_path / "empty.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    alice = init(tmp_path / "alice")[0]
+    alice.new("reference/first", body="first\n")
+    code, out, err = cli("sync", str(bare), "--store", str(alice.root))
+    assert code == 0 and "pushed 2" in out, err
+    assert git(bare, "rev-parse", "main").strip() == head(alice.root)
+
+    bob = clone(bare, tmp_path / "bob")
+    alice.new("reference/second", body="second\n")
+    assert cli("sync", str(bare), "--store", str(alice.root))[0] == 0
+    code, out, err = sync(bob)  # only remote commits: a plain fast-forward
+    assert code == 0 and "1 commit(s) from origin main" in out, err
+    assert head(bob.root) == head(alice.root)
+    code, out, _ = sync(bob)
+    assert code == 0 and "already at" in out
+
+
+def test_a_rejected_push_changes_nothing_here(team):
+    bare, alice, bob = team
+    alice.new("reference/alice-x", body="x\n")
+    assert sync(alice)[0] == 0
+    bob.new("reference/bob-x", body="y\n")
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'pushes are closed today' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    before = state(bob.root)
+
+    code, _, err = sync(bob)
+
+    assert code == 1 and "git push" in err
+    assert state(bob.root) == before
+
+
+def test_the_remote_moving_during_sync_is_fetched_and_replayed_again(team, tmp_path: Path):
+    """A third writer's push lands between our fetch and our push: we replay once more."""
+    bare, alice, bob = team
+    carol = clone(bare, tmp_path / "carol")
+    carol.new("reference/carol-card", body="carol\n")
+    git(carol.root, "push", "-q", "origin", "main:refs/heads/carol-side")
+    carol_head = head(carol.root)
+    alice.new("reference/alice-y", body="a\n")
+    assert sync(alice)[0] == 0
+    git(carol.root, "fetch", "-q", "origin")
+    git(carol.root, "rebase", "-q", "origin/main")
+    git(carol.root, "push", "-q", "-f", "origin", "HEAD:refs/heads/carol-side")
+    carol_head = head(carol.root)
+    # The first push bob tries is refused, and main moves to carol's commit meanwhile.
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text(f"""#!/bin/sh
+if [ ! -e "$GIT_DIR/raced" ]; then
+  touch "$GIT_DIR/raced"
+  env -u GIT_QUARANTINE_PATH git update-ref refs/heads/main {carol_head}
+  exit 1
+fi
+""")
+    hook.chmod(0o755)
+    bob.new("reference/bob-y", body="b\n")
+
+    code, out, err = sync(bob)
+
+    assert code == 0, err
+    assert (bare / "raced").exists()
+    assert head(bob.root) == git(bare, "rev-parse", "main").strip()
+    for cid in ("alice-y", "carol-card", "bob-y"):
+        assert (bob.root / f"reference/{cid}.md").is_file()
+    assert git(bob.root, "merge-base", "--is-ancestor", carol_head, "HEAD") == ""
