@@ -37,9 +37,9 @@ class _Rule:
     # 2 MB costs about a millisecond, a regex pass tens of them.
     needles: tuple[str, ...]
     lowered: bool = False  # needles are checked against text.lower()
-    # For case-insensitive rules: lowercase literals where the rule's match starts;
-    # they are found in text.lower() and `pattern` is tried only there (see _matches).
-    anchors: tuple[str, ...] = ()
+    # For case-insensitive rules: lowercase literals (see _literals) where a match
+    # starts; found in text.lower(), and `pattern` is tried only there (see _matches).
+    anchor: re.Pattern[str] | None = None
     # Returns False for a match that only looks like a secret (then kept as it is).
     accept: Callable[[re.Match[str], str], bool] | None = None
 
@@ -203,6 +203,12 @@ def _c(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
+def _literals(*words: str) -> re.Pattern[str]:
+    # A bare alternation of literals (longest first) is scanned fast; the rule's own
+    # pattern, with its case-insensitive groups and look-arounds, would not be.
+    return re.compile("|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)))
+
+
 _RULES: tuple[_Rule, ...] = (
     # -----BEGIN RSA PRIVATE KEY----- ... -----END RSA PRIVATE KEY-----, also inside a
     # JSON string (escaped \n); when cut off, up to where the base64 body ends.
@@ -254,7 +260,7 @@ _RULES: tuple[_Rule, ...] = (
         ),
         ("secret",),
         lowered=True,
-        anchors=("secret",),
+        anchor=_literals("secret"),
     ),
     _Rule("github-token", _c(_tok("gh[pousr]_", 4, "[A-Za-z0-9]{36,255}")), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
     _Rule("github-token", _c(_tok("github_pat_", 11, "[A-Za-z0-9_]{22,255}")), ("github_pat_",)),
@@ -301,7 +307,7 @@ _RULES: tuple[_Rule, ...] = (
         ),
         ("bearer", "basic", "token"),
         lowered=True,
-        anchors=("bearer", "basic", "token"),
+        anchor=_literals("bearer", "basic", "token"),
         accept=_bearer_ok,
     ),
     _Rule("password", _QUERY, ("=",), accept=_value_ok),
@@ -311,7 +317,7 @@ _RULES: tuple[_Rule, ...] = (
         _ASSIGN,
         ("pass", "pwd", "secret", "token", "key", "credential"),
         lowered=True,
-        anchors=(
+        anchor=_literals(
             "pgpass", "pass", "pwd", "secret", "token", "credential", "api",
             "access", "private", "auth", "encryption", "signing", "master", "account",
         ),
@@ -320,35 +326,21 @@ _RULES: tuple[_Rule, ...] = (
 )
 
 
-_LITERALS: dict[str, re.Pattern[str]] = {}
-
-
-def _anchor_starts(anchors: tuple[str, ...], lowered: str) -> list[int]:
-    # One scan per literal: the engine finds a literal prefix fast, while one
-    # alternation of them would be tried at every position (about 100x slower).
-    starts: set[int] = set()
-    for lit in anchors:
-        pat = _LITERALS.get(lit)
-        if pat is None:
-            pat = _LITERALS[lit] = re.compile(re.escape(lit))
-        starts.update(m.start() for m in pat.finditer(lowered))
-    return sorted(starts)
-
-
 def _matches(rule: _Rule, text: str, lowered: str | None) -> Iterator[re.Match[str]]:
     """Accepted, non-overlapping matches of the rule, left to right.
 
-    With anchors, the rule's pattern is only tried where one of its literals occurs
+    With an anchor, the rule's pattern is only tried where one of its literals occurs
     in text.lower(). That needs the lowered text to line up with the original one
     character for one (true unless some character lowercases to two, like 'İ');
-    otherwise, or without anchors, the pattern scans the text itself.
+    otherwise, or without an anchor, the pattern scans the text itself.
     """
     accept = rule.accept or (lambda _m, _t: True)
-    if not rule.anchors or lowered is None or len(lowered) != len(text):
+    if rule.anchor is None or lowered is None or len(lowered) != len(text):
         yield from (m for m in rule.pattern.finditer(text) if accept(m, text))
         return
     end = 0
-    for start in _anchor_starts(rule.anchors, lowered):
+    for cand in rule.anchor.finditer(lowered):
+        start = cand.start()
         if start < end:
             continue
         m = rule.pattern.match(text, start)
