@@ -165,12 +165,20 @@ def is_duplicate(line: str, existing: Iterable[str]) -> bool:
     from rapidfuzz import fuzz
 
     n = _norm(line)
+    nums = _numbers(n)
     for e in existing:
         m = _norm(e)
-        if n == m or fuzz.token_set_ratio(n, m) >= NEAR_DUPLICATE and \
+        if n == m:
+            return True
+        # Other numbers make another fact ("max 12" -> "max 16"), however alike the words.
+        if _numbers(m) == nums and fuzz.token_set_ratio(n, m) >= NEAR_DUPLICATE and \
                 fuzz.ratio(n, m) >= NEAR_DUPLICATE - 10:
             return True
     return False
+
+
+def _numbers(s: str) -> set[str]:
+    return set(re.findall(r"\d+(?:\.\d+)*", s))
 
 
 # --- the spool ---------------------------------------------------------------------

@@ -1,0 +1,128 @@
+"""Compounding: where signals go, protected types, duplicates, one commit, the spool."""
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import date
+
+from cardmem.store import git
+from cardmem.store.card import history
+from cardmem.store.compound import Matcher, file_signals, is_duplicate, spool_dir
+from cardmem.store.writer import write_lock
+
+TODAY = date.today().isoformat()
+KEDA = "Decision: billing-service workers now scale on queue depth with KEDA, max 16"
+
+
+def head(store) -> str | None:
+    return git.head(store.root)
+
+
+def test_signal_goes_to_the_card_it_clearly_belongs_to(example_store):
+    m = Matcher(example_store.scan()[0])
+    assert m.best(KEDA)[0] == "entities/billing-service"
+    assert m.best("Decision: invoice numbers stay gapless per tenant in billing-v2")[0] == \
+        "projects/billing-v2/invoice-numbering"
+    # Words the store does not know point nowhere.
+    assert m.best("Worked: quux frobnicated the zorblax")[0] is None
+
+
+def test_filing_appends_history_lines_and_one_agent_commit(example_store):
+    before = head(example_store)
+    r = file_signals(example_store, [KEDA, "Worked: quux frobnicated the zorblax"],
+                     "0a6a12f9-1111-2222", source="stop-hook")
+    assert r.commit and r.commit != before
+    commits = git.log(example_store.root, limit=2)
+    assert commits[1].commit == before  # exactly one new commit
+    c = commits[0]
+    assert c.author == "cardmem-agent <agent@cardmem.invalid>"
+    assert sorted(c.paths) == ["entities/billing-service.md", f"signals/{TODAY}.md"]
+    assert "Cardmem-Source: stop-hook" in c.message and "Cardmem-Session: 0a6a12f" in c.message
+    assert "entities/billing-service  " + KEDA in c.message
+    card = example_store.read("entities/billing-service")
+    assert history(card)[-1] == f"{TODAY} · session 0a6a12f · {KEDA}"
+    day = example_store.read(f"signals/{TODAY}")
+    assert day.type == "signal"
+    assert history(day) == [f"{TODAY} · session 0a6a12f · Worked: quux frobnicated the zorblax"]
+
+
+def test_only_added_lines_change(example_store):
+    path = example_store.root / "entities" / "billing-service.md"
+    old = path.read_bytes()
+    file_signals(example_store, [KEDA], "s1")
+    new = path.read_bytes()
+    assert new.startswith(old) and new[len(old):].count(b"\n") == 1
+
+
+def test_protected_types_are_never_appended(example_store):
+    rule = example_store.root / "feedback" / "run-tests-with-x.md"
+    old = rule.read_bytes()
+    m = Matcher(example_store.scan()[0])
+    line = "Rule: always run pytest with -x locally"
+    assert m.best(line)[0] == "feedback/run-tests-with-x"
+    r = file_signals(example_store, [line], "abcdef0")
+    assert rule.read_bytes() == old
+    assert r.filed[0].card == f"signals/{TODAY}"
+    assert history(example_store.read(f"signals/{TODAY}"))[-1].endswith(
+        "Rule: always run pytest with -x locally (resembles feedback/run-tests-with-x)")
+
+
+def test_exact_and_near_duplicates_are_not_filed_twice(example_store):
+    first = file_signals(example_store, [KEDA], "s1")
+    assert first.commit
+    sha = head(example_store)
+    again = file_signals(example_store, [KEDA, KEDA.upper().replace("DECISION:", "Decision:"),
+                                         KEDA.replace("16", "16.")], "s2")
+    assert again.commit is None and head(example_store) == sha
+    assert len(again.duplicates) == 3
+    # Already in the example store's History (seeded), reworded slightly.
+    near = "Knowledge: billing-service workers scale on queue depth via KEDA, min 4, max 12."
+    assert file_signals(example_store, [near], "s3").duplicates
+    # A different fact about the same card is filed.
+    other = file_signals(example_store, ["Failed: KEDA max 20 overloaded ledger-db billing-service"], "s4")
+    assert len(other.filed) == 1
+
+
+def test_duplicate_helper():
+    assert is_duplicate("Worked: x y z", ["worked:  X Y Z"])
+    assert not is_duplicate("Worked: use anyio", ["Worked: drop pytest-asyncio entirely"])
+    assert not is_duplicate("Knowledge: KEDA max 16 workers", ["Knowledge: KEDA max 12 workers"])
+
+
+def test_busy_lock_spools_and_next_run_files_first(example_store):
+    sha = head(example_store)
+    with write_lock(example_store.root, 1):
+        r = file_signals(example_store, [KEDA, "Worked: quux frobnicated the zorblax"], "busy1",
+                         lock_timeout_s=0.1)
+    assert r.spooled and r.commit is None and not r.filed
+    assert head(example_store) == sha
+    files = list(spool_dir(example_store).glob("*.json"))
+    assert len(files) == 1
+    assert json.loads(files[0].read_text())["signals"][0] == KEDA
+    # The next run, with a signal of its own, files the spooled ones first: one commit.
+    r2 = file_signals(example_store, ["Knowledge: zorblax lives on port 9999"], "next22")
+    assert r2.commit and r2.from_spool == 2
+    assert [f.session for f in r2.filed] == ["busy1", "busy1", "next22"]
+    assert list(spool_dir(example_store).glob("*.json")) == []
+    log = git.log(example_store.root, limit=2)
+    assert log[1].commit == sha
+    assert "Cardmem-Session: busy1, next22" in log[0].message
+
+
+def test_spool_survives_repeated_busy_runs(example_store):
+    with write_lock(example_store.root, 1):
+        for i in range(3):
+            file_signals(example_store, [f"Knowledge: fact {i} about zorblax{i}"], f"run{i}",
+                         lock_timeout_s=0.05)
+    assert len(list(spool_dir(example_store).glob("*.json"))) == 3
+    r = file_signals(example_store, [], "drain")
+    assert r.from_spool == 3 and len(r.filed) == 3
+    out = subprocess.run(["git", "-C", str(example_store.root), "status", "--porcelain"],
+                         capture_output=True, text=True).stdout
+    assert out == ""  # the commit left nothing half-written
+
+
+def test_no_signals_no_commit(example_store):
+    sha = head(example_store)
+    r = file_signals(example_store, [], "quiet")
+    assert r.commit is None and head(example_store) == sha
