@@ -293,39 +293,15 @@ class Index:
     def _apply(self, todo: list[tuple[str, str, os.stat_result]], gone: list[str],
                known: dict[str, tuple[int, int, str, bool]], counts: dict[str, int]) -> None:
         from . import card as cardlib  # lazy: YAML is paid only when a card changed
+        from . import fastmeta
 
         c = self.conn
         parsed: list[tuple[str, Any]] = []
         for cid, path, st in todo:
-            parsed.append((cid, self._read(cardlib, cid, path, st, known.get(cid))))
+            parsed.append((cid, self._read(cardlib, fastmeta, cid, path, st, known.get(cid))))
         c.execute("BEGIN IMMEDIATE")
         try:
-            for cid in gone:
-                self._delete(c, cid)
-                counts["removed"] += 1
-            for cid, item in parsed:
-                kind, st, digest, payload = item
-                k = known.get(cid)
-                mt, size = st.st_mtime_ns, st.st_size
-                if kind == "same":  # touched, not changed: keep the row, note the new stat
-                    table = "problems" if k[3] else "cards"
-                    c.execute(f"UPDATE {table} SET mtime_ns=?, size=? WHERE id=?", (mt, size, cid))
-                    counts["unchanged"] += 1
-                    counts["problems"] += k[3]
-                    continue
-                self._delete(c, cid)
-                if kind == "problem":
-                    c.execute("INSERT INTO problems VALUES (?,?,?,?,?,?)",
-                              (cid, payload[0], payload[1], size, mt, digest))
-                    counts["problems"] += 1
-                else:
-                    meta, text = payload
-                    cur = c.execute("INSERT INTO cards(id, type, title, aliases, tags, project,"
-                                    " status, description, size, mtime_ns, hash) VALUES"
-                                    " (?,?,?,?,?,?,?,?,?,?,?)", (cid, *meta, size, mt, digest))
-                    c.execute("INSERT INTO fts(rowid, title, aliases, tags, description, body,"
-                              " extra) VALUES (?,?,?,?,?,?,?)", (cur.lastrowid, *text))
-                counts["updated" if k is not None else "added"] += 1
+            self._write(c, parsed, gone, known, counts)
             c.execute("INSERT INTO meta VALUES('generation', '1') ON CONFLICT(key) DO UPDATE"
                       " SET value = CAST(value AS INTEGER) + 1")
             c.execute("COMMIT")
@@ -333,7 +309,62 @@ class Index:
             c.execute("ROLLBACK")
             raise
 
-    def _read(self, cardlib: Any, cid: str, path: str, st: os.stat_result,
+    @staticmethod
+    def _write(c: sqlite3.Connection, parsed: list[tuple[str, Any]], gone: list[str],
+               known: dict[str, tuple[int, int, str, bool]], counts: dict[str, int]) -> None:
+        """Apply read results in one transaction, in batches (a cold index is 10k inserts).
+
+        Rows are looked up again under the write lock: another process (the watcher, a
+        concurrent search) may have indexed some of these files since we looked.
+        """
+        ids = [cid for cid, _ in parsed] + gone
+        existing: dict[str, int] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            existing.update(c.execute(f"SELECT id, n FROM cards WHERE id IN"
+                                      f" ({','.join('?' * len(chunk))})", chunk).fetchall())
+        drop = [(existing[cid],) for cid in gone if cid in existing]
+        counts["removed"] += len(gone)
+        next_n = (c.execute("SELECT max(n) FROM cards").fetchone()[0] or 0) + 1
+        cards, fts, problems, touched = [], [], [], []
+        for cid, (kind, st, digest, payload) in parsed:
+            k = known.get(cid)
+            mt, size = st.st_mtime_ns, st.st_size
+            if kind == "same":  # touched, not changed: keep the row, note the new stat
+                touched.append((k[3], (mt, size, cid)))
+                counts["unchanged"] += 1
+                counts["problems"] += k[3]
+                continue
+            if cid in existing:
+                drop.append((existing[cid],))
+            counts["updated" if k is not None else "added"] += 1
+            if kind == "problem":
+                problems.append((cid, payload[0], payload[1], size, mt, digest))
+                counts["problems"] += 1
+                continue
+            meta, text = payload
+            cards.append((next_n, cid, *meta, size, mt, digest))
+            fts.append((next_n, *text))
+            next_n += 1
+        if drop:
+            c.executemany("DELETE FROM fts WHERE rowid=?", drop)
+            c.executemany("DELETE FROM cards WHERE n=?", drop)
+        if c.execute("SELECT 1 FROM problems LIMIT 1").fetchone():
+            c.executemany("DELETE FROM problems WHERE id=?",
+                          [(cid,) for cid, item in parsed if item[0] != "same"]
+                          + [(cid,) for cid in gone])
+        c.executemany("UPDATE cards SET mtime_ns=?, size=? WHERE id=?",
+                      [t for is_problem, t in touched if not is_problem])
+        c.executemany("UPDATE problems SET mtime_ns=?, size=? WHERE id=?",
+                      [t for is_problem, t in touched if is_problem])
+        c.executemany("INSERT INTO problems VALUES (?,?,?,?,?,?)", problems)
+        c.executemany("INSERT INTO cards(n, id, type, title, aliases, tags, project, status,"
+                      " description, size, mtime_ns, hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                      cards)
+        c.executemany("INSERT INTO fts(rowid, title, aliases, tags, description, body, extra)"
+                      " VALUES (?,?,?,?,?,?,?)", fts)
+
+    def _read(self, cardlib: Any, fastmeta: Any, cid: str, path: str, st: os.stat_result,
               k: tuple[int, int, str, bool] | None) -> tuple[str, os.stat_result, str, Any]:
         """('same'|'problem'|'card', stat, hash, payload) for one changed file."""
         try:
@@ -349,18 +380,10 @@ class Index:
         if k is not None and k[2] == digest:
             return "same", st, digest, None
         try:
-            card = cardlib.parse(cardlib.decode(raw), cid, Path(path))
+            card = fastmeta.parse(cardlib, cardlib.decode(raw), cid, Path(path))
         except cardlib.CardProblem as exc:
             return "problem", st, digest, (path, str(exc))
         return "card", st, digest, _row(card)
-
-    @staticmethod
-    def _delete(c: sqlite3.Connection, cid: str) -> None:
-        row = c.execute("SELECT n FROM cards WHERE id=?", (cid,)).fetchone()
-        if row:
-            c.execute("DELETE FROM fts WHERE rowid=?", (row[0],))
-            c.execute("DELETE FROM cards WHERE n=?", (row[0],))
-        c.execute("DELETE FROM problems WHERE id=?", (cid,))
 
     def rebuild(self) -> dict[str, int]:
         """Index from scratch into a new file, then swap it in (`cardmem index --full`).

@@ -1,0 +1,118 @@
+"""A fast path for the frontmatter most cards have, used when indexing many cards.
+
+PyYAML (even its C loader) builds each document through Python-level constructors,
+~0.3-0.5 ms a card: at 10k cards more than the FTS5 load itself. Most frontmatter is a
+flat run of `key: value` and `key: [a, b]` lines. `quick_meta` reads exactly that subset
+and returns None for anything else (nesting, block lists, escapes, anchors, comments
+after values, numbers, nulls, booleans...), so the caller falls back to card.parse. The
+values it accepts are strings, decided with the card loader's own implicit resolvers, so
+the result equals what card.parse would give (tests/store/test_index.py holds this).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .card import Card, _Loader
+from .paths import type_from_id
+
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+# Characters YAML refuses or treats specially anywhere in a line: fall back.
+_UNSAFE = re.compile(r"[\t\\\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufeff\ufffe\uffff]")
+_INDICATORS = set("-?:,[]{}#&*!|>'\"%@`")
+_RESOLVERS = _Loader.yaml_implicit_resolvers
+_HEADING = re.compile(r"^# +(.+?)\s*#*\s*$", re.M)
+
+
+def _plain(value: str, flow: bool) -> str | None:
+    """A plain scalar that YAML reads as this very string, else None."""
+    if not value or value[0] in _INDICATORS or ": " in value or " #" in value:
+        return None
+    if value.endswith(":") or (flow and any(c in value for c in ",[]{}")):
+        return None
+    for _, rx in _RESOLVERS.get(value[0], []):
+        if rx.match(value):
+            return None  # a number, null, bool, merge key...: let YAML decide
+    return value
+
+
+def _quoted(value: str) -> str | None:
+    if len(value) < 2 or value[0] != value[-1]:
+        return None
+    inner = value[1:-1]
+    if value[0] == '"':
+        return inner if '"' not in inner else None
+    if value[0] == "'":
+        out = inner.replace("''", "")
+        return inner.replace("''", "'") if "'" not in out else None
+    return None
+
+
+def _scalar(value: str, flow: bool = False) -> str | None:
+    if value[:1] in ("'", '"'):
+        return _quoted(value)
+    return _plain(value, flow)
+
+
+def _flow_list(value: str) -> list[str] | None:
+    inner = value[1:-1].strip()
+    if not inner:
+        return []
+    if "'" in inner or '"' in inner:  # commas inside quotes: split only simple cases
+        parts = re.findall(r"""\s*("[^"]*"|'[^']*'|[^,'"]+)\s*(?:,|$)""", inner)
+        if ",".join(parts).replace(" ", "") != inner.replace(" ", "").rstrip(","):
+            return None
+    else:
+        parts = inner.split(",")
+        if parts[-1].strip() == "":
+            parts.pop()  # YAML allows one trailing comma
+    out = []
+    for p in parts:
+        item = _scalar(p.strip(), flow=True)
+        if item is None:
+            return None
+        out.append(item)
+    return out
+
+
+def quick_meta(block: str) -> dict[str, Any] | None:
+    """The frontmatter mapping if it is flat and simple, else None (use YAML)."""
+    if _UNSAFE.search(block):
+        return None
+    meta: dict[str, Any] = {}
+    for line in block.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        key, colon, value = line.partition(":")
+        if not colon or not _KEY.fullmatch(key) or _plain(key, False) is None:
+            return None
+        if value[:1] != " ":
+            return None  # `key:` is null in YAML and `a:b` a plain string: let YAML say so
+        value = value.strip(" ")
+        if not value:
+            return None
+        if value[0] == "[" and value[-1] == "]":
+            parsed: Any = _flow_list(value)
+        else:
+            parsed = _scalar(value)
+        if parsed is None:
+            return None
+        meta[key] = parsed
+    return meta
+
+
+def parse(cardlib: Any, text: str, card_id: str, path: Any = None) -> Card:
+    """card.parse, through the fast path when the frontmatter allows it."""
+    span = cardlib.split(text)
+    meta = quick_meta(text[span[0]:span[1]]) if span else None
+    if meta is None:
+        return cardlib.parse(text, card_id, path)
+    body = text[span[2]:]
+    # The same defaults as card.parse.
+    title = str(meta.get("title") or "").strip()
+    if not title:
+        heading = _HEADING.search(body)
+        title = heading.group(1).strip() if heading else card_id.rsplit("/", 1)[-1]
+    card_type = str(meta.get("type") or "").strip() or type_from_id(card_id)
+    return Card(id=card_id, meta=meta, body=body, title=title, type=card_type, path=path,
+                text=text)
