@@ -185,18 +185,20 @@ def _value_ok(m: re.Match[str], _text: str) -> bool:
     return _value_is_secret(m.group(g), "", g == "s_bare")
 
 
-_AUTH_BEFORE = re.compile(r"authorization\\?[\"']?\s*[:=]\s*\\?[\"']?\s*$")
+_AUTH_HEADER = re.compile(r"authorization\\?[\"']?\s*[:=]\s*\\?[\"']?\s*$")
+_AUTH_WORD = re.compile(r"authorization\\?[\"']?\s+\\?[\"']?$")  # nginx: Authorization 'Basic ...'
 
 
 def _bearer_ok(m: re.Match[str], text: str) -> bool:
     s = m.group("s")
-    if not _has_digit_and_letter(s) or "[REDACTED:" in s:
+    if "[REDACTED:" in s:
         return False
-    if m.group("scheme").lower() == "bearer":
-        return True  # the word is specific enough anywhere
-    # "Basic x" / "Token x" only right after an Authorization header name.
     before = text[max(0, m.start() - 40) : m.start()].lower()
-    return _AUTH_BEFORE.search(before) is not None
+    if _AUTH_HEADER.search(before) is not None:
+        return True  # Authorization: Bearer/Basic/token <credential>
+    if not _has_digit_and_letter(s):
+        return False  # "basic setup", "token bucket", "Bearer tokenization"
+    return m.group("scheme").lower() == "bearer" or _AUTH_WORD.search(before) is not None
 
 
 def _c(pattern: str) -> re.Pattern[str]:

@@ -151,6 +151,7 @@ ASSIGNED: list[tuple[str, str, str]] = [
     ("password", '{"cmd": "psql \\"password=\\\\\\"{s}\\\\\\" host=db\\""}', rand(ALNUM, 16)),
     ("bearer", 'curl -H "Authorization: Bearer {s}" https://api.example.com/v2/me\n', rand(ALNUM + "-._~", 48)),
     ("bearer", "Authorization: Basic {s}\nHost: intranet.example.com\n", base64.b64encode(b"dana:" + rand(ALNUM, 14).encode()).decode()),
+    ("bearer", "proxy_set_header Authorization 'Basic {s}';\n", base64.b64encode(b"ops:correcthorsebattery").decode()),
     ("bearer", 'requests.get(url, headers={"Authorization": "token {s}"})\n', rand(HEX, 40)),
     ("bearer", "INFO outbound request headers={{'Authorization': 'Bearer {s}', 'Accept': '*/*'}}\n", rand(ALNUM, 40)),
     ("connection-password", 'DATABASE_URL="postgres://orders_app:{s}@db.internal:5432/orders?sslmode=require"\n', rand(ALNUM, 20)),
@@ -389,13 +390,15 @@ def test_two_megabytes_is_fast(capsys):
     # the cut at 2,000,000 may split the last secret; drop the ones not whole in text
     planted = [s for s in planted if s in text]
     assert len(text) == 2_000_000 and len(planted) >= 10
-    best = float("inf")
+    wall = cpu = float("inf")
     for _ in range(3):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out = redact(text)
-        best = min(best, time.perf_counter() - t0)
+        wall = min(wall, time.perf_counter() - t0)
+        cpu = min(cpu, time.process_time() - c0)
     for s in planted:
         assert s not in out
     with capsys.disabled():
-        print(f"\nredact: 2,000,000 chars in {best * 1000:.0f} ms ({len(planted)} secrets)")
-    assert best < 2.0  # measured about 0.1-0.2 s here; generous for a loaded CI box
+        print(f"\nredact: 2,000,000 chars in {wall * 1000:.0f} ms wall, {cpu * 1000:.0f} ms CPU ({len(planted)} secrets)")
+    # CPU time, so a busy machine does not fail it; measured 0.13-0.2 s here
+    assert cpu < 2.0
