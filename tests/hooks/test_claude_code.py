@@ -1,0 +1,212 @@
+"""The Claude Code hooks as the host runs them: separate processes, JSON in and out."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+import pytest
+from fakeapi import reply
+
+from cardmem.hooks import hooklog
+from cardmem.store import git
+
+TODAY = date.today().isoformat()
+SESSION = "5e55104d-aaaa-4bbb-8ccc-123456789abc"
+
+
+def hook(event: str, payload: dict | str, store: Path | None, env: dict | None = None,
+         timeout: float = 60) -> subprocess.CompletedProcess:
+    args = [sys.executable, "-m", "cardmem.hooks.claude_code"]
+    if store is not None:
+        args += ["--store", str(store)]
+    data = payload if isinstance(payload, str) else json.dumps(payload)
+    full = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    full.update(env or {})
+    return subprocess.run(args + [event], input=data, capture_output=True, text=True,
+                          env=full, timeout=timeout)
+
+
+def context_of(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert set(out) == {"hookSpecificOutput"}
+    assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    return out["hookSpecificOutput"]["additionalContext"]
+
+
+def test_session_start_prints_the_pile(example_store, tmp_path):
+    proj = tmp_path / "acme-api"
+    proj.mkdir()
+    subprocess.run(["git", "init", "-q", str(proj)], check=True)
+    text = context_of(hook("session-start", {"session_id": SESSION, "cwd": str(proj),
+                                             "source": "startup",
+                                             "hook_event_name": "SessionStart"},
+                           example_store.root))
+    assert "## Rules (9, always in force)" in text
+    assert "## Project acme-api (7 cards)" in text
+    assert len(text) <= 9500
+    log = (example_store.root / ".cardmem" / "hooks.log").read_text()
+    assert "session-start" in log and "session=5e55104d-aaa" in log and " ok: " in log
+
+
+@pytest.mark.parametrize("stdin", ["", "not json", "[1, 2]", "{\"cwd\": 5}"])
+def test_session_start_tolerates_any_input(example_store, stdin):
+    text = context_of(hook("session-start", stdin, example_store.root))
+    assert "feedback/run-tests-with-x" in text
+
+
+def test_session_start_without_a_store_still_exits_0(tmp_path):
+    proc = hook("session-start", {"session_id": "x", "cwd": str(tmp_path)}, tmp_path / "nope")
+    text = context_of(proc)
+    assert text.startswith("(cardmem: no memory loaded this session:")
+    assert "\n" not in text  # one line
+    assert not (tmp_path / "nope").exists()  # nothing created
+
+
+def test_session_start_with_broken_card_and_bad_toml(example_store):
+    (example_store.root / "feedback" / "broken.md").write_bytes(b"---\ntitle: [x\n---\n")
+    (example_store.root / "cardmem.toml").write_text("[context\nbudget_chars = 'lots'\n")
+    text = context_of(hook("session-start", {}, example_store.root))
+    assert "feedback/run-tests-with-x" in text
+    assert "cardmem.toml ignored" in text
+    assert "1 card file(s) could not be read" in text
+
+
+def test_session_start_while_the_write_lock_is_held(example_store):
+    from cardmem.store.writer import write_lock
+
+    with write_lock(example_store.root, 1):
+        start = time.monotonic()
+        text = context_of(hook("session-start", {}, example_store.root))
+        assert time.monotonic() - start < 10
+    assert "feedback/run-tests-with-x" in text
+
+
+def test_session_start_imports_nothing_heavy(example_store):
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "cardmem.hooks.claude_code",
+                           "--store", str(example_store.root), "session-start"],
+                          input="{}", capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0
+    mods = {ln.split("|")[-1].strip() for ln in proc.stderr.splitlines() if "|" in ln}
+    heavy = {m for m in mods if m.split(".")[0] in
+             ("anthropic", "mcp", "watchdog", "git", "click", "httpx", "rapidfuzz", "pydantic")}
+    assert heavy == set()
+    assert "cardmem.store.context" in mods  # the measurement saw the real work
+
+
+def write_transcript(path: Path, turns: list[tuple[str, str]]) -> Path:
+    lines = []
+    for i, (role, text) in enumerate(turns):
+        rec = {"type": role, "uuid": f"u{i}", "sessionId": SESSION, "isSidechain": False,
+               "message": {"role": role, "content": [{"type": "text", "text": text}],
+                           **({"id": f"msg_{i}"} if role == "assistant" else {})}}
+        lines.append(json.dumps(rec))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+CONVERSATION = [
+    ("user", "The billing-service workers keep hitting the KEDA ceiling. Raise it. " * 5),
+    ("assistant", "I raised the KEDA maxReplicaCount for billing-service workers from 12 "
+                  "to 16 and the queue drained. My key was sk-ant-api03-" + "A" * 90 + " by the way. " * 3),
+    ("user", "Great, thanks. Keep it at 16. " * 5),
+    ("assistant", "Done: committed the change to deploy/prod/values.yaml. " * 4),
+]
+
+
+def test_stop_hook_learns_in_the_foreground(example_store, tmp_path, fake_api):
+    fake_api.add("Decision: billing-service workers scale with KEDA up to 16 replicas now\n"
+                 "Some chatter that is not a contract line\n")
+    transcript = write_transcript(tmp_path / "t.jsonl", CONVERSATION)
+    before = git.head(example_store.root)
+    proc = hook("stop", {"session_id": SESSION, "transcript_path": str(transcript),
+                         "cwd": str(tmp_path), "hook_event_name": "Stop"}, example_store.root,
+                env={"CARDMEM_HOOK_FOREGROUND": "1", "ANTHROPIC_API_KEY": "sk-ant-fake",
+                     "ANTHROPIC_BASE_URL": fake_api.base_url})
+    assert proc.returncode == 0 and proc.stdout == ""
+    log = git.log(example_store.root, limit=2)
+    assert log[1].commit == before
+    assert log[0].paths == ["entities/billing-service.md"]
+    assert "Cardmem-Session: 5e55104" in log[0].message
+    assert "KEDA up to 16 replicas" in example_store.read("entities/billing-service").text
+    # The excerpt sent to the model was redacted.
+    sent = json.dumps(fake_api.messages_requests()[0].body)
+    assert "sk-ant-api03-AAAA" not in sent and "REDACTED" in sent
+    assert "KEDA maxReplicaCount" in sent
+    # The same transcript again: nothing new, no second model call, no commit.
+    hook("session-end", {"session_id": SESSION, "transcript_path": str(transcript)},
+         example_store.root, env={"CARDMEM_HOOK_FOREGROUND": "1", "ANTHROPIC_API_KEY": "k",
+                                  "ANTHROPIC_BASE_URL": fake_api.base_url})
+    assert len(fake_api.messages_requests()) == 1
+    assert git.head(example_store.root) == log[0].commit
+    text = (example_store.root / ".cardmem" / "hooks.log").read_text()
+    assert "stop/learn" in text and "filed 1 signal(s) into entities/billing-service" in text
+    assert "nothing new" in text
+
+
+def test_stop_hook_without_key_logs_one_line_and_exits_0(example_store, tmp_path):
+    transcript = write_transcript(tmp_path / "t.jsonl", CONVERSATION)
+    before = git.head(example_store.root)
+    proc = hook("stop", {"session_id": SESSION, "transcript_path": str(transcript)},
+                example_store.root, env={"CARDMEM_HOOK_FOREGROUND": "1"})
+    assert proc.returncode == 0
+    assert git.head(example_store.root) == before
+    lines = (example_store.root / ".cardmem" / "hooks.log").read_text().splitlines()
+    assert "no model: no ANTHROPIC_API_KEY set" in lines[-1]
+
+
+def test_short_sessions_are_skipped(example_store, tmp_path, fake_api):
+    transcript = write_transcript(tmp_path / "t.jsonl", [("user", "hi")])
+    hook("stop", {"session_id": SESSION, "transcript_path": str(transcript)}, example_store.root,
+         env={"CARDMEM_HOOK_FOREGROUND": "1", "ANTHROPIC_API_KEY": "k",
+              "ANTHROPIC_BASE_URL": fake_api.base_url})
+    assert fake_api.messages_requests() == []
+    assert "under 1,000 bytes" in (example_store.root / ".cardmem" / "hooks.log").read_text()
+
+
+def test_stop_hook_detaches_and_learns_in_the_background(example_store, tmp_path, fake_api):
+    fake_api.add(reply("Decision: billing-service workers scale with KEDA up to 16 replicas now",
+                       delay=1.5))
+    transcript = write_transcript(tmp_path / "t.jsonl", CONVERSATION)
+    before = git.head(example_store.root)
+    start = time.monotonic()
+    proc = hook("stop", {"session_id": SESSION, "transcript_path": str(transcript)},
+                example_store.root, env={"ANTHROPIC_API_KEY": "k",
+                                         "ANTHROPIC_BASE_URL": fake_api.base_url})
+    took = time.monotonic() - start
+    assert proc.returncode == 0 and took < 1.5  # back before the model even answered
+    assert git.head(example_store.root) == before
+    deadline = time.monotonic() + 60
+    while git.head(example_store.root) == before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert git.head(example_store.root) != before
+    log = (example_store.root / ".cardmem" / "hooks.log").read_text()
+    assert " stop " in log and "detached" in log
+
+
+def test_hook_log_rotates(tmp_path):
+    root = tmp_path / "s"
+    (root / ".git").mkdir(parents=True)
+    (root / ".cardmem").mkdir()
+    (root / ".cardmem" / "hooks.log").write_text("x" * (hooklog.MAX_BYTES + 1))
+    hooklog.write(root, "session-start", time.monotonic(), "ok: test")
+    assert (root / ".cardmem" / "hooks.log.1").stat().st_size > hooklog.MAX_BYTES
+    assert (root / ".cardmem" / "hooks.log").read_text().endswith("ok: test\n")
+
+
+def test_unknown_event_is_a_notice_not_a_failure(example_store):
+    proc = hook("pre-tool-use", {}, example_store.root)
+    assert proc.returncode == 0 and "unknown event" in proc.stderr
+
+
+def test_cli_route_gives_the_same_json(example_store):
+    exe = Path(sys.executable).with_name("cardmem")
+    proc = subprocess.run([str(exe), "hook", "claude-code", "session-start", "--store",
+                           str(example_store.root)], input="{}", capture_output=True, text=True,
+                          timeout=60)
+    assert "feedback/run-tests-with-x" in context_of(proc)
