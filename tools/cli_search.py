@@ -38,16 +38,26 @@ def store_root(store_path: Path | None) -> _Root:
 @click.option("--limit", type=click.IntRange(min=1, max=1000), default=10, show_default=True)
 @click.option("--type", "card_type", help="Only cards of this type.")
 @click.option("--project", help="Only cards of this project.")
+@click.option("--base", "base_name", metavar="NAME",
+              help="Search the attached base NAME (`cardmem base list`) instead of the cards.")
 @json_option
 @store_option
 def search(query: tuple[str, ...], limit: int, card_type: str | None, project: str | None,
-           as_json: bool, store_path: Path | None) -> None:
+           base_name: str | None, as_json: bool, store_path: Path | None) -> None:
     """Ranked cards for QUERY (typo-tolerant), each with a confidence label."""
     from cardmem.store.index import search as run_search
 
     text = " ".join(query)
-    res = run_search(store_root(store_path), text, limit=limit, card_type=card_type,
-                     project=project)
+    if base_name:
+        from cardmem.store.bases import search_base
+
+        res = search_base(store_root(store_path), base_name, text, limit=limit,
+                          card_type=card_type, project=project)
+        for w in res.warnings:
+            click.echo(f"cardmem: {w}", err=True)
+    else:
+        res = run_search(store_root(store_path), text, limit=limit, card_type=card_type,
+                         project=project)
     if as_json:
         emit_json(res.as_dict())
         return

@@ -130,7 +130,9 @@ def list_(as_json: bool, store_path: Path | None) -> None:
         emit_json(found)
         return
     for b in found:
-        click.echo(f"{b['name']}  {b['path']}{'  (git)' if b['git'] else ''}")
+        flags = "  (git)" if b["git"] else ""
+        flags += "" if b["present"] else "  (gone: attach it again or detach it)"
+        click.echo(f"{b['name']}  {b['path']}{flags}")
 
 
 @base.command()
