@@ -84,6 +84,8 @@ def install(settings: Path | None = None, store: Path | None = None) -> dict[str
         except ValueError:
             pass
     created: list[str] = list(record.get("created", []))
+    if not path.exists():
+        created.append("file")
     if "hooks" not in data:
         data["hooks"] = {}
         created.append("hooks")
@@ -115,7 +117,8 @@ def install(settings: Path | None = None, store: Path | None = None) -> dict[str
     path.parent.mkdir(parents=True, exist_ok=True)
     _write(path, data)
     atomic_write(_record_path(path), json.dumps({"created": sorted(set(created))}).encode())
-    # The MCP server's registration belongs here too, once `cardmem mcp` exists.
+    # The MCP server (`cardmem mcp`) is registered next to this call, by its own module:
+    # Claude Code keeps user-scope MCP servers in ~/.claude.json ("mcpServers"), not here.
     return {"changed": True, "path": str(path), "backup": str(backup) if backup else None}
 
 
@@ -150,7 +153,10 @@ def uninstall(settings: Path | None = None) -> dict[str, Any]:
     if "hooks" in data and not data["hooks"] and "hooks" in created:
         del data["hooks"]
     changed = json.dumps(data, sort_keys=True) != before
-    if changed:
+    if not data and "file" in created:
+        path.unlink()  # install made this file; nothing else is in it
+        changed = True
+    elif changed:
         _write(path, data)
     _record_path(path).unlink(missing_ok=True)
     return {"changed": changed, "path": str(path)}

@@ -1,0 +1,130 @@
+"""The installer: merges idempotently, keeps everything else, uninstalls exactly."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cardmem.hooks.install import MODULE, command, install, uninstall
+from cardmem.store.errors import CardmemError
+
+USER_SETTINGS = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(git status)"]},
+    "hooks": {
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "audit.sh"}]}],
+        "SessionStart": [{"matcher": "startup",
+                          "hooks": [{"type": "command", "command": "echo hello"}]}],
+    },
+    "env": {"FOO": "bar"},
+}
+
+
+def ours(data: dict) -> list[tuple[str, dict]]:
+    return [(ev, h) for ev, groups in data.get("hooks", {}).items() for g in groups
+            for h in g.get("hooks", []) if MODULE in h.get("command", "")]
+
+
+def test_install_merges_and_keeps_everything_else(tmp_path):
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps(USER_SETTINGS, indent=4))
+    r = install(path)
+    assert r["changed"] and Path(r["backup"]).read_text() == json.dumps(USER_SETTINGS, indent=4)
+    data = json.loads(path.read_text())
+    assert {k: v for k, v in data.items() if k != "hooks"} == \
+        {k: v for k, v in USER_SETTINGS.items() if k != "hooks"}
+    for ev, groups in USER_SETTINGS["hooks"].items():
+        assert data["hooks"][ev][: len(groups)] == groups  # the user's hooks, first and intact
+    added = dict(ours(data))
+    assert set(added) == {"SessionStart", "Stop", "SessionEnd"}
+    assert added["Stop"]["async"] is True and added["SessionEnd"]["async"] is True
+    assert "async" not in added["SessionStart"]
+    assert added["SessionStart"]["command"].startswith(sys.executable)
+    assert added["SessionStart"]["command"].endswith(" session-start")
+
+
+def test_install_is_idempotent(tmp_path):
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps(USER_SETTINGS))
+    install(path)
+    first = path.read_text()
+    backups = sorted(tmp_path.glob("settings.json.bak-*"))
+    r = install(path)
+    assert not r["changed"] and path.read_text() == first
+    assert sorted(tmp_path.glob("settings.json.bak-*")) == backups
+    assert len(ours(json.loads(first))) == 3
+
+
+def test_reinstall_with_another_store_updates_in_place(tmp_path):
+    path = tmp_path / "settings.json"
+    install(path)
+    install(path, store=tmp_path / "team-store")
+    data = json.loads(path.read_text())
+    cmds = [h["command"] for _, h in ours(data)]
+    assert len(cmds) == 3 and all("team-store" in c for c in cmds)
+
+
+def test_uninstall_restores_exactly(tmp_path):
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps(USER_SETTINGS))
+    install(path)
+    install(path)
+    assert uninstall(path)["changed"]
+    assert json.loads(path.read_text()) == USER_SETTINGS
+    assert not uninstall(path)["changed"]
+
+
+def test_uninstall_on_a_file_install_created(tmp_path):
+    path = tmp_path / "deep" / "settings.json"
+    install(path)
+    assert path.exists()
+    uninstall(path)
+    assert not path.exists()  # install made it, uninstall takes it away
+
+
+def test_uninstall_keeps_hooks_the_user_added_next_to_ours(tmp_path):
+    path = tmp_path / "settings.json"
+    path.write_text("{}")
+    install(path)
+    data = json.loads(path.read_text())
+    data["hooks"]["Stop"].append({"hooks": [{"type": "command", "command": "mine.sh"}]})
+    path.write_text(json.dumps(data))
+    uninstall(path)
+    assert json.loads(path.read_text()) == {
+        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "mine.sh"}]}]}}
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1]", '{"hooks": []}'])
+def test_bad_settings_are_refused_untouched(tmp_path, text):
+    path = tmp_path / "settings.json"
+    path.write_text(text)
+    with pytest.raises(CardmemError):
+        install(path)
+    assert path.read_text() == text
+    assert list(tmp_path.iterdir()) == [path]
+
+
+def test_command_quotes_paths_with_spaces(tmp_path):
+    c = command("stop", tmp_path / "my store", python="/opt/py env/bin/python")
+    assert c == f"'/opt/py env/bin/python' -m {MODULE} --store '{tmp_path}/my store' stop"
+
+
+def test_cli_install_and_uninstall(tmp_path):
+    exe = str(Path(sys.executable).with_name("cardmem"))
+    env = {**os.environ, "HOME": str(tmp_path)}
+    out = subprocess.run([exe, "install", "claude-code"], env=env, capture_output=True, text=True)
+    assert out.returncode == 0 and "installed" in out.stdout
+    settings = tmp_path / ".claude" / "settings.json"
+    assert len(ours(json.loads(settings.read_text()))) == 3
+    out = subprocess.run([exe, "uninstall", "claude-code"], env=env, capture_output=True, text=True)
+    assert out.returncode == 0 and not settings.exists()
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    out = subprocess.run([exe, "install", "claude-code", "--settings", str(bad)], env=env,
+                         capture_output=True, text=True)
+    assert out.returncode == 1 and out.stderr.startswith(f"cardmem: {bad}: not valid JSON")
