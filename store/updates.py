@@ -128,6 +128,9 @@ def upstream(root: Path, remote: str | None) -> tuple[str, str]:
     local = git.branch(root)
     if local is None:
         raise CardmemError(f"repository {root}", "HEAD is detached; switch to a branch first")
+    if remote is not None and (not remote.strip() or remote.startswith("-")):
+        # git would read "-…" as an option (--upload-pack runs a command).
+        raise CardmemError(f"remote {remote!r}", "is not a remote name or a git URL")
     tracked_remote = git.run(root, "config", f"branch.{local}.remote", check=False).strip()
     merge = git.run(root, "config", f"branch.{local}.merge", check=False).strip()
     if remote is None:
@@ -158,7 +161,8 @@ def record(root: Path, state: Path, kind: str, old: str, new: str, *, ref: str,
         git.run(root, "update-ref", f"refs/cardmem/forced/{old}", old)
     state.mkdir(parents=True, exist_ok=True)
     line = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "kind": kind,
-            "old": old, "new": new, "remote": remote, "forced": forced}
+            "branch": git.branch(root), "old": old, "new": new, "remote": remote,
+            "forced": forced}
     with open(state / LOG_FILE, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(line) + "\n")
 
@@ -249,8 +253,14 @@ def rollback_repo(root: Path, state: Path, to: str | None = None, *,
     if git.branch(root) is None:
         raise CardmemError(what, "HEAD is detached; switch to a branch first")
     old = git.head(root)
-    target_ref = to or BEFORE_UPDATE
-    target = rev(root, target_ref)
+    if to is not None and (not to.strip() or to.startswith("-")):
+        raise CardmemError(what, f"{to!r} is not a commit or ref")
+    if to is None:
+        last = next((h for h in reversed(history(state)) if h.get("kind") != "rollback"), None)
+        if last and last.get("branch") and last["branch"] != git.branch(root):
+            raise CardmemError(what, f"the last update moved branch {last['branch']!r}, not "
+                                     f"{git.branch(root)!r}; switch back or pass --to")
+    target = rev(root, to or BEFORE_UPDATE)
     if target is None:
         why = (f"no commit {to!r} in this repository" if to else
                "no update recorded here; nothing to roll back to")

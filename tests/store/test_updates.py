@@ -221,3 +221,24 @@ def test_update_waits_for_the_write_lock(pair):
     assert code == 4 and "store busy" in err
     assert head(mine.root) == before
     assert cli("update", "--store", str(mine.root))[0] == 0
+
+
+def test_option_like_remote_and_ref_are_refused(pair, tmp_path: Path):
+    _, mine, _ = pair
+    marker = tmp_path / "ran"
+    code, _, err = cli("update", "--store", str(mine.root), "--", f"--upload-pack=touch {marker}")
+    assert code == 1 and "is not a remote name or a git URL" in err
+    assert not marker.exists()
+    code, _, err = cli("rollback", "--to=--all", "--store", str(mine.root))
+    assert code == 1 and "is not a commit or ref" in err
+
+
+def test_rollback_refuses_another_branch_than_the_one_updated(pair):
+    _, mine, theirs = pair
+    publish(theirs, "reference/b", "b\n")
+    assert cli("update", "--store", str(mine.root))[0] == 0
+    git(mine.root, "switch", "-q", "-c", "side")
+    before = head(mine.root)
+    code, _, err = cli("rollback", "--store", str(mine.root))
+    assert code == 1 and "moved branch 'main', not 'side'" in err
+    assert head(mine.root) == before
