@@ -150,7 +150,7 @@ class Watcher:
         self.quiet_s = float(cfg["quiet_s"] if quiet_s is None else quiet_s)
         self.debounce_s, self.max_delay_s = debounce_s, max_delay_s
         self.burst_ids, self.health_s, self.rescan_s = burst_ids, health_s, rescan_s
-        self.say = say or _default_say
+        self.say = say if say is not None else _default_say
         self.verbose = verbose
         self.stats = Stats()
         self._index_factory = index_factory or self._open_index
