@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -141,8 +142,9 @@ def parse(text: str, card_id: str, path: Path | None = None) -> Card:
 
     title = _as_text(meta.get("title")).strip()
     if not title:
-        heading = re.search(r"^# +(.+?)\s*#*\s*$", body, re.M)
-        title = heading.group(1).strip() if heading else card_id.rsplit("/", 1)[-1]
+        # The first `# ` heading outside code fences (a `# comment` in a shell block is none).
+        heading = next((name for _, level, name, _ in _headings(text) if level == 1), None)
+        title = heading or card_id.rsplit("/", 1)[-1]
     card_type = _as_text(meta.get("type")).strip() or type_from_id(card_id)
     return Card(id=card_id, meta=meta, body=body, title=title, type=card_type, path=path,
                 text=text)
@@ -159,14 +161,32 @@ def _newline(text: str) -> str:
     return "\r\n" if "\r\n" in text else "\n"
 
 
+def _lines(text: str) -> list[str]:
+    """Lines with their endings, split at \\n only: str.splitlines also splits at form
+    feeds, U+2028 and the like, which are ordinary characters inside a card's lines."""
+    out = text.split("\n")
+    last = out.pop()
+    return [ln + "\n" for ln in out] + ([last] if last else [])
+
+
+def _dump(value: Any, **style: Any) -> str:
+    out = yaml.safe_dump(value, default_flow_style=True, width=10**9, sort_keys=False, **style)
+    out = out.removesuffix("\n")
+    return out.removesuffix("\n...")  # a bare top-level scalar ends its document so
+
+
 def _yaml_value(value: Any) -> str:
-    """One YAML line's value: flow style, no line wrapping, no document markers."""
-    out = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10**9,
-                         sort_keys=False)
-    out = out.strip()
-    if out.endswith("\n..."):
-        out = out[: -len("\n...")]
-    return out.removesuffix("...").strip()
+    """One YAML line's value: flow style, no line wrapping, no document markers.
+
+    Readable plain or quoted YAML when that stays on one line and reads back as the
+    value; else double-quoted with every awkward character escaped.
+    """
+    if isinstance(value, (date, datetime)):
+        return value.isoformat()  # unquoted, as people write dates; read back as text
+    out = _dump(value, allow_unicode=True)
+    if "\n" in out or "\r" in out or yaml.load(out, Loader=_Loader) != value:
+        out = _dump(value, allow_unicode=False, default_style='"')
+    return out
 
 
 def render(meta: dict[str, Any], body: str) -> str:
@@ -187,16 +207,19 @@ def set_key(text: str, key: str, value: Any) -> str:
         return f"---{nl}{line}{nl}---{nl}{text}"
     start, end, _ = span
     block = text[start:end]
-    lines = block.splitlines(keepends=True)
-    key_re = re.compile(rf"^{re.escape(key)}[ \t]*:(?:[ \t]|$)")
+    lines = _lines(block)
+    key_re = re.compile(rf"^{re.escape(key)}[ \t]*:(?:[ \t]|\r?$)")
     offset = 0
     for i, ln in enumerate(lines):
         if key_re.match(ln):
-            # The value runs on over indented, list-item and blank lines up to the next key.
+            # The value runs on over indented, list-item, comment and blank lines up to the
+            # next key; blank and comment lines after its last value line are not its own.
             j = i + 1
-            while j < len(lines) and (lines[j][:1] in (" ", "\t", "-") or not lines[j].strip()):
+            while j < len(lines) and (lines[j][:1] in (" ", "\t", "-", "#")
+                                      or not lines[j].strip(" \t\r\n")):
                 j += 1
-            while j > i + 1 and not lines[j - 1].strip():
+            while j > i + 1 and (not lines[j - 1].strip(" \t\r\n")
+                                 or lines[j - 1].startswith("#")):
                 j -= 1
             ending = lines[j - 1][len(lines[j - 1].rstrip("\r\n")):] or nl
             old = "".join(lines[i:j])
@@ -209,20 +232,31 @@ def set_key(text: str, key: str, value: Any) -> str:
     return text[:end] + line + nl + text[end:]
 
 
-_HEADING = re.compile(r"^(#{1,6}) +(.*?)\s*$")
-_FENCE = re.compile(r"^(```|~~~)")
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 def _headings(text: str) -> list[tuple[int, int, str, int]]:
-    """(line index, level, heading text, char offset) of body headings outside code fences."""
-    out, in_fence, offset = [], False, 0
+    """(line index, level, heading text, char offset) of body headings outside code fences.
+
+    A fence closes only on the same character, at least as long (CommonMark), so a
+    ``` inside a ```` block or a ~~~ block does not end it.
+    """
+    out: list[tuple[int, int, str, int]] = []
+    fence, offset = "", 0
     span = split(text)
     body_start = span[2] if span else 0
-    for i, ln in enumerate(text.splitlines(keepends=True)):
+    for i, ln in enumerate(_lines(text)):
         if offset >= body_start:
-            if _FENCE.match(ln):
-                in_fence = not in_fence
-            elif not in_fence and (m := _HEADING.match(ln.rstrip("\r\n"))):
+            line = ln.rstrip("\r\n")
+            f = _FENCE.match(line)
+            if fence:
+                if f and f.group(1)[0] == fence[0] and len(f.group(1)) >= len(fence) \
+                        and not line.strip()[len(f.group(1)):].strip():
+                    fence = ""
+            elif f:
+                fence = f.group(1)
+            elif (m := _HEADING.match(line)) and m.group(2):
                 out.append((i, len(m.group(1)), m.group(2), offset))
         offset += len(ln)
     return out
@@ -238,20 +272,19 @@ def _section_end(text: str, title: str) -> int | None:
                 if lvl <= 2:
                     stop = off2
                     break
-            seg = text[off:stop]
-            trimmed = seg.rstrip()
-            end = off + len(trimmed)
-            # Keep the newline that ends the last line, if there is one.
-            rest = text[end:stop]
-            nl_len = 2 if rest.startswith("\r\n") else (1 if rest.startswith("\n") else 0)
-            return end + nl_len
+            # Past the last line with something on it (the heading at least), newline kept.
+            seg = _lines(text[off:stop])
+            while len(seg) > 1 and not seg[-1].strip():
+                seg.pop()
+            return off + sum(map(len, seg))
     return None
 
 
 def append_history(text: str, entry: str) -> str:
     """Add `- entry` as the last line of the `## History` section, creating it at the end."""
     nl = _newline(text)
-    entry_line = f"- {entry.strip()}{nl}"
+    one_line = re.sub(r"\s*[\r\n]+\s*", " ", entry.strip())  # an entry is one line, always
+    entry_line = f"- {one_line}{nl}"
     end = _section_end(text, "History")
     if end is not None:
         if end > 0 and not text[:end].endswith(("\n",)):
@@ -266,7 +299,8 @@ def append_history(text: str, entry: str) -> str:
 def append_section(text: str, heading: str, body: str) -> str:
     """Add a `## heading` section with body before `## History` (or at the end)."""
     nl = _newline(text)
-    block = f"## {heading}{nl}{nl}{body.strip()}{nl}"
+    body = nl.join(ln.rstrip("\r") for ln in body.strip().split("\n"))  # the card's endings
+    block = f"## {heading}{nl}{nl}{body}{nl}"
     for _, level, name, off in _headings(text):
         if level == 2 and name.strip().lower() == "history":
             before = text[:off]
@@ -284,4 +318,4 @@ def history(card: Card) -> list[str]:
         return []
     start = next(off for _, lvl, name, off in _headings(card.text)
                  if lvl == 2 and name.strip().lower() == "history")
-    return [ln[2:].strip() for ln in card.text[start:end].splitlines()[1:] if ln.startswith("- ")]
+    return [ln[2:].strip() for ln in _lines(card.text[start:end])[1:] if ln.startswith("- ")]
