@@ -371,12 +371,14 @@ class Walk:
                 rec.error = model.describe(exc, timeout)
                 if not _retryable(exc):
                     raise _Stop(rec.error, fatal=True) from None
+                if end - self.clock() < MIN_REQUEST_S:  # the try used up the time to `end`
+                    raise _Stop(rec.error, out_of_time=True) from None
                 if attempt > self.limits.retries:
                     raise _Stop(f"{rec.error} (after {attempt} tries)",
                                 out_of_time=end - self.clock() < MIN_REQUEST_S) from None
                 wait = _backoff(exc, attempt)
                 if self.clock() + wait >= end - MIN_REQUEST_S:
-                    raise _Stop(f"{rec.error} (no time left to retry)", out_of_time=True) from None
+                    raise _Stop(f"{rec.error} (no time left to retry)") from None
                 self.sleep(wait)
                 continue
             rec.duration_s = round(self.clock() - start, 3)
