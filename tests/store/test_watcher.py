@@ -239,10 +239,9 @@ def fast_import(root: Path, branches: dict[str, dict[str, str]]) -> None:
                    "deleteall\n")
         for path, text in sorted(files.items()):
             data = text.encode()
-            out.append(f"M 100644 inline {path}\ndata {len(data)}\n")
-            out.append(data.decode() + "\n")
+            out.append(f"M 100644 inline {path}\ndata {len(data)}\n{text}\n")
     subprocess.run(["git", "-C", str(root), "fast-import", "--quiet", "--force"],
-                   input="".join(out), text=True, check=True)
+                   input="".join(out).encode(), check=True)
 
 
 def test_branch_checkout_of_many_files_ends_exactly_right(store, start, idx) -> None:
