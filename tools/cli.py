@@ -24,6 +24,7 @@ LAZY: dict[str, str] = {
     "ask": "cardmem.tools.cli_ask:ask",
     "receipts": "cardmem.tools.cli_ask:receipts",
     "judge": "cardmem.tools.cli_ask:judge",
+    "mcp": "cardmem.tools.mcp_server:mcp_command",
     "context": "cardmem.tools.context_cmd:context",
     "doctor": "cardmem.tools.doctor:doctor",
     "update": "cardmem.tools.cli_sync:update",
