@@ -60,37 +60,36 @@ Stat = tuple[int, int]  # (mtime_ns, size)
 
 
 def walk(root: Path | str) -> Iterator[tuple[str, str, os.stat_result]]:
-    """(id, path, stat) of every card file under root, ids sorted within each folder.
+    """(id, path, stat) of every card file under root, in no particular order.
 
     The same files as Store.card_files() (hidden folders and files skipped, `.md` only,
     a top-level README.md is no card), with os.scandir and no Path objects: this walk
-    runs before every search, so it is kept to one stat per file.
+    runs before every search, so it costs one stat per file and little else.
     """
-    root = str(root)
-    stack = [(root, "")]
+    stack = [(str(root), "")]
+    isreg = statmod.S_ISREG
     while stack:
         folder, prefix = stack.pop()
         try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name, reverse=True)
+            it = os.scandir(folder)
         except OSError:
             continue
-        subdirs = []
-        for e in reversed(entries):
-            name = e.name
-            if name.startswith("."):
-                continue
-            try:
-                if e.is_dir(follow_symlinks=False):
-                    subdirs.append((e.path, prefix + name + "/"))
+        with it:
+            for e in it:
+                name = e.name
+                if name[0] == ".":
                     continue
-                if not name.endswith(".md") or (not prefix and name in NOT_CARDS):
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append((e.path, prefix + name + "/"))
+                        continue
+                    if not name.endswith(".md") or (not prefix and name in NOT_CARDS):
+                        continue
+                    st = e.stat()  # follows a symlinked card to its file
+                except OSError:
                     continue
-                st = e.stat()  # follows a symlinked card to its file
-            except OSError:
-                continue
-            if statmod.S_ISREG(st.st_mode):
-                yield prefix + name[:-3], e.path, st
-        stack.extend(reversed(subdirs))
+                if isreg(st.st_mode):
+                    yield prefix + name[:-3], e.path, st
 
 
 def _hash(raw: bytes) -> str:
@@ -233,14 +232,27 @@ class Index:
                 continue
             yield cid, str(path), st
 
-    def _known(self) -> dict[str, tuple[int, int, str, bool]]:
-        """id -> (mtime_ns, size, hash, is_problem) of everything indexed."""
+    def _known(self, only: set[str] | None = None) -> dict[str, tuple[int, int, str, bool]]:
+        """id -> (mtime_ns, size, hash, is_problem) of everything indexed (or of `only`)."""
         c = self.conn
-        known = {r[0]: (r[1], r[2], r[3], False)
-                 for r in c.execute("SELECT id, mtime_ns, size, hash FROM cards")}
-        for r in c.execute("SELECT id, mtime_ns, size, hash FROM problems"):
-            known[r[0]] = (r[1], r[2], r[3], True)
+        queries = ["SELECT id, mtime_ns, size, hash, 0 FROM cards",
+                   "SELECT id, mtime_ns, size, hash, 1 FROM problems"]
+        if only is None:
+            return {r[0]: r[1:] for q in queries for r in c.execute(q)}
+        ids, known = sorted(only), {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            for q in queries:
+                known.update((r[0], r[1:]) for r in c.execute(f"{q} WHERE id IN ({marks})", chunk))
         return known
+
+    def _stamps(self) -> dict[str, str]:
+        """id -> "mtime_ns:size" of every indexed file, built in C: the freshness check."""
+        c = self.conn
+        stamps = dict(c.execute("SELECT id, mtime_ns || ':' || size FROM cards"))
+        stamps.update(c.execute("SELECT id, mtime_ns || ':' || size FROM problems"))
+        return stamps
 
     def refresh(self) -> dict[str, int]:
         """Bring the index up to date with the tree; counts of what it did."""
@@ -252,27 +264,27 @@ class Index:
         return self._repairing(lambda: self._refresh(wanted))
 
     def _refresh(self, only: set[str] | None) -> dict[str, int]:
-        known = self._known()
         counts = dict(added=0, updated=0, removed=0, unchanged=0, problems=0)
+        if only is None:
+            stamps = self._stamps()
+            files = self._stat_files()
+        else:
+            stamps = {k: f"{v[0]}:{v[1]}" for k, v in self._known(only).items()}
+            files = self._stat_ids(only)
         todo: list[tuple[str, str, os.stat_result]] = []
         seen: set[str] = set()
-        if only is None:
-            files: Iterable[tuple[str, str, os.stat_result]] = self._stat_files()
-        else:
-            files = self._stat_ids(only)
+        add, get = seen.add, stamps.get
         for cid, path, st in files:
-            seen.add(cid)
-            k = known.get(cid)
-            if k is not None and k[0] == st.st_mtime_ns and k[1] == st.st_size:
-                counts["unchanged"] += 1
-                counts["problems"] += k[3]
-            else:
+            add(cid)
+            if get(cid) != f"{st.st_mtime_ns}:{st.st_size}":
                 todo.append((cid, path, st))
-        gone = [cid for cid in (known if only is None else only & known.keys())
-                if cid not in seen]
-        if not todo and not gone:
-            return counts
-        self._apply(todo, gone, known, counts)
+        gone = [cid for cid in stamps if cid not in seen]
+        if todo or gone:
+            known = self._known({cid for cid, _, _ in todo} | set(gone))
+            self._apply(todo, gone, known, counts)
+        counts["unchanged"] += len(seen) - len(todo)
+        # problems: how many files the index holds as unreadable, after this refresh
+        counts["problems"] = self.conn.execute("SELECT count(*) FROM problems").fetchone()[0]
         return counts
 
     def _stat_ids(self, ids: set[str]) -> Iterator[tuple[str, str, os.stat_result]]:
@@ -333,14 +345,12 @@ class Index:
             if kind == "same":  # touched, not changed: keep the row, note the new stat
                 touched.append((k[3], (mt, size, cid)))
                 counts["unchanged"] += 1
-                counts["problems"] += k[3]
                 continue
             if cid in existing:
                 drop.append((existing[cid],))
             counts["updated" if k is not None else "added"] += 1
             if kind == "problem":
                 problems.append((cid, payload[0], payload[1], size, mt, digest))
-                counts["problems"] += 1
                 continue
             meta, text = payload
             cards.append((next_n, cid, *meta, size, mt, digest))

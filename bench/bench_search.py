@@ -1,0 +1,202 @@
+"""Index and search benchmarks (issue 3), printed side by side in one run.
+
+    python bench/bench_search.py [--dir /tmp/cardmem-bench] [--sizes 10000,100000]
+                                 [--write bench/RESULTS.md]
+
+For each size: a synthetic store (bench/gen_store.py, generated once and reused); cold
+index vs the same files loaded straight into a bare FTS5 table (same tokenizer); search
+latency p50/p99 in-process; `cardmem search` as a whole process vs `rg -il`; the peak
+memory (max RSS) of a search process. Timings are wall-clock medians; the machine is
+noted, and on a shared machine they move with its load.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from gen_store import generate  # noqa: E402
+
+from cardmem.store.index import TOKENIZE, Index, walk  # noqa: E402
+
+CARDMEM = str(Path(sys.executable).with_name("cardmem"))
+
+
+def machine() -> str:
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (f"{os.cpu_count()} CPUs (nproc {len(os.sched_getaffinity(0))}), {cpu}, "
+            f"Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
+            f"load average {load:.1f} at start")
+
+
+def _unlink_db(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def bare_fts(root: Path, db: Path) -> float:
+    """The floor: walk, read each file and insert its whole text into one FTS5 column."""
+    _unlink_db(db)
+    t = time.perf_counter()
+    c = sqlite3.connect(db, isolation_level=None)
+    c.execute("PRAGMA journal_mode = WAL")
+    c.execute("PRAGMA synchronous = NORMAL")
+    c.execute(f"CREATE VIRTUAL TABLE f USING fts5(x, tokenize='{TOKENIZE}')")
+    c.execute("BEGIN")
+    for _, path, _ in walk(root):
+        with open(path, "rb") as fh:
+            c.execute("INSERT INTO f VALUES (?)", (fh.read().decode("utf-8", "replace"),))
+    c.execute("COMMIT")
+    c.close()
+    return time.perf_counter() - t
+
+
+def cold_index(root: Path, db: Path) -> float:
+    _unlink_db(db)
+    t = time.perf_counter()
+    with Index(root=root, db_path=db) as idx:
+        idx.refresh()
+    return time.perf_counter() - t
+
+
+def queries(idx: Index, n: int, seed: int = 7) -> list[str]:
+    """Realistic queries: title words, alias phrases, typos of them, and nonsense."""
+    rng = random.Random(seed)
+    rows = idx.conn.execute("SELECT title, aliases FROM cards").fetchall()
+    out = []
+    for _ in range(n):
+        title, aliases = rng.choice(rows)
+        words = [w for w in title.replace(":", " ").split() if len(w) > 3 and w.isalpha()]
+        kind = rng.random()
+        if kind < 0.4 and words:
+            out.append(" ".join(rng.sample(words, min(len(words), rng.randint(1, 3)))).lower())
+        elif kind < 0.6 and aliases:
+            out.append(rng.choice(aliases.split("\n")))
+        elif kind < 0.8 and words:
+            w = list(rng.choice(words).lower())
+            if len(w) > 4:
+                i = rng.randrange(1, len(w) - 1)
+                w[i], w[i + 1] = w[i + 1], w[i]
+            out.append("".join(w))
+        elif kind < 0.9:
+            out.append("how do I deploy to production")
+        else:
+            out.append(rng.choice(["zxqv blorf", "qwpz", "ÿ¤ nonsense-xyzzy"]))
+    return out
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def search_latency(root: Path, db: Path, n: int) -> tuple[float, float, float, float]:
+    """(p50, p99) of Index.search, and (p50, p99) of the no-change freshness check, in ms."""
+    with Index(root=root, db_path=db) as idx:
+        idx.refresh()
+        qs = queries(idx, n)
+        for q in qs[:20]:  # warm: page cache, vocabulary table, rapidfuzz import
+            idx.search(q)
+        times = []
+        for q in qs:
+            t = time.perf_counter()
+            idx.search(q)
+            times.append((time.perf_counter() - t) * 1000)
+        fresh = []
+        for _ in range(20):
+            t = time.perf_counter()
+            idx.refresh()
+            fresh.append((time.perf_counter() - t) * 1000)
+    return pct(times, 50), pct(times, 99), pct(fresh, 50), pct(fresh, 99)
+
+
+def wall(args: list[str]) -> float:
+    """Wall seconds of one child process, start to exit."""
+    t = time.perf_counter()
+    subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def peak_rss(args: list[str]) -> float:
+    """Max RSS (MB) of one child process, from wait4's rusage."""
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, _, ru = os.wait4(proc.pid, 0)
+    proc.returncode = 0
+    return ru.ru_maxrss / 1024
+
+
+def process_search(root: Path, runs: int) -> tuple[float, float, float]:
+    """(cardmem search median s, rg -il median s, cardmem peak RSS MB) on a fresh index."""
+    subprocess.run([CARDMEM, "index", "--store", str(root)], check=True, capture_output=True)
+    terms = ["fixtures", "deploy production", "snapshot testing", "pytets fixtrues"]
+    cm, rg = [], []
+    for i in range(runs):
+        q = terms[i % len(terms)]
+        cm.append(wall([CARDMEM, "search", "--store", str(root), q]))
+        rg.append(wall(["rg", "-il", "--", q.split()[0], str(root)]))
+    mem = max(peak_rss([CARDMEM, "search", "--store", str(root), q]) for q in terms)
+    return statistics.median(cm), statistics.median(rg), mem
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dir", type=Path, default=Path("/tmp/cardmem-bench"))
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--queries", type=int, default=400)
+    ap.add_argument("--runs", type=int, default=12)
+    ap.add_argument("--write", type=Path, help="Append the table to this Markdown file.")
+    args = ap.parse_args()
+    if not shutil.which("rg"):
+        sys.exit("bench: rg (ripgrep) is not installed")
+    lines = [f"Machine: {machine()}.", "",
+             "| cards | bare FTS5 load | cold index | ratio | search p50 | search p99 |"
+             " freshness check p50 | `cardmem search` process | `rg -il` | search peak RSS |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    print(lines[0])
+    for size in [int(s) for s in args.sizes.split(",")]:
+        root = args.dir / f"{size}"
+        if not (root / ".git").exists():
+            print(f"generating {size} cards in {root} ...", flush=True)
+            generate(root, size)
+        state = root / ".cardmem"
+        state.mkdir(exist_ok=True)
+        db = state / "index.sqlite"
+        bare, cold = [], []
+        for _ in range(2 if size <= 20000 else 1):
+            bare.append(bare_fts(root, args.dir / f"bare-{size}.sqlite"))
+            cold.append(cold_index(root, db))
+        b, c = min(bare), min(cold)
+        p50, p99, f50, f99 = search_latency(root, db, args.queries)
+        proc, rg, mem = process_search(root, args.runs)
+        row = (f"| {size:,} | {b:.2f} s | {c:.2f} s | {c / b:.2f}x | {p50:.2f} ms | {p99:.2f} ms |"
+               f" {f50:.1f} ms | {proc * 1000:.0f} ms | {rg * 1000:.0f} ms | {mem:.0f} MB |")
+        print(row, flush=True)
+        lines.append(row)
+    if args.write:
+        text = "\n".join(lines) + "\n"
+        with args.write.open("a", encoding="utf-8") as fh:
+            fh.write("\n" + text)
+        print(f"appended to {args.write}")
+
+
+if __name__ == "__main__":
+    main()
