@@ -9,7 +9,7 @@ import pytest
 from cardmem.store.index import Index
 from cardmem.store.store import Store
 from cardmem.store.writer import write_lock
-from gitremote import GIT_ID, cli, clone, git, head, make_remote, snapshot, state, tree
+from gitremote import cli, cli_process, clone, git, head, make_remote, snapshot, state, tree
 
 
 def found(store: Store, query: str) -> list[str]:
@@ -85,7 +85,7 @@ def test_non_fast_forward_is_refused_with_exit_3_and_nothing_changes(pair):
     old, incoming = diverge(mine, theirs)
     before = state(mine.root)
 
-    code, out, err = cli("update", "--store", str(mine.root))
+    code, out, err = cli_process("update", "--store", str(mine.root))
 
     assert code == 3 and out == ""
     assert err.startswith("cardmem: update ") and err.count("\n") == 1
@@ -191,7 +191,7 @@ def test_index_refresh_failure_exits_2_and_the_update_stands(pair):
     blocker.mkdir(parents=True)
     (blocker / "keep").write_text("x")
 
-    code, out, err = cli("update", "--store", str(mine.root))
+    code, out, err = cli_process("update", "--store", str(mine.root))
 
     assert code == 2
     assert "-> " in out  # the update line is printed: it happened
@@ -217,7 +217,7 @@ def test_update_waits_for_the_write_lock(pair):
     toml.write_text(toml.read_text() + "\n[store]\nlock_timeout_s = 0.3\n")
     before = head(mine.root)
     with write_lock(mine.root):
-        code, _, err = cli("update", "--store", str(mine.root))
+        code, _, err = cli_process("update", "--store", str(mine.root))
     assert code == 4 and "store busy" in err
     assert head(mine.root) == before
     assert cli("update", "--store", str(mine.root))[0] == 0
