@@ -82,6 +82,7 @@ class CardTools:
         self.store = store
         # Tools run in worker threads; searches share one index file, so take turns.
         self._search_lock = threading.Lock()
+        self._index: Any = None
 
     def search(self, query: str, limit: int = 5, type: str | None = None,
                project: str | None = None) -> dict[str, Any]:
@@ -91,8 +92,11 @@ class CardTools:
             raise ValueError("query: is empty; say what to look for")
         limit = max(1, min(int(limit), SEARCH_MAX))
         with self._search_lock:
+            if self._index is None:
+                self._index = index.Index(self.store)  # kept open across searches
+            # index.search refreshes first: a stat walk, re-indexing only what changed.
             result = index.search(self.store, query, limit=limit, card_type=type or None,
-                                  project=project or None)
+                                  project=project or None, index=self._index)
         out = result.as_dict()
         out["next"] = "read_card(id) returns a result's whole card"
         return out
