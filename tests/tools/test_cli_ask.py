@@ -1,0 +1,90 @@
+"""`cardmem ask / receipts / judge` and the demo step, as a user runs them (subprocesses)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from fakeapi import FakeAPI, reply
+from walkkit import CHAIN, HONEST, spiral_model
+
+from cardmem.tools import demo
+
+
+def cardmem(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    full.update(env or {})
+    return subprocess.run([sys.executable, "-m", "cardmem.tools.cli", *args],
+                          capture_output=True, text=True, env=full, timeout=120)
+
+
+def api_env(api: FakeAPI) -> dict[str, str]:
+    return {"ANTHROPIC_BASE_URL": api.base_url, "ANTHROPIC_API_KEY": "sk-ant-fake"}
+
+
+def test_ask_without_a_key_is_one_clear_line(example_store) -> None:
+    p = cardmem("ask", "Who approves a billing migration?", "--store", str(example_store.root))
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr.splitlines() == [
+        "cardmem: ask: needs a model: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a "
+        "proxy); everything else works without one"]
+    r = cardmem("receipts", "--json", "--store", str(example_store.root))
+    (rec,) = json.loads(r.stdout)
+    assert rec["outcome"] == "unavailable"
+
+
+def test_ask_receipts_and_judge_round_trip(example_store, fake_api: FakeAPI) -> None:
+    fake_api.handler = spiral_model(HONEST)
+    s = str(example_store.root)
+    p = cardmem("ask", "Who approves a production migration of billing-service?",
+                "--asker", "@priya", "--store", s, env=api_env(fake_api))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == HONEST
+    assert "4 tool calls" not in p.stderr and "5 tool calls, floor hit: walk-budget" in p.stderr
+    listing = cardmem("receipts", "--last", "5", "--store", s)
+    (line,) = [ln for ln in listing.stdout.splitlines() if not ln.startswith(" ")]
+    assert "composed" in line and "5 calls" in line and "walk-budget" in line
+    recs = json.loads(cardmem("receipts", "--json", "--store", s).stdout)
+    assert [c["input"]["id"] for c in recs[-1]["tool_calls"][:4]] == CHAIN[:4]
+    rid = recs[-1]["id"]
+    rule_only = cardmem("judge", rid, "--rule-only", "--store", s)
+    assert rule_only.returncode == 0 and rule_only.stdout.startswith(f"{rid}: pass")
+    fake_api.handler = None
+    fake_api.add(reply('{"grade": "contradicted", "reason": "Mara is not the lead"}'))
+    graded = cardmem("judge", "last", "--json", "--store", s, env=api_env(fake_api))
+    assert graded.returncode == 3
+    assert json.loads(graded.stdout)["verdict"] == "fail"
+
+
+def test_no_composed_reply_exits_3_with_the_receipt(example_store, fake_api: FakeAPI) -> None:
+    fake_api.add(reply("no.", stop_reason="refusal"))
+    p = cardmem("ask", "x?", "--json", "--store", str(example_store.root), env=api_env(fake_api))
+    assert p.returncode == 3
+    out = json.loads(p.stdout)
+    assert out["reply"] is None and out["reason"] == "the model refused"
+    assert p.stderr.strip() == (f"cardmem: ask: no composed reply (the model refused); "
+                                f"on_deadline gave silence; receipt {out['receipt_id']}")
+
+
+@pytest.mark.parametrize("bad,code,msg", [
+    ("nonsense", 2, "cardmem: receipt 'nonsense': not a receipt id"),
+    ("20261130T000000Z-abcdef", 1, "cardmem: receipt 20261130T000000Z-abcdef: no such receipt"),
+    ("last", 1, "cardmem: receipts: none yet"),
+])
+def test_judge_bad_receipt(example_store, bad: str, code: int, msg: str) -> None:
+    p = cardmem("judge", bad, "--store", str(example_store.root))
+    assert p.returncode == code and p.stderr.startswith(msg) and len(p.stderr.splitlines()) == 1
+
+
+def test_demo_shows_a_walk_with_a_key_and_says_how_without(fake_api: FakeAPI) -> None:
+    assert any(step[1] == "ask" for step in demo.STEPS)
+    fake_api.handler = spiral_model(HONEST)
+    with_key = cardmem("demo", env=api_env(fake_api))
+    assert with_key.returncode == 0, with_key.stderr
+    assert HONEST in with_key.stdout
+    assert "5 tool calls, floor hit: walk-budget" in with_key.stdout
+    without = cardmem("demo")
+    assert without.returncode == 0
+    assert "cardmem: ask: needs a model: set ANTHROPIC_API_KEY" in without.stdout
