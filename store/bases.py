@@ -19,7 +19,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from . import git, paths
 from .errors import CardmemError, NotFound
@@ -203,10 +203,6 @@ def documents(base_root: Path) -> tuple[list[tuple[str, Path]], list[str]]:
                 continue
             docs.append((rel[:-3], path))
     return docs, warnings
-
-
-def iter_names(store: "Store") -> Iterator[str]:
-    yield from sorted(load(store))
 
 
 # --- indexing and searching ----------------------------------------------------------
