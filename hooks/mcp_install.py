@@ -1,0 +1,124 @@
+"""Register `cardmem mcp` with Claude Code as a user-scope MCP server, and take it out.
+
+Claude Code keeps user-scope MCP servers (what `claude mcp add --scope user` writes) in
+the top-level `mcpServers` object of ~/.claude.json, or $CLAUDE_CONFIG_DIR/.claude.json
+when that variable is set. That file is also Claude Code's own state (and may hold its
+login), so the edit is as small as it can be: one key, `mcpServers.cardmem`, is set or
+removed; every other key is kept and the file keeps its mode (a new file is made 0600).
+An entry named `cardmem` that does not run cardmem is someone else's and is refused,
+never overwritten. What install created (the file, the `mcpServers` object) is recorded
+in `<file>.cardmem.json`, as the hooks installer does, so uninstall removes exactly that.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from cardmem.store.errors import CardmemError
+from cardmem.store.writer import atomic_write
+
+NAME = "cardmem"
+MODULE = "cardmem.tools.cli"
+
+
+def default_config() -> Path:
+    base = os.environ.get("CLAUDE_CONFIG_DIR")
+    return (Path(base).expanduser() if base else Path.home()) / ".claude.json"
+
+
+def server_entry(store: Path | None = None, python: str | None = None) -> dict[str, Any]:
+    """The stdio server entry: this Python, by absolute path (hosts bring their own PATH)."""
+    args = ["-m", MODULE, "mcp"]
+    if store is not None:
+        args += ["--store", str(Path(store).expanduser().absolute())]
+    return {"type": "stdio", "command": python or sys.executable, "args": args, "env": {}}
+
+
+def _ours(entry: Any) -> bool:
+    return (isinstance(entry, dict) and isinstance(entry.get("args"), list)
+            and MODULE in entry["args"] and "mcp" in entry["args"])
+
+
+def _load(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CardmemError(str(path), f"not valid JSON ({exc}); fix it or pass --mcp-config") from None
+    if not isinstance(data, dict):
+        raise CardmemError(str(path), "is not a JSON object")
+    if not isinstance(data.get("mcpServers", {}), dict):
+        raise CardmemError(f"{path}: mcpServers", "is not an object of name -> server")
+    return data
+
+
+def _record_path(path: Path) -> Path:
+    return path.with_name(path.name + ".cardmem.json")
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    new = not path.exists()
+    atomic_write(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
+    if new:
+        os.chmod(path, 0o600)
+
+
+def register(config: Path | None = None, store: Path | None = None) -> dict[str, Any]:
+    """Set `mcpServers.cardmem` (idempotent); returns {changed, path}."""
+    path = Path(config or default_config()).expanduser()
+    data = _load(path)
+    entry = server_entry(store)
+    servers = data.get("mcpServers")
+    current = servers.get(NAME) if servers else None
+    if current is not None and not _ours(current):
+        raise CardmemError(f"{path}: mcpServers.{NAME}",
+                           "is another server's entry; rename or remove it, then install again")
+    if current == entry:
+        return {"changed": False, "path": str(path)}
+    created: list[str] = []
+    if _record_path(path).exists():
+        try:
+            created = list(json.loads(_record_path(path).read_text()).get("created", []))
+        except (OSError, ValueError):
+            created = []
+    if not path.exists():
+        created.append("file")
+    if servers is None:
+        data["mcpServers"] = servers = {}
+        created.append("mcpServers")
+    servers[NAME] = entry
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write(path, data)
+    atomic_write(_record_path(path), json.dumps({"created": sorted(set(created))}).encode())
+    return {"changed": True, "path": str(path)}
+
+
+def unregister(config: Path | None = None) -> dict[str, Any]:
+    """Remove our `mcpServers.cardmem` (and what install created); returns {changed, path}."""
+    path = Path(config or default_config()).expanduser()
+    record = _record_path(path)
+    if not path.exists():
+        record.unlink(missing_ok=True)
+        return {"changed": False, "path": str(path)}
+    data = _load(path)
+    try:
+        created = set(json.loads(record.read_text()).get("created", []))
+    except (OSError, ValueError):
+        created = set()
+    servers = data.get("mcpServers")
+    if not servers or not _ours(servers.get(NAME)):
+        record.unlink(missing_ok=True)
+        return {"changed": False, "path": str(path)}
+    del servers[NAME]
+    if not servers and "mcpServers" in created:
+        del data["mcpServers"]
+    if not data and "file" in created:
+        path.unlink()
+    else:
+        _write(path, data)
+    record.unlink(missing_ok=True)
+    return {"changed": True, "path": str(path)}
