@@ -1,0 +1,84 @@
+"""End to end: Claude Code (the real CLI) calls cardmem's MCP server that
+`cardmem install claude-code` registered, against the fake Messages API.
+
+Claude Code starts `cardmem mcp` from ~/.claude.json in the background; the scripted
+model waits for it (Claude Code's WaitForMcpServers), calls `mcp__cardmem__search`, and
+Claude Code sends the result back, which must name the card.
+Uses the Claude Code that tests/e2e/test_claude_code.py installs; skipped without it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fakeapi import FakeAPI, reply, tool_use
+
+REPO = Path(__file__).resolve().parents[2]
+CLAUDE = REPO / ".cache" / "claude-code" / "node_modules" / ".bin" / "claude"
+CARDMEM = Path(sys.executable).with_name("cardmem")
+TOOL = "mcp__cardmem__search"
+
+
+def run(*args: str, env: dict[str, str]) -> str:
+    proc = subprocess.run([str(CARDMEM), *args], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.skipif(not CLAUDE.exists(), reason="Claude Code not installed in .cache/claude-code")
+def test_claude_code_searches_memory_through_the_registered_mcp_server(tmp_path: Path) -> None:
+    home, store, proj = tmp_path / "home", tmp_path / "store", tmp_path / "work"
+    home.mkdir()
+    proj.mkdir()
+    subprocess.run(["git", "init", "-q", str(proj)], check=True)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("ANTHROPIC_", "CLAUDE", "CARDMEM_"))}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
+               XDG_DATA_HOME=str(home / ".local" / "share"), XDG_CACHE_HOME=str(home / ".cache"),
+               DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1", DISABLE_ERROR_REPORTING="1",
+               CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", MCP_TIMEOUT="60000",
+               # MCP tools go to the model directly, not deferred behind ToolSearch, so the
+               # scripted model can call one by name.
+               ENABLE_TOOL_SEARCH="false")
+    run("init", str(store), env=env)
+    run("new", "entities/frobnicator", "--store", str(store), "--title", "Frobnicator",
+        "--body", "The frobnicator service retries widget jobs five times.", env=env)
+    run("install", "claude-code", "--store", str(store), env=env)
+
+    def answer(body: dict) -> object:
+        names = {t.get("name") for t in body.get("tools") or []}
+        if "Bash" not in names:
+            return reply("side call")  # titles, hooks' extraction: not the main loop
+        done = {b.get("tool_use_id") for m in body["messages"] if m["role"] == "user"
+                and isinstance(m["content"], list) for b in m["content"]
+                if b.get("type") == "tool_result"}
+        if TOOL in names:
+            if "toolu_mcp_1" not in done:
+                return reply(tool_use(TOOL, {"query": "frobnicator retries"}, id="toolu_mcp_1"))
+            return reply("Found it in memory.")
+        # The server is still starting (Claude Code connects in the background): wait for it,
+        # as a model would, through Claude Code's own tool.
+        if "WaitForMcpServers" in names and "toolu_wait" not in done:
+            return reply(tool_use("WaitForMcpServers", {"servers": ["cardmem"]}, id="toolu_wait"))
+        return reply("The cardmem tools never appeared.")
+
+    with FakeAPI(handler=answer) as api:
+        env = {**env, "ANTHROPIC_BASE_URL": api.base_url, "ANTHROPIC_API_KEY": "sk-ant-fake-e2e"}
+        proc = subprocess.run([str(CLAUDE), "-p", "How often does the frobnicator retry?",
+                               "--output-format", "json", "--allowedTools", TOOL],
+                              cwd=proj, env=env, capture_output=True, text=True, timeout=240)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert json.loads(proc.stdout)["result"] == "Found it in memory."
+        sent = [b for r in api.messages_requests() for m in r.body.get("messages", [])
+                if m["role"] == "user" and isinstance(m["content"], list)
+                for b in m["content"] if b.get("type") == "tool_result"
+                and b.get("tool_use_id") == "toolu_mcp_1"]
+    assert sent, "Claude Code never returned the MCP tool's result"
+    text = json.dumps(sent[0]["content"])
+    assert not sent[0].get("is_error"), text
+    assert "entities/frobnicator" in text and "no_confident_results" in text
