@@ -12,6 +12,7 @@ the SessionStart hook) and `question_context` (someone asks: `cardmem ask`, unde
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -61,6 +62,7 @@ class _Builder:
         self.used = 0  # characters counted against the budget
         self.reserve = 0  # held back for the sections still to come
         self.addresses: list[str] = []
+        self._seen: set[str] = set()
         self.left_out: list[dict[str, Any]] = []
 
     def room(self) -> int:
@@ -76,7 +78,8 @@ class _Builder:
         self.parts.append(block)
         if not exempt:
             self.used += len(block) + 1
-        if card_id and card_id not in self.addresses:
+        if card_id and card_id not in self._seen:
+            self._seen.add(card_id)
             self.addresses.append(card_id)
         return True
 
@@ -119,25 +122,34 @@ def _rules(cards: list[Card]) -> list[Card]:
 
 
 def _add_rules(b: _Builder, cards: list[Card]) -> None:
-    """Every rule: full text while its share lasts, then description, then title only."""
+    """Every rule: full text while its share lasts, then description, then title only.
+
+    The steps only go down: once a rule no longer fits whole, the rest are described,
+    and once a description no longer fits, the rest are listed by title (past the budget).
+    """
     rules = _rules(cards)
     if not rules:
         return
     b.add(f"## Rules ({len(rules)}, always in force)")
     full_room = int(b.budget * RULES_FULL_SHARE)
     spent_full = 0
+    mode = "full"
     titles_only: list[Card] = []
     for c in rules:
-        block = _full(c)
-        if spent_full + len(block) + 1 <= full_room and b.add(block, c.id):
-            spent_full += len(block) + 1
-            continue
-        if b.add(_described(c), c.id):
-            b.cut(c.id, "rule shown by description only (budget)")
-            continue
+        if mode == "full":
+            block = _full(c)
+            if spent_full + len(block) + 1 <= full_room and b.add(block, c.id):
+                spent_full += len(block) + 1
+                continue
+            mode = "description"
+        if mode == "description":
+            if b.add(_described(c), c.id):
+                b.cut(c.id, "rule shown by description only (budget)")
+                continue
+            mode = "title"
         titles_only.append(c)
     if titles_only:
-        b.add(f"Further rules, titles only (over budget; read each by id):", exempt=True)
+        b.add("Further rules, titles only (over budget; read each by id):", exempt=True)
         for c in titles_only:
             b.add(_titled(c), c.id, exempt=True)
             b.cut(c.id, "rule shown by title only (budget)")
@@ -145,19 +157,24 @@ def _add_rules(b: _Builder, cards: list[Card]) -> None:
 
 
 def _add_cards(b: _Builder, heading: str, cards: list[Card], reason: str) -> None:
-    """A section of cards: each whole if it fits, else by description, else counted out."""
+    """A section of cards: whole while they fit, then by description, then counted out."""
     if not cards:
         return
     if not b.fits(heading + "\n" + _described(cards[0])) or not b.add(heading):
         for c in cards:
             b.cut(c.id, reason)
         return
+    mode = "full"
     for c in cards:
-        if b.add(_full(c), c.id):
-            continue
-        if b.add(_described(c), c.id):
-            b.cut(c.id, f"{reason}: shown by description only")
-            continue
+        if mode == "full":
+            if b.add(_full(c), c.id):
+                continue
+            mode = "description"
+        if mode == "description":
+            if b.add(_described(c), c.id):
+                b.cut(c.id, f"{reason}: shown by description only")
+                continue
+            mode = "out"
         b.cut(c.id, reason)
     b.add("")
 
@@ -167,17 +184,19 @@ def _type_counts(cards: Iterable[Card]) -> str:
     return ", ".join(f"{n} {t}" for t, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _map_brief(cards: list[Card], recent: list[dict[str, Any]], problems: int) -> list[str]:
+def _map_brief(h: "Holdings", recent: list[tuple[str, str]]) -> list[str]:
     """The memory map in brief: counts per type and project, the newest titles."""
-    lines = ["## Memory map", f"{len(cards)} cards: {_type_counts(cards)}."]
-    projects = Counter(c.project for c in cards if c.project)
-    if projects:
-        lines.append("Projects: " + ", ".join(f"{p} ({n})" for p, n in sorted(projects.items())) + ".")
-    titles = [f"{r['title']} (`{r['id']}`)" for r in recent if not r.get("deleted")][:MAP_RECENT_TITLES]
+    types = ", ".join(f"{n} {t}" for t, n in sorted(h.type_counts.items(),
+                                                     key=lambda kv: (-kv[1], kv[0])))
+    lines = ["## Memory map", f"{h.total} cards: {types}."]
+    if h.project_counts:
+        lines.append("Projects: " + ", ".join(f"{p} ({n})" for p, n in
+                                              sorted(h.project_counts.items())) + ".")
+    titles = [f"{title} (`{cid}`)" for cid, title in recent][:MAP_RECENT_TITLES]
     if titles:
         lines.append("Most recently changed: " + "; ".join(titles) + ".")
-    if problems:
-        lines.append(f"{problems} card file(s) could not be read (see `cardmem doctor`).")
+    if h.problems:
+        lines.append(f"{len(h.problems)} card file(s) could not be read (see `cardmem doctor`).")
     return lines
 
 
@@ -187,16 +206,20 @@ def _add_map_brief(b: _Builder, lines: list[str]) -> None:
         b.cut(None, "memory map (budget)")
 
 
-def _recent_lines(store: Store) -> tuple[list[str], int]:
-    """Recent commits as lines (newest first), and how many more there were."""
+def _recent(store: Store) -> list[Any]:
+    """The last commits of the recent-changes window, newest first (one git call)."""
     from . import git
     from .reading import parse_since
 
     try:
-        commits = git.log(store.root, since=parse_since(f"{RECENT_DAYS}d").isoformat(),
-                          limit=RECENT_COMMITS + 1)
+        return git.log(store.root, since=parse_since(f"{RECENT_DAYS}d").isoformat(),
+                       limit=RECENT_COMMITS + 1)
     except Exception:  # a broken repo must not break the pile
-        return [], 0
+        return []
+
+
+def _recent_lines(commits: list[Any]) -> tuple[list[str], int]:
+    """Recent commits as lines (newest first), and how many more there were."""
     lines = []
     for c in commits[:RECENT_COMMITS]:
         ids = [p[:-3] for p in c.paths if p.endswith(".md")]
@@ -205,6 +228,18 @@ def _recent_lines(store: Store) -> tuple[list[str], int]:
                      f"{c.message.splitlines()[0] if c.message else ''}"
                      + (f" ({', '.join(ids[:3])}{more})" if ids else ""))
     return lines, max(0, len(commits) - RECENT_COMMITS)
+
+
+def _recent_ids(commits: list[Any]) -> list[str]:
+    """Ids the recent commits touched, newest first, each once (a few more than shown)."""
+    ids: list[str] = []
+    for c in commits:
+        for p in c.paths:
+            if len(ids) >= MAP_RECENT_TITLES * 4:
+                return ids
+            if p.endswith(".md") and p[:-3] not in ids:
+                ids.append(p[:-3])
+    return ids
 
 
 def _add_recent(b: _Builder, lines: list[str], more: int) -> None:
@@ -241,6 +276,215 @@ def _footer(b: _Builder, total: int) -> None:
 def _footer_room(total: int) -> int:
     """The most characters the footer can take (numbers at their widest)."""
     return len(_footer_text(total, total, total)) + 1
+
+
+# --- what the store holds: the index when there is one, else a scan --------------
+
+class Entry:
+    """A card as the index knows it (id, type, title, ...); its body is read on demand."""
+
+    def __init__(self, store: Store, row: tuple[Any, ...]) -> None:
+        (self.id, self.type, self.title, aliases, tags, self.project, self.status,
+         self.description) = row
+        self.aliases = [a for a in (aliases or "").split("\n") if a]
+        self.tags = [t for t in (tags or "").split("\n") if t]
+        self.status = self.status or "active"
+        self._store = store
+        self._body: str | None = None
+
+    @property
+    def body(self) -> str:
+        if self._body is None:
+            try:
+                self._body = self._store.read(self.id).body
+            except Exception:  # gone or broken since it was indexed: show what is known
+                self._body = "(this card could not be read just now)"
+        return self._body
+
+
+def _ids_under(root: Path, folder: str, recursive: bool = False) -> list[str]:
+    """Ids of the .md files in one folder of the store (a cheap listing, no parsing)."""
+    base = root / folder
+    out: list[str] = []
+    if not base.is_dir():
+        return out
+    walker = os.walk(base) if recursive else [(str(base), [], os.listdir(base))]
+    for dirpath, dirnames, filenames in walker:
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        rel = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        out += [f"{rel}/{f[:-3]}" for f in filenames if f.endswith(".md") and not f.startswith(".")]
+    return out
+
+
+def _open_index(store: Store) -> Any:
+    try:
+        from .index import Index
+    except ImportError:
+        return None
+    try:
+        return Index(store)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def catalog(store: Store, project: str | None = None, full_refresh: bool = True
+            ) -> tuple[list[Any], list[str]]:
+    """Every card (as Entry rows of the index, else as parsed Cards), and problem notices."""
+    idx = _open_index(store)
+    if idx is not None:
+        try:
+            idx.refresh()
+            rows = idx.conn.execute(f"SELECT {_COLS} FROM cards ORDER BY id").fetchall()
+            problems = [f"{p['path']}: skipped: {p['reason']}" for p in idx.problems()]
+            return [Entry(store, r) for r in rows], problems
+        except Exception:  # noqa: BLE001 - an unusable index must not cost the pile
+            pass
+        finally:
+            idx.close()
+    cards, problems = store.scan()
+    return cards, [f"{p.path}: skipped: {p.reason}" for p in problems]
+
+
+_COLS = "id, type, title, aliases, tags, project, status, description"
+
+
+@dataclass
+class Holdings:
+    """What a session pile needs to know of the store, without reading every card."""
+
+    rules: list[Any]
+    users: list[Any]
+    project_cards: list[Any]
+    type_counts: Counter
+    project_counts: Counter
+    total: int
+    problems: list[str]
+    titles: dict[str, str]  # id -> title, of the wanted ids that are cards
+
+
+def holdings(store: Store, project: str | None, want_titles: Iterable[str] = ()) -> Holdings:
+    """From the index (rules, user and project cards refreshed first), else from a scan.
+
+    Only the rules, the user cards and the project's cards are brought up to date: the
+    counts and titles of the rest are as of the index's last refresh. A store whose
+    index is empty is indexed once, in full.
+    """
+    idx = _open_index(store)
+    if idx is not None:
+        try:
+            return _holdings_from_index(store, idx, project, list(want_titles))
+        except Exception:  # noqa: BLE001 - an unusable index must not cost the pile
+            pass
+        finally:
+            idx.close()
+    cards, problems = store.scan()
+    by_id = {c.id: c.title for c in cards}
+    return Holdings(
+        rules=_rules(cards),
+        users=sorted((c for c in cards if c.type == "user" and _active(c)), key=lambda c: c.id),
+        project_cards=_project_cards(cards, project),
+        type_counts=Counter(c.type or "untyped" for c in cards),
+        project_counts=Counter(c.project for c in cards if c.project),
+        total=len(cards),
+        problems=[f"{p.path}: skipped: {p.reason}" for p in problems],
+        titles={i: by_id[i] for i in want_titles if i in by_id})
+
+
+def _project_cards(cards: Iterable[Any], project: str | None) -> list[Any]:
+    if not project:
+        return []
+    return sorted((c for c in cards if _in_project(c, project) and _active(c)
+                   and c.type not in ("feedback", "user")), key=lambda c: c.id)
+
+
+SUMMARY = "context-summary.json"  # in .cardmem/: the index's aggregates, per generation
+_FOCUS_COLS = _COLS + ", mtime_ns, size"
+
+
+def _summary(store: Store, idx: Any, project: str | None) -> dict[str, Any]:
+    """Counts, rule and user rows, and this project's rows, as of the index's generation.
+
+    The aggregates scan the whole index (tens of ms at 10k cards), so they are kept in
+    .cardmem/ and recomputed only when the index changed (its generation moved on).
+    """
+    gen = idx.generation()
+    path = store.state_dir / SUMMARY
+    key = project or ""
+    try:
+        cached = json.loads(path.read_text())
+        if cached.get("generation") == gen and key in cached["projects"]:
+            return cached
+    except (OSError, ValueError, KeyError, TypeError):
+        cached = None
+    c = idx.conn
+    if cached is None or cached.get("generation") != gen:
+        cached = {
+            "generation": gen,
+            "types": dict(c.execute("SELECT coalesce(type, 'untyped'), count(*) FROM cards "
+                                    "GROUP BY type")),
+            "project_counts": dict(c.execute(
+                "SELECT project, count(*) FROM cards WHERE project IS NOT NULL AND "
+                "project != '' GROUP BY project")),
+            "focus": [list(r) for r in c.execute(
+                f"SELECT {_FOCUS_COLS} FROM cards WHERE type IN ('feedback', 'user') ORDER BY id")],
+            "problems": [f"{p['path']}: skipped: {p['reason']}" for p in idx.problems()],
+            "projects": {},
+        }
+    cached["projects"][key] = [list(r) for r in c.execute(
+        f"SELECT {_FOCUS_COLS} FROM cards WHERE project = ? OR id LIKE ? ORDER BY id",
+        (key, f"projects/{key}/%"))] if key else []
+    try:
+        from .writer import atomic_write
+
+        atomic_write(path, json.dumps(cached).encode())
+    except OSError:
+        pass
+    return cached
+
+
+def _stale(store: Store, rows: list[list[Any]], listed: set[str]) -> set[str]:
+    """Ids whose file differs from its row (or has no row, or is gone): stat only."""
+    known = {r[0]: (r[8], r[9]) for r in rows}
+    out = set(listed - set(known))
+    root = str(store.root)
+    for cid, (mtime_ns, size) in known.items():
+        try:
+            st = os.stat(os.path.join(root, cid + ".md"))
+        except OSError:
+            out.add(cid)
+            continue
+        if st.st_mtime_ns != mtime_ns or st.st_size != size:
+            out.add(cid)
+    return out
+
+
+def _holdings_from_index(store: Store, idx: Any, project: str | None,
+                         want_titles: list[str]) -> Holdings:
+    c = idx.conn
+    if c.execute("SELECT 1 FROM cards LIMIT 1").fetchone() is None:
+        idx.refresh()  # a store never indexed: once, in full
+    s = _summary(store, idx, project)
+    # The rules, the user cards and the project's cards must be current: stat them, and
+    # re-index what changed (a rule saved a second ago is in this session's pile).
+    listed = set(_ids_under(store.root, "feedback", True)) | set(_ids_under(store.root, "user", True))
+    if project:
+        listed |= set(_ids_under(store.root, f"projects/{project}", True))
+    if stale := _stale(store, s["focus"] + s["projects"].get(project or "", []), listed):
+        idx.refresh_ids(stale)
+        s = _summary(store, idx, project)
+    focus = [Entry(store, tuple(r[:8])) for r in s["focus"]]
+    rules = [e for e in focus if e.type == "feedback" and _active(e)]
+    users = [e for e in focus if e.type == "user" and _active(e)]
+    mine = _project_cards([Entry(store, tuple(r[:8])) for r in s["projects"].get(project or "", [])],
+                          project)
+    titles: dict[str, str] = {}
+    for i in range(0, len(want_titles), 500):
+        chunk = want_titles[i:i + 500]
+        marks = ",".join("?" * len(chunk))
+        titles.update(c.execute(f"SELECT id, title FROM cards WHERE id IN ({marks})", chunk))
+    types = Counter(s["types"])
+    return Holdings(rules, users, mine, types, Counter(s["project_counts"]),
+                    sum(types.values()), s["problems"], titles)
 
 
 # --- the project of a working directory ------------------------------------------
@@ -283,20 +527,17 @@ def _budget(store: Store, budget: int | None) -> int:
 def session_context(store: Store, project: str | None = None, cwd: str | None = None,
                     budget: int | None = None) -> Pile:
     """The pile a coding session starts with (rung 1)."""
-    from .reading import list_recent
-
     budget = _budget(store, budget)
-    cards, problems = store.scan()
     if project is None:
         project = project_for(store, cwd)
-    try:
-        recent = list_recent(store, since=f"{RECENT_DAYS}d", limit=MAP_RECENT_TITLES * 2)
-    except Exception:
-        recent = []
-    map_lines = _map_brief(cards, recent, len(problems))
-    recent_lines, more = _recent_lines(store)
+    commits = _recent(store)
+    recent_ids = _recent_ids(commits)
+    h = holdings(store, project, recent_ids)
+    recent = [(cid, h.titles[cid]) for cid in recent_ids if cid in h.titles]  # cards only
+    map_lines = _map_brief(h, recent)
+    recent_lines, more = _recent_lines(commits)
     # The tail sections keep a modest share of the budget however long the rules are.
-    footer = _footer_room(len(cards))
+    footer = _footer_room(h.total)
     map_room = min(len("\n".join(map_lines)) + 2, int(budget * 0.15))
     recent_room = min(len("\n".join(recent_lines)) + 50, int(budget * 0.1)) if recent_lines else 0
     b = _Builder(budget)
@@ -304,24 +545,20 @@ def session_context(store: Store, project: str | None = None, cwd: str | None = 
     b.add("# Memory (cardmem)")
     b.add(f"Cards from the store at {store.root}. Rules first; then the user, the project, "
           "a map and what changed recently.\n")
-    _add_rules(b, cards)
-    users = sorted((c for c in cards if c.type == "user" and _active(c)), key=lambda c: c.id)
-    _add_cards(b, "## User", users, "user card (budget)")
+    _add_rules(b, h.rules)
+    _add_cards(b, "## User", h.users, "user card (budget)")
     if project:
-        mine = sorted((c for c in cards if _in_project(c, project) and _active(c)
-                       and c.type not in ("feedback", "user")), key=lambda c: c.id)
-        if mine:
-            _add_cards(b, f"## Project {project} ({len(mine)} cards)", mine,
-                       f"project {project} card (budget)")
+        if h.project_cards:
+            _add_cards(b, f"## Project {project} ({len(h.project_cards)} cards)",
+                       h.project_cards, f"project {project} card (budget)")
         else:
             b.add(f"## Project {project}\nNo cards for this project yet.\n")
     b.reserve = footer + recent_room
     _add_map_brief(b, map_lines)
     b.reserve = footer
     _add_recent(b, recent_lines, more)
-    _footer(b, len(cards))
-    notices = [f"{p.path}: skipped: {p.reason}" for p in problems]
-    return Pile(b.text(), b.addresses, b.left_out, budget, notices)
+    _footer(b, h.total)
+    return Pile(b.text(), b.addresses, b.left_out, budget, h.problems)
 
 
 def _norm_alias(s: str) -> str:
@@ -365,7 +602,7 @@ def question_context(store: Store, question: str, asker: str | None = None,
                      budget: int | None = None) -> Pile:
     """The pile a question is answered from (rung 1 under `cardmem ask`)."""
     budget = _budget(store, budget)
-    cards, problems = store.scan()
+    cards, problems = catalog(store)
     entries = sorted(cards, key=lambda c: c.id)
     footer = _footer_room(len(cards))
     person = find_person(cards, asker) if asker else None
@@ -397,5 +634,4 @@ def question_context(store: Store, question: str, asker: str | None = None,
     else:
         b.cut(None, "memory map (budget)")
     _footer(b, len(cards))
-    notices = [f"{p.path}: skipped: {p.reason}" for p in problems]
-    return Pile(b.text(), b.addresses, b.left_out, budget, notices)
+    return Pile(b.text(), b.addresses, b.left_out, budget, problems)

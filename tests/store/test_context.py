@@ -148,3 +148,36 @@ def test_entities_named_whole_word_any_case(example_store):
     assert "entities/billing-service" in named.split("## Memory map")[0]
     assert pile.text.index("## Rules") < pile.text.index("## Named in the question") \
         < pile.text.index("## Memory map")
+
+
+def test_index_backed_pile_equals_the_scanned_one(example_store, monkeypatch):
+    from cardmem.store import context
+
+    for budget in (700, 4000, 100_000):
+        indexed = session_context(example_store, project="acme-api", budget=budget)
+        assert (example_store.root / ".cardmem" / "index.sqlite").exists()
+        with monkeypatch.context() as m:
+            m.setattr(context, "_open_index", lambda store: None)
+            scanned = session_context(example_store, project="acme-api", budget=budget)
+        assert indexed.text == scanned.text and indexed.addresses == scanned.addresses
+
+
+def test_rules_are_current_even_when_the_index_is_not(example_store):
+    import os
+
+    session_context(example_store, budget=100_000)  # builds the index and its summary
+    fb = example_store.root / "feedback"
+    (fb / "brand-new.md").write_text("---\ntitle: A rule saved a second ago\ntype: feedback\n"
+                                     "---\nUse it.\n")
+    rule = fb / "small-prs.md"
+    text = rule.read_text().replace("title: Keep pull requests small and reviewable",
+                                    "title: Keep PRs tiny")
+    st = rule.stat()
+    rule.write_text(text)
+    os.utime(rule, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    (fb / "no-friday-deploys.md").unlink()
+    pile = session_context(example_store, budget=100_000)
+    assert "A rule saved a second ago (`feedback/brand-new`)" in pile.text
+    assert "Keep PRs tiny (`feedback/small-prs`)" in pile.text
+    assert "feedback/no-friday-deploys" not in pile.addresses
+    assert "## Rules (9, always in force)" in pile.text
