@@ -22,6 +22,8 @@ recognised by class name.
 """
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import threading
 import time
@@ -56,6 +58,7 @@ TOOLS: list[dict[str, Any]] = [
 TOOL_NAMES = tuple(t["name"] for t in TOOLS)
 
 MIN_REQUEST_S = 0.05  # less time than this left: do not start a request
+WALL_GRACE_S = 0.25  # a request still running this long past its timeout is abandoned
 INPUT_SHOWN = 2000  # characters of a tool input kept in the receipt
 
 
@@ -189,7 +192,8 @@ RUNNERS: dict[str, Callable[[Store, dict[str, Any]], Any]] = {
 def _bounded(fn: Callable[[], Any], timeout: float) -> tuple[Any, BaseException | None, bool]:
     """fn() in a daemon thread, waited for at most timeout: (value, error, timed_out).
 
-    A store read cannot be interrupted; one that overruns is abandoned (it only reads).
+    A store read or an HTTP request cannot be interrupted from outside; one that overruns
+    is abandoned (reads change nothing; the request's own timeout ends it later).
     """
     box: dict[str, Any] = {}
 
@@ -220,8 +224,17 @@ def _shown_input(inp: Any) -> Any:
 
 # ---- API errors, recognised without importing anthropic -----------------------------
 
+class WallTimeout(Exception):
+    """A model request outran its wall clock and was abandoned."""
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__(f"no answer within {timeout:g} s (abandoned)")
+
+
 def _error_kind(exc: BaseException) -> str | None:
     """timeout | connection | status | other-api, or None for a non-API error."""
+    if isinstance(exc, WallTimeout):
+        return "timeout"
     names = {c.__name__ for c in type(exc).__mro__}
     if "APIError" not in names or not type(exc).__module__.startswith("anthropic"):
         return None
@@ -358,17 +371,23 @@ class Walk:
             rec = ModelRequest(phase, attempt, self.elapsed(), round(timeout, 3))
             self.result.requests.append(rec)
             start = self.clock()
-            try:
-                msg = self.sdk.messages.create(
-                    model=self.settings.name, max_tokens=self.settings.max_tokens,
-                    system=system_prompt(self.limits), messages=messages, tools=TOOLS,
-                    tool_choice={"type": "auto" if tools else "none"}, timeout=timeout)
-            except Exception as exc:
+            body = copy.deepcopy(messages)  # an abandoned try must not see later turns
+            create = functools.partial(
+                self.sdk.messages.create, model=self.settings.name,
+                max_tokens=self.settings.max_tokens, system=system_prompt(self.limits),
+                messages=body, tools=TOOLS, tool_choice={"type": "auto" if tools else "none"},
+                timeout=timeout)
+            # The SDK's timeout bounds each wait for bytes, not the whole reply (a server
+            # dripping bytes would outlast it), so a wall clock backs it up.
+            msg, exc, walled = _bounded(create, timeout + WALL_GRACE_S)
+            if walled:
+                exc = WallTimeout(timeout)
+            if exc is not None:
                 rec.duration_s = round(self.clock() - start, 3)
                 if _error_kind(exc) is None:
                     rec.error = f"{type(exc).__name__}: {exc}"
-                    raise
-                rec.error = model.describe(exc, timeout)
+                    raise exc
+                rec.error = str(exc) if walled else model.describe(exc, timeout)
                 if not _retryable(exc):
                     raise _Stop(rec.error, fatal=True) from None
                 if end - self.clock() < MIN_REQUEST_S:  # the try used up the time to `end`

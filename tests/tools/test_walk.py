@@ -150,6 +150,52 @@ def test_per_tool_call_bound(example_store, model_env, monkeypatch) -> None:
     assert answer.reply == "Stripe is a vendor."
 
 
+def test_a_dripping_server_is_cut_off_by_the_wall_clock(example_store, monkeypatch) -> None:
+    """One byte every 0.1 s never trips the SDK's read timeout; the deadline still wins."""
+    import socket
+    import threading
+
+    srv = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def drip(conn: socket.socket) -> None:
+        try:
+            conn.recv(1 << 16)
+            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                         b"content-length: 100000\r\n\r\n")
+            while not stop.wait(0.1):
+                conn.sendall(b" ")
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            threading.Thread(target=drip, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{srv.getsockname()[1]}")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    limits = Limits(tool_call_s=0.5, walk_s=1.0, deadline_s=3.0, retries=0)
+    try:
+        t = time.monotonic()
+        answer = ask(example_store, "x?", limits=limits)
+        took = time.monotonic() - t
+    finally:
+        stop.set()
+        srv.close()
+    rec = receipt(example_store, answer)
+    assert took < limits.deadline_s + 1.0
+    assert [r["error"] for r in rec["requests"]][0] == "no answer within 0.5 s (abandoned)"
+    assert all(r["error"].endswith("(abandoned)") for r in rec["requests"])
+    assert (answer.outcome, answer.reason) == ("fallback", "deadline")
+
+
 @pytest.mark.parametrize("on_deadline", ["silence", "receipt"])
 def test_deadline_without_composed_text_takes_the_fallback(example_store, model_env,
                                                            on_deadline) -> None:
