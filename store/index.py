@@ -29,7 +29,7 @@ import stat as statmod
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-SCHEMA = 3
+SCHEMA = 4
 DB_NAME = "index.sqlite"
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 COLUMNS = ("title", "aliases", "tags", "description", "body", "extra")
@@ -52,6 +52,10 @@ CREATE TABLE IF NOT EXISTS problems(
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     {", ".join(COLUMNS)}, tokenize='{TOKENIZE}');
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab(fts, 'row');
+-- names only (title, aliases), over the cards table: a word common in bodies is rare in
+-- names, so ranking the cards *named* by a common word stays cheap (see search.py)
+CREATE VIRTUAL TABLE IF NOT EXISTS names USING fts5(
+    title, aliases, content='cards', content_rowid='n', tokenize='{TOKENIZE}');
 -- fts_vocab, materialised on demand for typo correction (see search.vocabulary)
 CREATE TABLE IF NOT EXISTS terms(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 """
@@ -189,6 +193,8 @@ class Index:
                 weights = ", ".join(str(w) for w in WEIGHTS)
                 conn.execute("INSERT INTO fts(fts, rank) VALUES('rank', ?)",
                              (f"bm25({weights})",))
+                conn.execute("INSERT INTO names(names, rank) VALUES('rank', ?)",
+                             (f"bm25({WEIGHTS[0]}, {WEIGHTS[1]})",))
                 conn.execute(f"PRAGMA user_version = {SCHEMA}")
             conn.execute("SELECT count(*) FROM meta").fetchone()
         except sqlite3.DatabaseError:
@@ -358,6 +364,8 @@ class Index:
             next_n += 1
         if drop:
             c.executemany("DELETE FROM fts WHERE rowid=?", drop)
+            c.executemany("INSERT INTO names(names, rowid, title, aliases) SELECT 'delete', n,"
+                          " title, aliases FROM cards WHERE n=?", drop)
             c.executemany("DELETE FROM cards WHERE n=?", drop)
         if c.execute("SELECT 1 FROM problems LIMIT 1").fetchone():
             c.executemany("DELETE FROM problems WHERE id=?",
@@ -373,6 +381,8 @@ class Index:
                       cards)
         c.executemany("INSERT INTO fts(rowid, title, aliases, tags, description, body, extra)"
                       " VALUES (?,?,?,?,?,?,?)", fts)
+        c.executemany("INSERT INTO names(rowid, title, aliases) VALUES (?,?,?)",
+                      [(row[0], row[1], row[2]) for row in fts])
 
     def _read(self, cardlib: Any, fastmeta: Any, cid: str, path: str, st: os.stat_result,
               k: tuple[int, int, str, bool] | None) -> tuple[str, os.stat_result, str, Any]:

@@ -16,10 +16,11 @@ from .index import COLUMNS, INACTIVE, TOKENIZE, Index
 STOPWORDS = frozenset("""a an and are as at be but by do does did for from how i if in into is
 it its me my of on or our so that the their them then there these this to was we were what
 when where which who whom why will with you your can should would could""".split())
-SHORT_FIELDS = (0, 1, 2, 3, 5)  # FTS columns checked per term (the body is what remains)
-NAME_FIELDS = ("title", "aliases")
+NAME_SET = {"title", "aliases"}
 SNIPPET_TOKENS = 12
+SNIPPET_CHARS = 4000
 CONFIDENCE = ("low", "medium", "high")
+FUZZY_CUTOFF = 85  # rapidfuzz ratio of the whole query to a title or alias
 
 
 class SearchResult:
@@ -140,12 +141,14 @@ def correct(idx: Index, word: str, stem: str) -> str | None:
     return None
 
 
-def _prefix_fallback(idx: Index, word: str) -> str | None:
-    """A last word typed past its stem ("deploym" -> "deploy"*): drop up to two letters."""
+def _prefix_fallback(idx: Index, word: str) -> tuple[str, str] | None:
+    """A last word typed past its stem ("deploym" -> "deploy"*): drop up to two letters.
+    Returns (FTS5 term, the stem FTS5 prefix-matches)."""
     for n in range(len(word) - 1, max(3, len(word) - 3), -1):
         expr = quote(word[:n], prefix=True)
         if _exists(idx.conn, expr):
-            return expr
+            toks = tokens(idx.conn, word[:n])
+            return expr, (toks[0][1] if toks else word[:n])
     return None
 
 
@@ -154,9 +157,13 @@ class Plan:
 
     def __init__(self) -> None:
         self.terms: list[str] = []  # quoted FTS5 strings, one per query term
-        self.words: list[str] = []  # the query word each term came from
+        self.stems: list[tuple[str, bool]] = []  # (stem, is_prefix) FTS5 matches per term
         self.corrected: dict[str, str] = {}
         self.unknown: list[str] = []
+
+    def add(self, expr: str, stem: str, prefix: bool = False) -> None:
+        self.terms.append(expr)
+        self.stems.append((stem, prefix))
 
 
 def plan(idx: Index, query: str) -> Plan:
@@ -164,28 +171,35 @@ def plan(idx: Index, query: str) -> Plan:
     toks = tokens(idx.conn, query)
     content = [t for t in toks if t[0] not in STOPWORDS]
     toks = content or toks
+    typing = not query.rstrip().endswith(('"', " ")) and query == query.rstrip()
     for i, (word, stem) in enumerate(toks):
-        last = i == len(toks) - 1 and len(word) >= 3 and not query.rstrip().endswith(('"', " "))
-        expr = quote(word, prefix=last)
-        if _exists(idx.conn, expr):
-            p.terms.append(expr)
-            p.words.append(word)
+        if _exists(idx.conn, quote(word)):
+            p.add(quote(word), stem)
             continue
-        if last and (expr := _prefix_fallback(idx, word)):
-            p.terms.append(expr)
-            p.words.append(word)
+        # The last word, still being typed: a prefix ("deplo" -> deploy, deployment).
+        last = typing and i == len(toks) - 1 and len(word) >= 3
+        if last and _exists(idx.conn, quote(word, prefix=True)):
+            p.add(quote(word, prefix=True), stem, prefix=True)
+            continue
+        if last and (fallback := _prefix_fallback(idx, word)):
+            p.add(fallback[0], fallback[1], prefix=True)
             continue
         fixed = correct(idx, word, stem)
         if fixed is not None:
-            p.terms.append(quote(fixed))
-            p.words.append(word)
+            p.add(quote(fixed), fixed)
             p.corrected[word] = fixed
             continue
         p.unknown.append(word)
     return p
 
 
-# --- ranking ----------------------------------------------------------------------------
+# --- candidates -------------------------------------------------------------------------
+
+# At most this many matching rows are ranked by bm25 in one query: FTS5 ranks every match
+# before sorting, and a word in half of 100k cards would cost ~0.2 s. Past the cap the
+# newest CAP matches are ranked (cards named by the words are ranked in full first).
+CAP = 1000
+
 
 def _filters(card_type: str | None, project: str | None) -> tuple[str, list[Any]]:
     sql, args = "", []
@@ -198,44 +212,135 @@ def _filters(card_type: str | None, project: str | None) -> tuple[str, list[Any]
     return sql, args
 
 
+def _ranked(c: sqlite3.Connection, table: str, expr: str, k: int, where: str,
+            args: list[Any]) -> list[tuple[int, float]]:
+    """(rowid, bm25 higher-is-better) of the best k matches of expr in table."""
+    bound = ""
+    row = c.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC"
+                    " LIMIT 1 OFFSET ?", (expr, CAP)).fetchone()
+    if row is not None:
+        bound = f" AND {table}.rowid > {int(row[0])}"
+    join = " JOIN cards c ON c.n = {t}.rowid".format(t=table) if where else ""
+    sql = (f"SELECT {table}.rowid, {table}.rank FROM {table}{join} WHERE {table} MATCH ?"
+           f"{bound}{where} ORDER BY {table}.rank LIMIT ?")
+    return [(r, -rank) for r, rank in c.execute(sql, (expr, *args, k))]
+
+
+class Candidate:
+    __slots__ = ("n", "bm25", "rel", "tier")
+
+    def __init__(self, n: int, bm25: float, tier: str) -> None:
+        self.n, self.bm25, self.tier, self.rel = n, bm25, tier, 0.0
+
+
 def _candidates(idx: Index, p: Plan, k: int, card_type: str | None,
-                project: str | None) -> dict[int, float]:
-    """rowid -> bm25 (higher is better): cards with every term first, then with any."""
+                project: str | None) -> dict[int, Candidate]:
+    """Cards named by every term; then cards holding every term; then any term.
+
+    Each tier's bm25 is relative to its own best (rel), so tiers need not share a scale.
+    """
     c = idx.conn
     where, args = _filters(card_type, project)
-    found: dict[int, float] = {}
-    exprs = [" AND ".join(p.terms)]
+    found: dict[int, Candidate] = {}
+    tiers = [("names", "names", " AND ".join(p.terms)), ("all", "fts", " AND ".join(p.terms))]
     if len(p.terms) > 1:
-        exprs.append(" OR ".join(p.terms))
-    for expr in exprs:
+        tiers.append(("any", "fts", " OR ".join(p.terms)))
+    for tier, table, expr in tiers:
         if len(found) >= k:
             break
-        if where:
-            sql = ("SELECT f.rowid, f.rank FROM fts f JOIN cards c ON c.n = f.rowid"
-                   f" WHERE fts MATCH ?{where} ORDER BY f.rank LIMIT ?")
-        else:
-            sql = "SELECT rowid, rank FROM fts WHERE fts MATCH ? ORDER BY rank LIMIT ?"
-        for rowid, rank in c.execute(sql, (expr, *args, k + len(found))):
-            if rowid not in found:
-                found[rowid] = -rank
+        rows = _ranked(c, table, expr, k, where, args)
+        best = max((b for _, b in rows), default=0.0)
+        for n, b in rows:
+            if n not in found:
+                cand = found[n] = Candidate(n, b, tier)
+                cand.rel = b / best if best > 0 else 1.0
     return found
 
 
+# --- which words matched where, and snippets: on the few candidates only ---------------
+
+def _scratch_cards(conn: sqlite3.Connection) -> None:
+    try:
+        conn.execute("SELECT 1 FROM temp.cand_v LIMIT 0")
+        return
+    except sqlite3.OperationalError:
+        pass
+    cols = ", ".join(COLUMNS)
+    conn.executescript(f"""
+        CREATE VIRTUAL TABLE IF NOT EXISTS temp.cand USING fts5({cols}, tokenize='{TOKENIZE}');
+        CREATE VIRTUAL TABLE IF NOT EXISTS temp.cand_v USING fts5vocab(temp, cand, 'instance');
+    """)
+
+
+def _load(conn: sqlite3.Connection, rowids: list[int], body: bool) -> None:
+    """Copy these cards' text into the scratch table (body only when snippets need it)."""
+    _scratch_cards(conn)
+    conn.execute("DELETE FROM temp.cand")
+    inlist = ",".join(str(int(n)) for n in rowids)
+    # Snippets come from the first SNIPPET_CHARS of a body: bounded work for huge cards.
+    cols = ", ".join(c if c != "body" else (f"substr(body, 1, {SNIPPET_CHARS})" if body else "''")
+                     for c in COLUMNS)
+    conn.execute(f"INSERT INTO temp.cand(rowid, {', '.join(COLUMNS)})"
+                 f" SELECT rowid, {cols} FROM main.fts WHERE rowid IN ({inlist})")
+
+
 def _fields(idx: Index, p: Plan, rowids: list[int]) -> dict[int, list[set[str]]]:
-    """rowid -> for each term, the fields it matched in."""
-    marks = ", ".join(f"instr(highlight(fts, {i}, char(1), char(2)), char(1))"
-                      for i in SHORT_FIELDS)
-    marks_names = [COLUMNS[i] for i in SHORT_FIELDS]
-    inlist = ",".join(str(r) for r in rowids)
-    out: dict[int, list[set[str]]] = {r: [set() for _ in p.terms] for r in rowids}
-    for t, expr in enumerate(p.terms):
-        for row in idx.conn.execute(
-                f"SELECT rowid, {marks} FROM fts WHERE fts MATCH ? AND rowid IN ({inlist})",
-                (expr,)):
-            hit = {name for name, m in zip(marks_names, row[1:]) if m}
-            out[row[0]][t] = hit or {"body"}
+    """rowid -> for each term, the short fields (not the body) it occurs in."""
+    c = idx.conn
+    _load(c, rowids, body=False)
+    seen: dict[int, dict[int, set[str]]] = {}
+    exact = sorted({stem for stem, prefix in p.stems if not prefix})
+    conds, args = [], []
+    if exact:
+        conds.append(f"term IN ({','.join('?' * len(exact))})")
+        args += exact
+    for stem, prefix in p.stems:
+        if prefix:
+            conds.append("(term >= ? AND term < ?)")
+            args += [stem, stem + "\U0010ffff"]
+    for term, doc, col in c.execute(
+            f"SELECT term, doc, col FROM temp.cand_v WHERE {' OR '.join(conds)}", args):
+        seen.setdefault(doc, {}).setdefault(COLUMNS.index(col), set()).add(term)
+    out: dict[int, list[set[str]]] = {}
+    for n in rowids:
+        cols = seen.get(n, {})
+        per_term = []
+        for stem, prefix in p.stems:
+            hit = set()
+            for ci, words in cols.items():
+                if stem in words or (prefix and any(w.startswith(stem) for w in words)):
+                    hit.add(COLUMNS[ci])
+            per_term.append(hit)
+        out[n] = per_term
     return out
 
+
+def _snippets(idx: Index, p: Plan, results: list[dict[str, Any]]) -> None:
+    c = idx.conn
+    _load(c, [r["_n"] for r in results], body=True)
+    snips = dict(c.execute(
+        f"SELECT rowid, snippet(cand, -1, '**', '**', '…', {SNIPPET_TOKENS}) FROM temp.cand"
+        " WHERE cand MATCH ?", (" OR ".join(p.terms),)).fetchall())
+    for r in results:
+        text = snips.get(r["_n"])
+        if text:
+            r["snippet"] = " ".join(text.split())
+    _surface_words(c, p)
+    c.execute("DELETE FROM temp.cand")
+
+
+def _surface_words(c: sqlite3.Connection, p: Plan) -> None:
+    """Show corrections as words of the cards ("fixtures"), not as index stems ("fixtur")."""
+    for word, stem in p.corrected.items():
+        row = c.execute("SELECT snippet(cand, -1, char(1), char(2), '', 4) FROM temp.cand"
+                        " WHERE cand MATCH ? LIMIT 1", (quote(stem),)).fetchone()
+        if row and "\x01" in row[0]:
+            shown = row[0].split("\x01", 1)[1].split("\x02", 1)[0].strip().lower()
+            if shown:
+                p.corrected[word] = shown
+
+
+# --- scoring ----------------------------------------------------------------------------
 
 def _confidence(coverage: float, names: float, rel: float) -> str:
     if names == 1 or (coverage == 1 and names >= 0.5 and rel >= 0.5):
@@ -248,21 +353,20 @@ def _confidence(coverage: float, names: float, rel: float) -> str:
 def run(idx: Index, query: str, limit: int = 10, card_type: str | None = None,
         project: str | None = None) -> SearchResult:
     limit = max(1, int(limit))
-    p = plan(idx, query or "")
+    query = query or ""
+    p = plan(idx, query)
     results: list[dict[str, Any]] = []
     if p.terms:
-        found = _candidates(idx, p, max(3 * limit, 20), card_type, project)
+        found = _candidates(idx, p, max(2 * limit, 20), card_type, project)
         if found:
             results = _score(idx, p, found)
-    fuzzy_needed = (p.corrected or p.unknown) or not any(
-        r["confidence"] != "low" for r in results)
-    if fuzzy_needed and (query or "").strip():
+    # Whole-query fuzzy matching of names, when the words alone did not all match.
+    if (p.corrected or p.unknown or not results) and query.strip():
         _merge(results, _fuzzy_names(idx, query, limit, card_type, project))
     results.sort(key=_order)
     results = results[:limit]
     if p.terms and results:
         _snippets(idx, p, results)
-        _surface_words(idx, p, [r["_n"] for r in results])
     for r in results:
         desc = r.pop("_desc", "")
         r.pop("_n", None)
@@ -278,55 +382,74 @@ def _order(r: dict[str, Any]) -> tuple[Any, ...]:
     return (-(CONFIDENCE.index(r["confidence"]) - inactive), inactive, -r["score"], r["id"])
 
 
-def _score(idx: Index, p: Plan, found: dict[int, float]) -> list[dict[str, Any]]:
+def _score(idx: Index, p: Plan, found: dict[int, Candidate]) -> list[dict[str, Any]]:
     rowids = list(found)
     fields = _fields(idx, p, rowids)
-    best = max(found.values()) or 1.0
     inlist = ",".join(str(r) for r in rowids)
     rows = idx.conn.execute(f"SELECT n, id, title, type, status, project, description"
                             f" FROM cards WHERE n IN ({inlist})").fetchall()
     n_terms = len(p.terms)
     out = []
     for n, cid, title, ctype, status, proj, desc in rows:
-        per_term = fields[n]
-        coverage = sum(1 for f in per_term if f) / n_terms
-        names = sum(1 for f in per_term if f & set(NAME_FIELDS)) / n_terms
-        rel = found[n] / best if best > 0 else 0.0
-        score = 0.5 * rel + 0.3 * coverage + 0.2 * names
-        matched = sorted(set().union(*per_term), key=COLUMNS.index)
+        cand, per_term = found[n], fields[n]
+        in_short = sum(1 for f in per_term if f)
+        # Tiers "names" and "all" matched every term; "any" at least one, maybe in the body.
+        coverage = 1.0 if cand.tier != "any" else max(in_short, 1) / n_terms
+        names = sum(1 for f in per_term if f & NAME_SET) / n_terms
+        if cand.tier == "names":
+            names = 1.0
+        score = 0.5 * cand.rel + 0.3 * coverage + 0.2 * names
+        matched = set().union(*per_term)
+        if cand.tier != "any" and in_short < n_terms or not matched:
+            matched.add("body")
         out.append({"id": cid, "title": title, "type": ctype, "score": round(score, 4),
-                    "confidence": _confidence(coverage, names, rel), "matched": matched,
-                    "status": status, "project": proj, "_n": n, "_desc": desc})
+                    "confidence": _confidence(coverage, names, cand.rel),
+                    "matched": sorted(matched, key=COLUMNS.index), "status": status,
+                    "project": proj, "_n": n, "_desc": desc})
     return out
+
+
+def _names(idx: Index) -> tuple[list[str], list[int]]:
+    """Every title and alias (rapidfuzz-processed) and its card's rowid, cached per index
+    generation so repeated searches in one process load them once."""
+    from rapidfuzz import utils
+
+    gen = idx.generation()
+    cached = getattr(idx, "_names_cache", None)
+    if cached and cached[0] == gen:
+        return cached[1], cached[2]
+    names: list[str] = []
+    owner: list[int] = []
+    for n, title, aliases in idx.conn.execute("SELECT n, title, aliases FROM cards"):
+        for name in (title, *aliases.split("\n")) if aliases else (title,):
+            names.append(utils.default_process(name))
+            owner.append(n)
+    idx._names_cache = (gen, names, owner)  # type: ignore[attr-defined]
+    return names, owner
 
 
 def _fuzzy_names(idx: Index, query: str, limit: int, card_type: str | None,
                  project: str | None) -> list[dict[str, Any]]:
-    """Cards whose title or an alias is close to the whole query (rapidfuzz WRatio)."""
+    """Cards whose title or an alias is close to the whole query (rapidfuzz ratio)."""
     from rapidfuzz import fuzz, process, utils
 
-    where, args = _filters(card_type, project)
-    rows = idx.conn.execute("SELECT n, id, title, type, status, project, aliases, description"
-                            " FROM cards c"
-                            f" WHERE 1{where}", args).fetchall()
-    names: list[str] = []
-    owner: list[int] = []
-    for i, row in enumerate(rows):
-        for name in [row[2], *row[6].split("\n")]:
-            if name:
-                names.append(name)
-                owner.append(i)
     q = utils.default_process(query)
-    if len(q) < 3:
+    if len(q) < 4:
         return []
+    names, owner = _names(idx)
     best: dict[int, float] = {}
-    for name, score, j in process.extract(q, names, scorer=fuzz.WRatio,
-                                          processor=utils.default_process,
-                                          score_cutoff=85, limit=limit * 3):
+    for _, score, j in process.extract(q, names, scorer=fuzz.ratio, processor=None,
+                                       score_cutoff=FUZZY_CUTOFF, limit=limit * 3):
         best[owner[j]] = max(best.get(owner[j], 0.0), score)
+    if not best:
+        return []
+    where, args = _filters(card_type, project)
+    inlist = ",".join(str(n) for n in best)
     out = []
-    for i, score in best.items():
-        n, cid, title, ctype, status, proj, _, desc = rows[i]
+    for n, cid, title, ctype, status, proj, desc in idx.conn.execute(
+            "SELECT n, id, title, type, status, project, description FROM cards c"
+            f" WHERE n IN ({inlist}){where}", args):
+        score = best[n]
         out.append({"id": cid, "title": title, "type": ctype,
                     "score": round(0.8 * score / 100, 4),
                     "confidence": "high" if score >= 95 else "medium",
@@ -348,26 +471,3 @@ def _merge(results: list[dict[str, Any]], extra: list[dict[str, Any]]) -> None:
         r["matched"] = [*r["matched"], "title~"]
 
 
-def _surface_words(idx: Index, p: Plan, rowids: list[int]) -> None:
-    """Show corrections as words of the cards ("fixtures"), not as index stems ("fixtur")."""
-    inlist = ",".join(str(r) for r in rowids)
-    for word, stem in p.corrected.items():
-        row = idx.conn.execute(
-            "SELECT snippet(fts, -1, char(1), char(2), '', 4) FROM fts"
-            f" WHERE fts MATCH ? AND rowid IN ({inlist}) LIMIT 1", (quote(stem),)).fetchone()
-        if row and "\x01" in row[0]:
-            shown = row[0].split("\x01", 1)[1].split("\x02", 1)[0].strip().lower()
-            if shown:
-                p.corrected[word] = shown
-
-
-def _snippets(idx: Index, p: Plan, results: list[dict[str, Any]]) -> None:
-    inlist = ",".join(str(r["_n"]) for r in results)
-    expr = " OR ".join(p.terms)
-    snips = dict(idx.conn.execute(
-        f"SELECT rowid, snippet(fts, -1, '**', '**', '…', {SNIPPET_TOKENS}) FROM fts"
-        f" WHERE fts MATCH ? AND rowid IN ({inlist})", (expr,)).fetchall())
-    for r in results:
-        s = snips.get(r["_n"])
-        if s:
-            r["snippet"] = " ".join(s.split())
