@@ -82,12 +82,14 @@ class WatchProcess:
         self.proc = subprocess.Popen([CARDMEM, "watch", "--store", str(root), "-v"],
                                      stderr=subprocess.PIPE, text=True)
         self.lines: list[str] = []
+        self.times: list[float] = []
         self.started = threading.Event()
         threading.Thread(target=self._drain, daemon=True).start()
 
     def _drain(self) -> None:
         for line in self.proc.stderr:  # type: ignore[union-attr]
             self.lines.append(line.rstrip())
+            self.times.append(time.perf_counter())
             if "rescan (start)" in line:
                 self.started.set()
 
@@ -207,7 +209,12 @@ def main() -> None:
         t_git, t_to = checkout_time(root, idx, "rewrite", word, len(chosen))
         time.sleep(0.5)
         ok_to = exact(root, idx)
+        mark = time.perf_counter()
         t_git_back, t_back = checkout_time(root, idx, "main", word, 0)
+        if os.environ.get("BENCH_DEBUG"):
+            for at, line in zip(w.times, w.lines):
+                if at >= mark:
+                    print(f"  +{at - mark:5.2f} s  {line}")
         time.sleep(0.5)
         ok_back = exact(root, idx)
         rss = w.peak_rss_mb()

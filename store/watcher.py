@@ -31,6 +31,15 @@ from .writer import Message
 
 DEBOUNCE_S = 0.05  # a save is several events within a few ms; wait this long for quiet
 MAX_DELAY_S = 0.2  # ... but never hold a batch longer than this while events keep coming
+# A big batch (a checkout, a pull, a copy) is cheaper applied once, after the writer is
+# done, than in many small pieces that compete with it for the disk: wait for a longer
+# quiet, up to a longer cap.
+BIG_BATCH = 50
+BIG_DEBOUNCE_S = 0.15
+BIG_MAX_DELAY_S = 2.0
+# While git holds .git/index.lock it is rewriting the tree (checkout, pull, reset): a big
+# batch waits for it to finish, up to this long, and is then applied in one piece.
+GIT_WAIT_MAX_S = 15.0
 BURST_IDS = 1000  # more distinct cards than this in one batch: rescan (drops are likely)
 HEALTH_S = 1.0  # how often the worker checks that the observer threads are alive
 RESCAN_S = 300.0  # a periodic stat rescan as a safety net (0 disables)
@@ -453,7 +462,16 @@ class Watcher:
     def _apply_due(self) -> float:
         if not self._pending and self._rescan is None:
             return float("inf")
-        due = min(self._last_t + self.debounce_s, self._first_t + self.max_delay_s)
+        if len(self._pending) > BIG_BATCH or self._rescan is not None:
+            quiet, cap = max(self.debounce_s, BIG_DEBOUNCE_S), max(self.max_delay_s,
+                                                                   BIG_MAX_DELAY_S)
+        else:
+            quiet, cap = self.debounce_s, self.max_delay_s
+        now = time.monotonic()
+        due = min(self._last_t + quiet, self._first_t + cap)
+        if (due <= now and quiet > self.debounce_s and now < self._first_t + GIT_WAIT_MAX_S
+                and os.path.exists(os.path.join(self.root, ".git", "index.lock"))):
+            due = now + 0.05  # look again soon: git's lock going away is no event we see
         return max(due, self._retry_at)
 
     def _commit_due(self) -> float:

@@ -383,7 +383,8 @@ def test_real_inotify_queue_overflow_triggers_a_rescan(store, start, idx) -> Non
     with inotify_fd._lock:  # the reader takes this lock around each read: it stalls here
         time.sleep(0.05)
         fds = [os.open(junk / f"f{k}.txt", os.O_CREAT | os.O_WRONLY) for k in range(2)]
-        for n in range(limit + 1000):  # alternate files: identical events would coalesce
+        # Twice the queue: the stalled reader may still drain one buffer (2,048 events).
+        for n in range(2 * limit + 1000):  # alternate files: identical events coalesce
             os.write(fds[n % 2], b"x")
         for fd in fds:
             os.close(fd)
