@@ -134,15 +134,91 @@ class Matcher:
                 names = self.names[cid]
                 score = sum(idf[w] * (2 if w in names else 1) for w in hit)
                 scores.append((score, len(hit), cid))
-        if not scores:
+        return _choose(scores, rare)
+
+    def type_of(self, cid: str) -> str | None:
+        c = self.cards.get(cid)
+        return c.type if c else None
+
+
+class IndexMatcher:
+    """The same choice as Matcher, answered by the lexical index (FTS5) without reading
+    every card: document frequencies and the cards holding each rare word are queries."""
+
+    def __init__(self, idx: Any) -> None:
+        self.c = idx.conn
+        self.n = max(1, self.c.execute("SELECT count(*) FROM cards").fetchone()[0])
+        self._df: dict[str, int] = {}
+        self.types: dict[str, str | None] = {}
+
+    def _match(self, expr: str) -> list[int]:
+        try:
+            return [r[0] for r in self.c.execute("SELECT rowid FROM fts WHERE fts MATCH ?",
+                                                 (expr,))]
+        except Exception:  # noqa: BLE001 - a word FTS cannot take is no evidence
+            return []
+
+    def df(self, word: str) -> int:
+        if word not in self._df:
+            self._df[word] = len(self._match(_phrase(word)))
+        return self._df[word]
+
+    def rarest(self, text: str, k: int = RAREST) -> list[str]:
+        known = [w for w in keywords(_subject(text)) if self.df(w) > 0]
+        return sorted(known, key=lambda w: (self.df(w), w))[:k]
+
+    def best(self, text: str) -> tuple[str | None, list[str]]:
+        rare = self.rarest(text)
+        if not rare:
             return None, rare
-        scores.sort(key=lambda s: (-s[0], s[2]))
-        top, hits, cid = scores[0]
-        need = min(2, len(rare))
-        runner = scores[1][0] if len(scores) > 1 else 0.0
-        if hits >= need and top >= CLEAR_MARGIN * runner:
-            return cid, rare
+        idf = {w: math.log(1 + self.n / self.df(w)) for w in rare}
+        hits: dict[int, list[str]] = {}
+        named: dict[int, set[str]] = {}
+        for w in rare:
+            for n in self._match(_phrase(w)):
+                hits.setdefault(n, []).append(w)
+            for n in self._match("{title aliases}: " + _phrase(w)):
+                named.setdefault(n, set()).add(w)
+        if not hits:
+            return None, rare
+        ns = list(hits)
+        rows: dict[int, tuple[str, str | None, str]] = {}
+        for i in range(0, len(ns), 500):
+            chunk = ns[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            for n, cid, ctype, status in self.c.execute(
+                    f"SELECT n, id, type, status FROM cards WHERE n IN ({marks})", chunk):
+                rows[n] = (cid, ctype, status)
+        scores = []
+        for n, ws in hits.items():
+            if n not in rows:
+                continue
+            cid, ctype, status = rows[n]
+            self.types[cid] = ctype
+            if ctype == "signal" or status in ("superseded", "archived"):
+                continue
+            score = sum(idf[w] * (2 if w in named.get(n, ()) else 1) for w in ws)
+            scores.append((score, len(ws), cid))
+        return _choose(scores, rare)
+
+    def type_of(self, cid: str) -> str | None:
+        return self.types.get(cid)
+
+
+def _phrase(word: str) -> str:
+    return '"' + word.replace('"', '""') + '"'
+
+
+def _choose(scores: list[tuple[float, int, str]], rare: list[str]) -> tuple[str | None, list[str]]:
+    """The best-scoring card if it holds enough rare words and clearly beats the next."""
+    if not scores:
         return None, rare
+    scores.sort(key=lambda s: (-s[0], s[2]))
+    top, hits, cid = scores[0]
+    runner = scores[1][0] if len(scores) > 1 else 0.0
+    if hits >= min(2, len(rare)) and top >= CLEAR_MARGIN * runner:
+        return cid, rare
+    return None, rare
 
 
 # --- duplicates --------------------------------------------------------------------
@@ -252,11 +328,17 @@ def file_signals(store: Store, signals: Iterable[Any], session: str | None, *,
         claimed[:] = [p for p, _ in pending]
         result.from_spool = sum(len(b["signals"]) for _, b in pending)
         batches = [b for _, b in pending] + ([batch] if lines else [])
-        cards, _ = store.scan()
-        matcher = Matcher(cards)
-        texts: dict[str, str] = {c.id: c.text for c in cards}
-        signal_history = [entry_line(e) for c in cards if c.type == "signal"
-                          for e in cardlib.history(c)]
+        matcher, idx = _matcher(store)
+        texts: dict[str, str] = {}
+
+        def text_of(cid: str, bday: str) -> str:
+            if cid not in texts:
+                path = store.path(cid)
+                texts[cid] = path.read_text(encoding="utf-8") if path.exists() \
+                    else _day_card_text(bday)
+            return texts[cid]
+
+        signal_history = _recent_signal_lines(store)
         for b in batches:
             sid = short_session(b.get("session"))
             bday = str(b.get("day") or day)
@@ -264,13 +346,11 @@ def file_signals(store: Store, signals: Iterable[Any], session: str | None, *,
                 line = " ".join(str(line).split())
                 target, _ = matcher.best(line)
                 note = ""
-                if target and (matcher.cards[target].type or "") in protected:
+                if target and (matcher.type_of(target) or "") in protected:
                     note = f"(resembles {target})"
                     target = None
                 dest = target or day_card_id(bday)
-                if dest not in texts:
-                    texts[dest] = _day_card_text(bday)
-                existing = [entry_line(e) for e in _history_of(texts[dest], dest)]
+                existing = [entry_line(e) for e in _history_of(text_of(dest, bday), dest)]
                 if is_duplicate(line, existing + signal_history):
                     result.duplicates.append(Filed(dest, line, sid, bday, "duplicate"))
                     continue
@@ -278,6 +358,8 @@ def file_signals(store: Store, signals: Iterable[Any], session: str | None, *,
                 texts[dest] = cardlib.append_history(texts[dest], entry)
                 signal_history.append(line)
                 result.filed.append(Filed(dest, line, sid, bday, note))
+        if idx is not None:
+            idx.close()
         changed = {f.card for f in result.filed if f.card}
         return {store.rel(cid): texts[cid].encode() for cid in sorted(changed)}
 
@@ -319,4 +401,41 @@ class _LateMessage(Message):
 
 
 def _history_of(text: str, cid: str) -> list[str]:
-    return cardlib.history(cardlib.parse(text, cid))
+    """History entries of a card's text (no YAML needed: only the body's section)."""
+    return cardlib.history(cardlib.Card(id=cid, meta={}, body="", title=cid, type=None,
+                                        text=text))
+
+
+SIGNAL_DAYS = 60  # duplicates are looked for in this many days of signal cards
+
+
+def _recent_signal_lines(store: Store) -> list[str]:
+    """The signal lines of the last SIGNAL_DAYS day cards (by their dated ids)."""
+    from datetime import timedelta
+
+    folder = store.root / "signals"
+    if not folder.is_dir():
+        return []
+    since = (date.today() - timedelta(days=SIGNAL_DAYS)).isoformat()
+    out: list[str] = []
+    for p in sorted(folder.glob("*.md")):
+        if p.stem[:10] < since and re.match(r"\d{4}-\d{2}-\d{2}", p.stem):
+            continue
+        try:
+            text = p.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        out += [entry_line(e) for e in _history_of(text, f"signals/{p.stem}")]
+    return out
+
+
+def _matcher(store: Store) -> tuple[Any, Any]:
+    """(matcher, open index or None): the index when it can answer, else a scan."""
+    try:
+        from .index import Index
+
+        idx = Index(store)
+        idx.refresh()
+        return IndexMatcher(idx), idx
+    except Exception:  # noqa: BLE001 - no index (or a broken one): read the cards
+        return Matcher(store.scan()[0]), None

@@ -126,3 +126,20 @@ def test_no_signals_no_commit(example_store):
     sha = head(example_store)
     r = file_signals(example_store, [], "quiet")
     assert r.commit is None and head(example_store) == sha
+
+
+def test_the_index_answers_the_same_way(example_store):
+    from cardmem.store.compound import IndexMatcher, _matcher
+
+    m, idx = _matcher(example_store)
+    try:
+        assert isinstance(m, IndexMatcher)
+        scan = Matcher(example_store.scan()[0])
+        for line in [KEDA, "Worked: make rollback SERVICE=acme-api restored the previous SHA",
+                     "Rule: always run pytest with -x locally",
+                     "Knowledge: Priya reviews migrations with EXPLAIN ANALYZE output",
+                     "Worked: quux frobnicated the zorblax"]:
+            assert m.best(line)[0] == scan.best(line)[0], line
+        assert m.type_of("feedback/run-tests-with-x") == "feedback"
+    finally:
+        idx.close()
