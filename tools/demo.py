@@ -34,6 +34,9 @@ STEPS: list[tuple[str, ...]] = [
     ("answer a question: rung 1, then a walk of at most 4 reads (needs ANTHROPIC_API_KEY)",
      "ask", "Who approves a billing migration?", "--asker", "@priya"),
     ("what that answer read and spent: its receipt", "receipts", "--last", "1"),
+    ("what a coding session starts with (rung 1): rules, user, project, map, recent changes;"
+     " the SessionStart hook hands this to Claude Code", "context", "--project", "acme-api",
+     "--budget", "4000"),
 ]
 
 
