@@ -269,8 +269,15 @@ class CardMemory:
         out = git.run(self.store.root, "--literal-pathspecs", "ls-files", "-z", "--", *rels)
         return {p for p in out.split("\0") if p}
 
+    def _check_parents(self, parts: list[str], path: str) -> None:
+        for i in range(1, len(parts)):  # a parent that is a file cannot hold it
+            if os.path.lexists(p := self.base.joinpath(*parts[:i])) and not os.path.isdir(p):
+                raise MemoryToolError(f"The path {path} is inside a file "
+                                      f"({ROOT}/{'/'.join(parts[:i])}), not a folder")
+
     def create(self, path: str, file_text: str) -> str:
         cid, rel, full = self._file(path)
+        self._check_parents(self._segments(path), path)
         text, redacted = self._redact(file_text)
         data = self._check_size(path, text)
 
@@ -409,9 +416,7 @@ class CardMemory:
             raise MemoryToolError(f"Cannot move {old_path} into itself ({new_path})")
         if os.path.lexists(new_full):
             raise MemoryToolError(f"The destination {new_path} already exists")
-        for i in range(1, len(new_parts)):  # a parent that is a file cannot hold it
-            if os.path.isfile(self.base.joinpath(*new_parts[:i])):
-                raise MemoryToolError(f"The destination {new_path} is inside a file")
+        self._check_parents(new_parts, new_path)
         root = self.store.root
         old_rel = old_full.relative_to(root).as_posix()
         new_rel = new_full.relative_to(root).as_posix()
@@ -477,6 +482,9 @@ class CardMemory:
             raise MemoryToolError(str(exc)) from None
         except (TypeError, ValueError) as exc:
             raise MemoryToolError(f"Invalid input for {name}: {exc}") from None
+        except OSError as exc:  # e.g. a path whose parent is a file
+            where = get("path") or get("new_path") or ROOT
+            raise MemoryToolError(f"{name} {where} failed: {exc.strerror or exc}") from None
         raise MemoryToolError(f"Unknown command: {name}")
 
     def prepare(self) -> None:

@@ -352,3 +352,13 @@ def test_importing_the_module_does_not_import_anthropic() -> None:
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_file_in_the_way_of_a_folder_is_said_not_raised(store) -> None:
+    tool = memory_tool(store)
+    run(tool, {"command": "create", "path": "/memories/a.md", "file_text": "a"})
+    head = git(store, "rev-parse", "HEAD")
+    status, text = run(tool, {"command": "create", "path": "/memories/a.md/b.md", "file_text": "b"})
+    assert status == "error" and "/memories/a.md/b.md is inside a file" in text
+    assert git(store, "rev-parse", "HEAD") == head
+    assert (store.root / "memories" / "a.md").read_text() == "a"
