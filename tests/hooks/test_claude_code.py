@@ -210,3 +210,32 @@ def test_cli_route_gives_the_same_json(example_store):
                            str(example_store.root)], input="{}", capture_output=True, text=True,
                           timeout=60)
     assert "feedback/run-tests-with-x" in context_of(proc)
+
+
+def test_busy_store_spools_and_the_next_run_files_it(example_store, tmp_path, fake_api):
+    from cardmem.store.writer import write_lock
+
+    (example_store.root / "cardmem.toml").write_text(
+        (example_store.root / "cardmem.toml").read_text() + "\n[store]\nlock_timeout_s = 0.2\n")
+    subprocess.run(["git", "-C", str(example_store.root), "commit", "-qam", "short lock wait"],
+                   check=True, env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x",
+                                    "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x"})
+    fake_api.add("Decision: billing-service workers scale with KEDA up to 16 replicas now")
+    transcript = write_transcript(tmp_path / "t.jsonl", CONVERSATION)
+    env = {"CARDMEM_HOOK_FOREGROUND": "1", "ANTHROPIC_API_KEY": "k",
+           "ANTHROPIC_BASE_URL": fake_api.base_url}
+    before = git.head(example_store.root)
+    with write_lock(example_store.root, 1):
+        proc = hook("stop", {"session_id": SESSION, "transcript_path": str(transcript)},
+                    example_store.root, env=env)
+    assert proc.returncode == 0 and git.head(example_store.root) == before
+    spooled = list((example_store.root / ".cardmem" / "spool").glob("*.json"))
+    assert len(spooled) == 1
+    assert "spooled 1 signal(s)" in (example_store.root / ".cardmem" / "hooks.log").read_text()
+    # The session ends: nothing new to extract, but the spool is filed (one commit).
+    hook("session-end", {"session_id": SESSION, "transcript_path": str(transcript)},
+         example_store.root, env=env)
+    assert len(fake_api.messages_requests()) == 1
+    assert git.head(example_store.root) != before
+    assert "KEDA up to 16 replicas" in example_store.read("entities/billing-service").text
+    assert list((example_store.root / ".cardmem" / "spool").glob("*.json")) == []
