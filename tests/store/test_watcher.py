@@ -328,6 +328,7 @@ def test_event_handler_raising_does_not_kill_the_observer(store, start, idx, sai
     # The event that raised is lost, but the fault asks for a rescan that finds the card.
     until(lambda: hits(idx, "tamarind") == ["reference/a"], what="card after handler fault")
     assert any("handler fault" in line for line in said), said
+    assert w.wait_idle(5)  # the stats are counted just after the index commits
     assert w.stats.rescans["handler error"] == 1
     assert w.alive()
     write(store.root, "reference/b", card("B", "rambutan"))
@@ -340,6 +341,7 @@ def test_dead_observer_is_restarted_and_rescans(store, start, idx, said) -> None
     write(store.root, "reference/a", card("A", "cherimoya"))  # while nobody watches
     until(lambda: w.stats.restarts == 1, what="observer restart")
     until(lambda: hits(idx, "cherimoya") == ["reference/a"], what="rescan after restart")
+    assert w.wait_idle(5)
     assert w.stats.rescans["observer restarted"] == 1
     write(store.root, "reference/b", card("B", "mangosteen"))
     until(lambda: hits(idx, "mangosteen") == ["reference/b"], what="new observer works")
@@ -410,6 +412,7 @@ def test_overflow_reported_in_watchdogs_log_requests_a_rescan(store, start, idx)
     logging.getLogger("watchdog.observers.inotify_c").warning(
         "Inotify queue overflowed; filesystem events were lost")
     until(lambda: hits(idx, "feijoa") == ["reference/a"], what="rescan after overflow log")
+    assert w.wait_idle(5)
     assert w.stats.rescans["overflow"] == 1
 
 
