@@ -5,7 +5,9 @@ Everything cardmem asks of git goes through `run`, so errors read the same every
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,18 +22,29 @@ FALLBACK_NAME, FALLBACK_EMAIL = "cardmem", "cardmem@localhost"
 def run(root: Path, *args: str, input: str | None = None, env: dict[str, str] | None = None,
         check: bool = True) -> str:
     """Run `git -C root args…` and return stdout; a failure is one CardmemError line."""
-    full_env = None
-    if env:
-        full_env = {**os.environ, **env}
-    proc = subprocess.run(
-        ["git", "-C", str(root), *args], input=input, capture_output=True, text=True,
-        env=full_env,
-    )
+    proc = _git(root, list(args), input, env)
     if check and proc.returncode != 0:
-        msg = (proc.stderr.strip() or proc.stdout.strip() or f"exit {proc.returncode}")
-        first = next((ln for ln in msg.splitlines() if ln.strip()), msg)
-        raise CardmemError(f"git {args[0]}", first.removeprefix("fatal: ").removeprefix("error: "))
+        raise _error(args[0], proc)
     return proc.stdout
+
+
+_LOCK_EXISTS = re.compile(r"Unable to create '([^']+\.lock)': File exists")
+
+
+def lock_file_error(path: str) -> CardmemError:
+    """A git lock file in the way: say what to do, and never delete it for the user."""
+    return CardmemError(path, "exists: a git process is running or was killed; "
+                              "if none is running, remove the file")
+
+
+def _error(cmd: str, proc: subprocess.CompletedProcess) -> CardmemError:
+    msg = (proc.stderr.strip() or proc.stdout.strip() or f"exit {proc.returncode}")
+    if m := _LOCK_EXISTS.search(msg):
+        return lock_file_error(m.group(1))
+    # git's "fatal:" line says the most; hints and advice come before or after it.
+    lines = [ln for ln in msg.splitlines() if ln.strip()]
+    first = next((ln for ln in lines if ln.startswith(("fatal: ", "error: "))), lines[0] if lines else msg)
+    return CardmemError(f"git {cmd}", first.removeprefix("fatal: ").removeprefix("error: "))
 
 
 def is_repo(root: Path) -> bool:
@@ -50,14 +63,96 @@ def branch(root: Path) -> str | None:
     return out or None
 
 
+def detached(root: Path) -> bool:
+    """Whether HEAD is detached (read from .git/HEAD: a write needs no git call for it)."""
+    try:
+        return not (root / ".git" / "HEAD").read_text().startswith("ref: ")
+    except (NotADirectoryError, FileNotFoundError):  # a worktree's .git is a file
+        return head(root) is not None and branch(root) is None
+
+
+def head_fast(root: Path) -> str | None:
+    """HEAD's commit right after a commit: its branch's loose ref file, else rev-parse."""
+    try:
+        ref = (root / ".git" / "HEAD").read_text().strip()
+        if ref.startswith("ref: refs/"):
+            sha = (root / ".git" / ref[5:]).read_text().strip()
+            if re.fullmatch(r"[0-9a-f]{40}(?:[0-9a-f]{24})?", sha):
+                return sha
+    except OSError:
+        pass
+    return head(root)
+
+
+AGENT_ENV = {"GIT_AUTHOR_NAME": AGENT_NAME, "GIT_AUTHOR_EMAIL": AGENT_EMAIL,
+             "GIT_COMMITTER_NAME": AGENT_NAME, "GIT_COMMITTER_EMAIL": AGENT_EMAIL}
+
+
+def commit_paths(root: Path, paths: list[str], message: str, *, agent: bool) -> bool:
+    """`git commit --only` of paths; False if git made no commit (e.g. nothing changed).
+
+    A person's write uses their git identity; only when git has none configured
+    (useConfigOnly makes that an error rather than root@hostname) is it retried with
+    cardmem's fallback, so the common case needs no `git config` call first.
+    """
+    args = ["commit", "-q", "--no-verify", "--only", "-F", "-", "--", *paths]
+    if agent:
+        proc = _git(root, args, message, AGENT_ENV)
+    else:
+        proc = _git(root, ["-c", "user.useConfigOnly=true", *args], message, None)
+        if proc.returncode != 0 and (env := identity_env(False, root)):
+            proc = _git(root, args, message, env)
+    if proc.returncode != 0 and _LOCK_EXISTS.search(proc.stderr):
+        raise _error("commit", proc)
+    return proc.returncode == 0
+
+
+# How long a git call that found another git's lock file keeps retrying (git gives up at
+# once; a commit by an orphaned git of a killed writer takes milliseconds).
+LOCK_RETRY_S = 1.0
+
+
+def _git(root: Path, args: list[str], input: str | None = None,
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """One git call, in its own session: a writer killed mid-call, even with its whole
+    process group, does not take git down halfway and leave .git/*.lock files behind.
+    A call that met another git's lock file is retried for up to LOCK_RETRY_S (a failed
+    lock is git's first step, so nothing was done)."""
+    deadline = time.monotonic() + LOCK_RETRY_S
+    while True:
+        proc = subprocess.Popen(
+            ["git", "-C", str(root), *args], text=True, start_new_session=True,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env={**os.environ, **env} if env else None)
+        try:
+            out, err = proc.communicate(input)
+        except BaseException:
+            try:  # Ctrl-C: let git finish its few milliseconds rather than kill it midway
+                proc.communicate()
+            except BaseException:
+                proc.kill()
+            raise
+        done = subprocess.CompletedProcess(args, proc.returncode, out, err)
+        if proc.returncode == 0 or not _LOCK_EXISTS.search(err) or time.monotonic() > deadline:
+            return done
+        time.sleep(0.05)
+
+
 def identity_env(agent: bool, root: Path) -> dict[str, str]:
     """Author and committer for a write: the agent's, or the user's own git identity."""
     if agent:
         name, email = AGENT_NAME, AGENT_EMAIL
     else:
-        if run(root, "config", "user.email", check=False).strip():
-            return {}
-        name, email = FALLBACK_NAME, FALLBACK_EMAIL
+        # Fill in only what git lacks (environment or config), keeping the user's parts.
+        out: dict[str, str] = {}
+        for part, fallback in (("name", FALLBACK_NAME), ("email", FALLBACK_EMAIL)):
+            env_keys = (f"GIT_AUTHOR_{part.upper()}", f"GIT_COMMITTER_{part.upper()}")
+            if all(os.environ.get(k) for k in env_keys):
+                continue
+            if not run(root, "config", f"user.{part}", check=False).strip():
+                out.update({k: fallback for k in env_keys if not os.environ.get(k)})
+        return out
     return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
             "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
 

@@ -7,8 +7,10 @@ uncommitted edits stay uncommitted.
 """
 from __future__ import annotations
 
+import glob
 import os
 import tempfile
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,18 +87,41 @@ class Message:
         return "\n\n".join(parts) + "\n"
 
 
-def check_writable(root: Path) -> None:
-    """Refuse, with what to do, a store git cannot commit to right now."""
+def check_store(root: Path) -> None:
+    """Refuse, with what to do, a folder that is not a store (no git call: cheap)."""
     if not root.is_dir():
         raise CardmemError(f"store {root}", f"does not exist; run `cardmem init {root}`")
     if not git.is_repo(root):
         raise CardmemError(f"store {root}", f"is not a git repository; run `cardmem init {root}`")
-    if (root / ".git" / "index.lock").exists():
-        raise CardmemError(
-            f"{root / '.git' / 'index.lock'}",
-            "exists: a git process is running or was killed; if none is running, remove the file",
-        )
-    if git.head(root) is not None and git.branch(root) is None:
+
+
+# How long a write waits for someone else's .git/index.lock to go (an editor's or a
+# prompt's `git status` holds it for milliseconds) before calling it stale.
+INDEX_LOCK_WAIT_S = 1.0
+
+
+def check_writable(root: Path) -> None:
+    """Refuse, with what to do, a store git cannot commit to right now.
+
+    Call it holding the write lock: another cardmem writer's git holds index.lock while it
+    commits, so outside the lock a live lock would look stale.
+    """
+    check_store(root)
+    # The locks a commit takes: the index, HEAD and the branch's ref.
+    locks = [root / ".git" / "index.lock", root / ".git" / "HEAD.lock"]
+    try:
+        ref = (root / ".git" / "HEAD").read_text().strip()
+        if ref.startswith("ref: refs/"):
+            locks.append(root / ".git" / (ref[5:] + ".lock"))
+    except OSError:
+        pass
+    deadline = time.monotonic() + INDEX_LOCK_WAIT_S
+    for lock in locks:
+        while lock.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if lock.exists():
+            raise git.lock_file_error(str(lock))
+    if git.detached(root):
         raise CardmemError(f"store {root}",
                            f"HEAD is detached; run `git -C {root} switch <branch>` first")
 
@@ -112,8 +137,9 @@ def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", messa
     card's current text never loses another writer's lines, and it may raise to refuse.
     Returns the new commit's sha, or None when nothing differs from HEAD.
     """
-    check_writable(root)
+    check_store(root)
     with write_lock(root, lock_timeout_s):
+        check_writable(root)
         if callable(changes):
             changes = changes()
         for rel, data in changes.items():
@@ -121,18 +147,21 @@ def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", messa
             if data is None:
                 path.unlink(missing_ok=True)
             elif not path.exists() or path.read_bytes() != data:
+                # A writer killed mid-write left its temp file; under the lock none is live.
+                for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+                    stale.unlink(missing_ok=True)
                 atomic_write(path, data)
         paths = list(changes)
         if not paths:
             return None
         git.run(root, "add", "-A", "--", *paths)
-        # Only what differs from HEAD is committed (a rewrite of the same bytes is no change).
-        # --no-renames: a move must list its old path too, or the deletion stays staged.
-        touched = [t for t in git.run(root, "diff", "--cached", "--no-renames", "--name-only", "-z", "--",
-                                      *paths).split("\0") if t]
-        if not touched:
+        # --only commits just these paths, whatever else the user has staged. Two git calls
+        # in all: whether anything differs from HEAD is asked only if the commit fails.
+        if not git.commit_paths(root, paths, message.text(), agent=agent):
+            # Only what differs from HEAD is committed (a rewrite of the same bytes is no
+            # change). --no-renames: a move lists its old path too.
+            if git.run(root, "diff", "--cached", "--no-renames", "--name-only", "--",
+                       *paths).strip():
+                raise CardmemError("git commit", "failed; see `git status`")
             return None
-        # --only commits just these paths, whatever else the user has staged.
-        git.run(root, "commit", "-q", "--no-verify", "--only", "-F", "-", "--", *touched,
-                input=message.text(), env=git.identity_env(agent, root))
-        return git.head(root)
+        return git.head_fast(root)
