@@ -224,6 +224,22 @@ def test_deadline_without_composed_text_takes_the_fallback(example_store, model_
         assert "walk-budget" in answer.reply  # the 2nd ask met the floor
 
 
+def test_the_deadline_keeps_the_compose_reserve_over_a_long_walk_s(example_store,
+                                                                   model_env) -> None:
+    def handler(body):
+        if is_compose(body):
+            return reply("short answer; I stopped at the time limit", delay=0.5)
+        return reply(tool_use("read_memory_map"), delay=0.2)
+    model_env.handler = handler
+    limits = Limits(max_tool_calls=100, tool_call_s=1.0, walk_s=10.0, deadline_s=3.0)
+    answer = ask(example_store, "x?", limits=limits)  # reserve: 1 s, so the walk ends by 2 s
+    rec = receipt(example_store, answer)
+    assert rec["timings"]["walk_s"] <= 2.0 + 0.3
+    assert [f["floor"] for f in rec["floors"]] == ["walk-time"]
+    compose = [r for r in rec["requests"] if r["phase"] == "compose"]
+    assert compose[0]["timeout_s"] >= 0.9 and answer.outcome == "composed"
+
+
 def test_compose_reserve_is_proportional_or_set() -> None:
     assert Limits().reserve_s == 10.0
     assert Limits(deadline_s=4.0).reserve_s == pytest.approx(4 / 3)
