@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -489,19 +488,25 @@ def _holdings_from_index(store: Store, idx: Any, project: str | None,
 
 # --- the project of a working directory ------------------------------------------
 
+def _git_toplevel(folder: Path) -> Path | None:
+    """The nearest folder at or above this one holding `.git` (what `git rev-parse
+    --show-toplevel` finds), without starting git: the hook's start-up counts."""
+    try:
+        here = folder.resolve()
+    except OSError:
+        return None
+    for d in (here, *here.parents):
+        if (d / ".git").exists():
+            return d
+    return None
+
+
 def project_for(store: Store, cwd: str | os.PathLike[str] | None) -> str | None:
     """The project a working directory belongs to: its git top-level folder's name
     (else the folder's own name), mapped through `[projects]` in cardmem.toml."""
     if not cwd:
         return None
-    folder = Path(cwd)
-    try:
-        out = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"],
-                             capture_output=True, text=True, timeout=5)
-        if out.returncode == 0 and out.stdout.strip():
-            folder = Path(out.stdout.strip())
-    except (OSError, subprocess.TimeoutExpired):
-        pass
+    folder = _git_toplevel(Path(cwd)) or Path(cwd)
     mapping = store.config.get("projects", {})
     for key in (str(folder), folder.name):
         if key in mapping:
