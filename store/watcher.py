@@ -27,7 +27,7 @@ from . import card as cardlib
 from . import git, paths
 from .errors import BadId, CardmemError
 from .store import Store
-from .writer import Message
+from .writer import Message, commit_changes
 
 DEBOUNCE_S = 0.05  # a save is several events within a few ms; wait this long for quiet
 MAX_DELAY_S = 0.2  # ... but never hold a batch longer than this while events keep coming
@@ -44,6 +44,7 @@ BURST_IDS = 1000  # more distinct cards than this in one batch: rescan (drops ar
 HEALTH_S = 1.0  # how often the worker checks that the observer threads are alive
 RESCAN_S = 300.0  # a periodic stat rescan as a safety net (0 disables)
 RETRY_MAX_S = 5.0  # the longest back-off after a failed apply or commit
+COMMIT_LOCK_S = 2.0  # how long an autocommit waits for the store's write lock
 
 # Names editors write next to a file while saving it. None is ever a card; most are
 # already ruled out by not ending in .md, but the list says what we know we ignore.
@@ -547,8 +548,12 @@ class Watcher:
     def _commit(self, final: bool = False) -> None:
         """Commit the cards edited since the last commit: one commit for the quiet batch."""
         busy = self._git_busy()
-        if busy and not final:
-            self._tell(f"not committing while git is busy (.git/{busy}); will retry")
+        if busy:
+            if final:
+                self._tell(f"left {len(self._dirty)} edited card(s) uncommitted: git is busy "
+                           f"(.git/{busy})", force=True)
+            else:
+                self._tell(f"not committing while git is busy (.git/{busy}); will retry")
             self._commit_retry_at = time.monotonic() + max(self.quiet_s, 1.0)
             return
         with self._cv:
@@ -593,7 +598,9 @@ class Watcher:
             return kept
 
         try:
-            sha = self.store.commit(changes, message, agent=False)
+            # A short lock wait: indexing pauses while we wait, and a busy store is retried.
+            sha = commit_changes(self.store.root, changes, message, agent=False,
+                                 lock_timeout_s=COMMIT_LOCK_S)
         except CardmemError as exc:
             # Busy lock, detached HEAD, stale index.lock: keep the edits for the next try.
             with self._cv:

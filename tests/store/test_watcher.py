@@ -503,6 +503,23 @@ def test_autocommit_waits_while_git_is_busy(store, start) -> None:
     assert w.wait_idle(5, commits=True)
 
 
+def test_autocommit_retries_while_another_writer_holds_the_lock(store, start, said,
+                                                               idx) -> None:
+    from cardmem.store.writer import write_lock
+
+    root = store.root
+    before = _commits(root)
+    w = start(autocommit=True, quiet_s=0.2)
+    with write_lock(root):
+        write(root, "reference/a", card("A", "while locked: breadfruit"))
+        until(lambda: any("not committed yet" in line for line in said), timeout=10,
+              what="a busy-lock report")
+        # The edit is indexed all the same; only its commit waits.
+        until(lambda: hits(idx, "breadfruit") == ["reference/a"], what="indexed while locked")
+        assert _commits(root) == before
+    until(lambda: len(_commits(root)) == len(before) + 1, timeout=10, what="commit after unlock")
+
+
 def test_stop_flushes_pending_edits(store) -> None:
     before = _commits(store.root)
     w = Watcher(store, autocommit=True, quiet_s=60, say=lambda line: None).start()
