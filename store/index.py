@@ -433,6 +433,27 @@ class Index:
             _remove_db(tmp)
         return counts
 
+    def verify(self, deep: bool = False) -> list[str]:
+        """Check the file (SQLite quick_check; with deep, FTS5's integrity-check too, which
+        re-reads every card's text); if anything is wrong, rebuild it. Returns what was
+        wrong. Searches do not pay for this: damage SQLite reports while reading is
+        repaired on the spot, silent damage is found here (`cardmem index`, doctor)."""
+        wrong: list[str] = []
+        try:
+            rows = self.conn.execute("PRAGMA quick_check").fetchall()
+            wrong += [str(r[0]) for r in rows if r[0] != "ok"]
+            if deep and not wrong:
+                self.conn.execute("INSERT INTO fts(fts) VALUES('integrity-check')")
+                self.conn.execute("INSERT INTO names(names) VALUES('integrity-check')")
+        except sqlite3.DatabaseError as exc:
+            wrong.append(str(exc))
+        if wrong:
+            self.close()
+            _remove_db(self.db_path)
+            self._conn = self._connect()
+            self.refresh()
+        return wrong
+
     # --- reading ----------------------------------------------------------------------
 
     def problems(self) -> list[dict[str, str]]:

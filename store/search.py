@@ -144,7 +144,7 @@ def correct(idx: Index, word: str, stem: str) -> str | None:
 def _prefix_fallback(idx: Index, word: str) -> tuple[str, str] | None:
     """A last word typed past its stem ("deploym" -> "deploy"*): drop up to two letters.
     Returns (FTS5 term, the stem FTS5 prefix-matches)."""
-    for n in range(len(word) - 1, max(3, len(word) - 3), -1):
+    for n in range(len(word) - 1, max(4, len(word) - 3), -1):
         expr = quote(word[:n], prefix=True)
         if _exists(idx.conn, expr):
             toks = tokens(idx.conn, word[:n])

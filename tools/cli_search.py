@@ -88,6 +88,9 @@ def index(full: bool, as_json: bool, store_path: Path | None) -> None:
     from cardmem.store.index import Index
 
     with Index(store_root(store_path)) as idx:
+        damage = [] if full else idx.verify()
+        if damage:
+            click.echo(f"cardmem: index: was damaged ({damage[0]}); rebuilt", err=True)
         counts = idx.rebuild() if full else idx.refresh()
         problems = idx.problems()
         total = len(idx.ids())

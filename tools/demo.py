@@ -31,6 +31,7 @@ STEPS: list[tuple[str, ...]] = [
     ("remember something new (a commit by you)", "remember", "Demo note",
      "--body", "cardmem demo ran here."),
     ("the store's history, from git", "log", "--limit", "5"),
+    ("search, typo-tolerant", "search", "pytets fixtrues"),
     ("answer a question: rung 1, then a walk of at most 4 reads (needs ANTHROPIC_API_KEY)",
      "ask", "Who approves a billing migration?", "--asker", "@priya"),
     ("what that answer read and spent: its receipt", "receipts", "--last", "1"),
