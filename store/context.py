@@ -5,7 +5,7 @@ what matters in it: sections come in a fixed order, cards inside a section in id
 and each card is shown whole while the budget lasts, then by its description, then left
 out, where every cut is counted and named. Feedback rules are the exception that is
 never cut: over budget the remaining rules are still listed by title (the only text
-allowed past the budget).
+allowed past the budget, and put last, so a host that cuts long context cuts them first).
 
 Two piles are built here: `session_context` (a coding session starts: `cardmem context`,
 the SessionStart hook) and `question_context` (someone asks: `cardmem ask`, under the walk).
@@ -62,6 +62,7 @@ class _Builder:
         self.reserve = 0  # held back for the sections still to come
         self.addresses: list[str] = []
         self._seen: set[str] = set()
+        self.tail: list[str] = []  # exempt lines that go last (the title-only rules)
         self.left_out: list[dict[str, Any]] = []
 
     def room(self) -> int:
@@ -89,7 +90,8 @@ class _Builder:
         self.left_out.append(entry)
 
     def text(self) -> str:
-        return "\n".join(self.parts) + ("\n" if self.parts else "")
+        parts = self.parts + ([""] + self.tail if self.tail else [])
+        return "\n".join(parts) + ("\n" if parts else "")
 
 
 # --- rendering one card ----------------------------------------------------------
@@ -148,9 +150,14 @@ def _add_rules(b: _Builder, cards: list[Card]) -> None:
             mode = "title"
         titles_only.append(c)
     if titles_only:
-        b.add("Further rules, titles only (over budget; read each by id):", exempt=True)
+        # Listed last, past the budget: a host that cuts long context cuts these titles,
+        # not the user, the project or the map.
+        b.add(f"({len(titles_only)} more rules: titles at the end.)", exempt=True)
+        b.tail.append("## Further rules, titles only (over budget; read each by id)")
         for c in titles_only:
-            b.add(_titled(c), c.id, exempt=True)
+            b.tail.append(_titled(c))
+            b.addresses.append(c.id)
+            b._seen.add(c.id)
             b.cut(c.id, "rule shown by title only (budget)")
     b.add("")
 
