@@ -61,6 +61,7 @@ def check_spiral(answer: Answer, api: FakeAPI, store: Any) -> None:
     rec = receipts.find(store, answer.receipt_id)
     executed = [c for c in rec["tool_calls"] if c["executed"]]
     assert [c["input"]["id"] for c in executed] == CHAIN[:4], "the walk stops at 4 reads"
+    assert answer.reads == 4
     refused = [c for c in rec["tool_calls"] if not c["executed"]]
     assert refused and all(c["floor"] == {"floor": "walk-budget", "spent": 4} for c in refused)
     assert rec["floors"] == [{"floor": "walk-budget", "spent": 4}]

@@ -31,13 +31,14 @@ class Answer:
     fallback: str | None = None
     reason: str | None = None
     floors: list[dict[str, Any]] = field(default_factory=list)
-    tool_calls: int = 0
+    tool_calls: int = 0  # tool_use blocks the model sent
+    reads: int = 0  # of those, the ones run (not refused at a floor or as unknown)
     receipt: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         return {"reply": self.reply, "receipt_id": self.receipt_id, "outcome": self.outcome,
                 "fallback": self.fallback, "reason": self.reason, "floors": self.floors,
-                "tool_calls": self.tool_calls}
+                "tool_calls": self.tool_calls, "reads": self.reads}
 
 
 def user_message(pile_text: str, question: str, asker: str | None) -> str:
@@ -103,3 +104,4 @@ def _fill(answer: Answer, rec: dict[str, Any], r: WalkResult) -> None:
     answer.reply, answer.outcome = r.reply, r.outcome
     answer.fallback, answer.reason = r.fallback, r.reason
     answer.floors, answer.tool_calls = r.floors, len(r.tool_calls)
+    answer.reads = sum(c.executed for c in r.tool_calls)

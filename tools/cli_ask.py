@@ -45,7 +45,8 @@ def ask(question: str, asker: str | None, as_json: bool, store_path: Path | None
         raise SystemExit(NO_ANSWER_EXIT)
     if not as_json:
         floors = ", ".join(f["floor"] for f in answer.floors)
-        click.secho(f"receipt {answer.receipt_id}: {answer.tool_calls} tool calls"
+        click.secho(f"receipt {answer.receipt_id}: {answer.reads} reads of "
+                    f"{answer.tool_calls} tool calls asked"
                     + (f", floor hit: {floors}" if floors else ""), err=True, dim=True)
 
 
@@ -68,7 +69,8 @@ def receipts(n: int, as_json: bool, store_path: Path | None) -> None:
         outcome = r.get("outcome", "?") + (f":{r['fallback']}" if r.get("fallback") else "")
         total = (r.get("timings") or {}).get("total_s")
         q = " ".join(str(r.get("question", "")).split())
-        click.echo(f"{r['id']}  {outcome:<17} {len(calls)} calls  floors {floors:<22} "
+        runs = sum(bool(c.get("executed")) for c in calls)
+        click.echo(f"{r['id']}  {outcome:<17} {runs}/{len(calls)} calls run  floors {floors:<22} "
                    f"{total if total is not None else '?'} s  {q[:70]}")
         if r.get("reason") and r.get("outcome") != "composed":
             click.echo(f"    {r['reason']}")

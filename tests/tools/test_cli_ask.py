@@ -42,10 +42,10 @@ def test_ask_receipts_and_judge_round_trip(example_store, fake_api: FakeAPI) -> 
                 "--asker", "@priya", "--store", s, env=api_env(fake_api))
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == HONEST
-    assert "4 tool calls" not in p.stderr and "5 tool calls, floor hit: walk-budget" in p.stderr
+    assert "4 reads of 5 tool calls asked, floor hit: walk-budget" in p.stderr
     listing = cardmem("receipts", "--last", "5", "--store", s)
     (line,) = [ln for ln in listing.stdout.splitlines() if not ln.startswith(" ")]
-    assert "composed" in line and "5 calls" in line and "walk-budget" in line
+    assert "composed" in line and "4/5 calls run" in line and "walk-budget" in line
     recs = json.loads(cardmem("receipts", "--json", "--store", s).stdout)
     assert [c["input"]["id"] for c in recs[-1]["tool_calls"][:4]] == CHAIN[:4]
     rid = recs[-1]["id"]
@@ -84,7 +84,7 @@ def test_demo_shows_a_walk_with_a_key_and_says_how_without(fake_api: FakeAPI) ->
     with_key = cardmem("demo", env=api_env(fake_api))
     assert with_key.returncode == 0, with_key.stderr
     assert HONEST in with_key.stdout
-    assert "5 tool calls, floor hit: walk-budget" in with_key.stdout
+    assert "4 reads of 5 tool calls asked, floor hit: walk-budget" in with_key.stdout
     without = cardmem("demo")
     assert without.returncode == 0
     assert "cardmem: ask: needs a model: set ANTHROPIC_API_KEY" in without.stdout
