@@ -150,7 +150,7 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
         return f"no store: {exc.why}"
     session = str(payload.get("session_id") or "")
     transcript = payload.get("transcript_path")
-    from cardmem.store.compound import file_signals, spool_dir
+    from cardmem.store.compound import spool_dir
 
     pending = any(spool_dir(store).glob("*.json"))
     if not transcript:
@@ -158,7 +158,8 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
     from cardmem.hooks.transcript import read_excerpt, should_skip
 
     if should_skip(transcript):
-        return _file(store, [], session) if pending else "skipped: session under 1,000 bytes"
+        return _file(store, [], session) if pending else \
+            "skipped: no transcript or under 1,000 bytes"
     from filelock import FileLock
 
     mark = _mark_path(store, session)
@@ -171,7 +172,8 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
             done = 0
         growth = size - done
         if growth <= 0 or (event == "stop" and done and growth < STOP_MIN_GROWTH):
-            return _file(store, [], session) if pending else "skipped: nothing new since the last run"
+            return _file(store, [], session) if pending else \
+                "skipped: nothing new since the last run"
         cfg = store.config
         turns = read_excerpt(transcript, max_turns=int(cfg["extract"]["max_turns"]),
                              turn_chars=int(cfg["extract"]["turn_chars"]))
@@ -182,10 +184,10 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
         turns = [{"role": t.role, "text": redact(t.text)} for t in turns]
         try:
             signals = extract(turns, cfg=cfg["model"])
-        except ModelUnavailable as exc:
-            return f"no model: {exc.why}; nothing extracted"
         except ModelError as exc:
-            return f"extraction failed: {exc.why}"
+            what = "no model" if isinstance(exc, ModelUnavailable) else "extraction failed"
+            spooled = f"; spool: {_file(store, [], session)}" if pending else ""
+            return f"{what}: {exc.why}; nothing extracted{spooled}"
         lines = [redact(s.line) for s in signals]
         outcome = _file(store, lines, session)
         _write_mark(mark, size)  # filed or spooled, they are safe: never extract them twice
