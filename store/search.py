@@ -8,7 +8,9 @@ corrected against it (rapidfuzz, loaded only then) before the query runs.
 """
 from __future__ import annotations
 
+import re
 import sqlite3
+import unicodedata
 from typing import Any
 
 from .index import COLUMNS, INACTIVE, TOKENIZE, Index
@@ -258,86 +260,136 @@ def _candidates(idx: Index, p: Plan, k: int, card_type: str | None,
 
 
 # --- which words matched where, and snippets: on the few candidates only ---------------
+#
+# FTS5 said which cards match; which field each word sits in, and where to cut a snippet,
+# is found in Python on the candidates' text, with one regex per term that accepts the
+# forms porter folds into its stem (deploy/deploys/deployed -> "deploi"). This is for
+# labels and display only, never for what matches. (Re-running FTS5 per candidate, or
+# loading candidates into a scratch FTS table, cost more than the search itself.)
 
-def _scratch_cards(conn: sqlite3.Connection) -> None:
-    try:
-        conn.execute("SELECT 1 FROM temp.cand_v LIMIT 0")
-        return
-    except sqlite3.OperationalError:
-        pass
-    cols = ", ".join(COLUMNS)
-    conn.executescript(f"""
-        CREATE VIRTUAL TABLE IF NOT EXISTS temp.cand USING fts5({cols}, tokenize='{TOKENIZE}');
-        CREATE VIRTUAL TABLE IF NOT EXISTS temp.cand_v USING fts5vocab(temp, cand, 'instance');
-    """)
+_WORD = r"[^\W_]"
 
 
-def _load(conn: sqlite3.Connection, rowids: list[int], body: bool) -> None:
-    """Copy these cards' text into the scratch table (body only when snippets need it)."""
-    _scratch_cards(conn)
-    conn.execute("DELETE FROM temp.cand")
-    inlist = ",".join(str(int(n)) for n in rowids)
-    # Snippets come from the first SNIPPET_CHARS of a body: bounded work for huge cards.
-    cols = ", ".join(c if c != "body" else (f"substr(body, 1, {SNIPPET_CHARS})" if body else "''")
-                     for c in COLUMNS)
-    conn.execute(f"INSERT INTO temp.cand(rowid, {', '.join(COLUMNS)})"
-                 f" SELECT rowid, {cols} FROM main.fts WHERE rowid IN ({inlist})")
+def _term_rx(stem: str, prefix: bool) -> str:
+    """A stem and the endings porter folds into it, to be matched on lowercased text.
+    It starts with a literal, so `re` scans for it fast; word starts are checked after."""
+    base = re.escape(stem)
+    if len(stem) > 2 and stem.endswith("i"):  # porter: y -> i (deploy, deploying -> deploi)
+        base = re.escape(stem[:-1]) + "[iy]"
+    tail = f"{_WORD}*" if prefix else f"{_WORD}{{0,5}}"
+    return f"{base}{tail}(?!{_WORD})"
+
+
+def _fold_table() -> dict[int, str]:
+    table = {}
+    for cp in range(0xC0, 0x250):
+        d = unicodedata.normalize("NFD", chr(cp))
+        if len(d) > 1 and d[0].isascii():
+            table[cp] = d[0]
+    return table
+
+
+_FOLD = _fold_table()
+_ACCENTED = re.compile("[\u00c0-\u024f]")
+
+
+class Terms:
+    """Finds the query's terms in text (lowercased and diacritics-folded first)."""
+
+    def __init__(self, p: Plan) -> None:
+        self.rxs = [re.compile(_term_rx(stem, prefix)) for stem, prefix in p.stems]
+
+    @staticmethod
+    def prepare(text: str) -> str:
+        if not text.isascii() and _ACCENTED.search(text):
+            text = text.translate(_FOLD)  # as FTS5's remove_diacritics; offsets kept
+        low = text.lower()
+        return low if len(low) == len(text) else text  # offsets must stay put
+
+    def hits(self, low: str, cap: int = 40) -> list[tuple[int, int, int]]:
+        """(start, end, term index) of words that are query terms, in text order."""
+        out = []
+        for i, rx in enumerate(self.rxs):
+            n = 0
+            for m in rx.finditer(low):
+                s = m.start()
+                if s and low[s - 1].isalnum():
+                    continue  # inside a word, not at its start
+                out.append((s, m.end(), i))
+                n += 1
+                if n >= cap:
+                    break
+        out.sort()
+        return out[:cap]
+
+    def found(self, low: str) -> set[int]:
+        return {i for _, _, i in self.hits(low, cap=len(self.rxs))}
 
 
 def _fields(idx: Index, p: Plan, rowids: list[int]) -> dict[int, list[set[str]]]:
     """rowid -> for each term, the short fields (not the body) it occurs in."""
-    c = idx.conn
-    _load(c, rowids, body=False)
-    seen: dict[int, dict[int, set[str]]] = {}
-    exact = sorted({stem for stem, prefix in p.stems if not prefix})
-    conds, args = [], []
-    if exact:
-        conds.append(f"term IN ({','.join('?' * len(exact))})")
-        args += exact
-    for stem, prefix in p.stems:
-        if prefix:
-            conds.append("(term >= ? AND term < ?)")
-            args += [stem, stem + "\U0010ffff"]
-    for term, doc, col in c.execute(
-            f"SELECT term, doc, col FROM temp.cand_v WHERE {' OR '.join(conds)}", args):
-        seen.setdefault(doc, {}).setdefault(COLUMNS.index(col), set()).add(term)
-    out: dict[int, list[set[str]]] = {}
-    for n in rowids:
-        cols = seen.get(n, {})
-        per_term = []
-        for stem, prefix in p.stems:
-            hit = set()
-            for ci, words in cols.items():
-                if stem in words or (prefix and any(w.startswith(stem) for w in words)):
-                    hit.add(COLUMNS[ci])
-            per_term.append(hit)
-        out[n] = per_term
+    terms = Terms(p)
+    short = [c for c in COLUMNS if c != "body"]
+    inlist = ",".join(str(int(n)) for n in rowids)
+    out: dict[int, list[set[str]]] = {n: [set() for _ in terms.rxs] for n in rowids}
+    for row in idx.conn.execute(f"SELECT rowid, {', '.join(short)} FROM fts"
+                                f" WHERE rowid IN ({inlist})"):
+        per_term = out[row[0]]
+        for name, text in zip(short, row[1:]):
+            if text:
+                for i in terms.found(terms.prepare(text)):
+                    per_term[i].add(name)
     return out
 
 
+def _snippet(text: str, terms: Terms, width: int = 160) -> str | None:
+    """The window of text holding the most query words, the words in **bold**."""
+    text = text[:SNIPPET_CHARS]
+    hits = terms.hits(terms.prepare(text))
+    if not hits:
+        return None
+    lead = 24  # a few words of context before the first hit
+    best, best_n = hits[0][0], 0
+    for start, _, _ in hits:
+        n = len({i for s, _, i in hits if start <= s < start - lead + width})
+        if n > best_n:
+            best, best_n = start, n
+    lo = max(0, best - lead)
+    while lo > 0 and not text[lo - 1].isspace() and best - lo < lead * 2:
+        lo -= 1
+    hi = min(len(text), lo + width)
+    while hi < len(text) and not text[hi].isspace() and hi - lo < width + 20:
+        hi += 1
+    parts, pos = [], lo
+    for s, e, _ in hits:
+        if s >= pos and e <= hi:
+            parts += [text[pos:s], "**", text[s:e], "**"]
+            pos = e
+    parts.append(text[pos:hi])
+    snip = " ".join("".join(parts).split())
+    return ("…" if lo > 0 else "") + snip + ("…" if hi < len(text) else "")
+
+
 def _snippets(idx: Index, p: Plan, results: list[dict[str, Any]]) -> None:
-    c = idx.conn
-    _load(c, [r["_n"] for r in results], body=True)
-    snips = dict(c.execute(
-        f"SELECT rowid, snippet(cand, -1, '**', '**', '…', {SNIPPET_TOKENS}) FROM temp.cand"
-        " WHERE cand MATCH ?", (" OR ".join(p.terms),)).fetchall())
+    terms = Terms(p)
+    inlist = ",".join(str(int(r["_n"])) for r in results)
+    texts = {n: (body or "", desc or "", title or "") for n, body, desc, title in idx.conn.execute(
+        f"SELECT rowid, substr(body, 1, {SNIPPET_CHARS}), description, title FROM fts"
+        f" WHERE rowid IN ({inlist})")}
     for r in results:
-        text = snips.get(r["_n"])
-        if text:
-            r["snippet"] = " ".join(text.split())
-    _surface_words(c, p)
-    c.execute("DELETE FROM temp.cand")
-
-
-def _surface_words(c: sqlite3.Connection, p: Plan) -> None:
-    """Show corrections as words of the cards ("fixtures"), not as index stems ("fixtur")."""
-    for word, stem in p.corrected.items():
-        row = c.execute("SELECT snippet(cand, -1, char(1), char(2), '', 4) FROM temp.cand"
-                        " WHERE cand MATCH ? LIMIT 1", (quote(stem),)).fetchone()
-        if row and "\x01" in row[0]:
-            shown = row[0].split("\x01", 1)[1].split("\x02", 1)[0].strip().lower()
-            if shown:
-                p.corrected[word] = shown
+        body, desc, title = texts.get(r["_n"], ("", "", ""))
+        r["snippet"] = (_snippet(body, terms) or _snippet(desc, terms)
+                        or _snippet(title, terms) or "")
+    # Show corrections as words of the cards ("fixtures"), not as index stems ("fixtur").
+    for word, stem in list(p.corrected.items()):
+        rx = re.compile(_term_rx(stem, False))
+        for body, desc, title in texts.values():
+            low = Terms.prepare(f"{title}\n{desc}\n{body}")
+            m = next((m for m in rx.finditer(low)
+                      if not m.start() or not low[m.start() - 1].isalnum()), None)
+            if m:
+                p.corrected[word] = m.group(0)
+                break
 
 
 # --- scoring ----------------------------------------------------------------------------
