@@ -174,34 +174,51 @@ class Store:
         Returns (id, created).
         """
         protected = set(self.config["extract"]["protected_types"])
-        cid = paths.id_for(title, card_type, project)
-        if self.exists(cid):
-            existing = self.read(cid)
-            if (existing.type or card_type) not in protected and card_type not in protected:
-                today = date.today().isoformat()
-                self.update_text(cid, lambda t: cardlib.append_section(t, today, body),
-                                 f"remember: {cid}", source=source, agent=agent,
-                                 session=session, lines=[f"{cid}  appended a {today} section"])
-                return cid, False
-            n = 2
-            while self.exists(f"{cid}-{n}"):
-                n += 1
-            cid = f"{cid}-{n}"
-        self.new(cid, title=title, card_type=card_type, project=project, body=body,
-                 source=source, agent=agent, session=session)
-        return cid, True
+        base = paths.id_for(title, card_type, project)
+        for attempt in range(5):
+            cid = base
+            if self.exists(cid):
+                existing = self.read(cid)
+                if (existing.type or card_type) not in protected and card_type not in protected:
+                    today = date.today().isoformat()
+                    self.update_text(cid, lambda t: cardlib.append_section(t, today, body),
+                                     f"remember: {cid}", source=source, agent=agent,
+                                     session=session, lines=[f"{cid}  appended a {today} section"])
+                    return cid, False
+                n = 2
+                while self.exists(f"{cid}-{n}"):
+                    n += 1
+                cid = f"{cid}-{n}"
+            try:
+                self.new(cid, title=title, card_type=card_type, project=project, body=body,
+                         source=source, agent=agent, session=session)
+                return cid, True
+            except CardmemError as exc:
+                # Another writer made this card between our look and our lock: decide again.
+                if not exc.why.startswith("already exists") or attempt == 4:
+                    raise
+        raise AssertionError("unreachable")
 
     def revert(self, commit: str) -> str:
         """Undo one commit with a new commit (git revert)."""
-        from .writer import check_writable, write_lock
+        from .writer import check_store, check_writable, write_lock
 
-        check_writable(self.root)
+        check_store(self.root)
         sha = git.run(self.root, "rev-parse", "--verify", "-q", f"{commit}^{{commit}}",
                       check=False).strip()
         if not sha:
             raise CardmemError(f"commit {commit}", "no such commit in this store")
         with write_lock(self.root, float(self.config["store"]["lock_timeout_s"])):
-            git.run(self.root, "revert", "--no-edit", sha, env=git.identity_env(False, self.root))
+            check_writable(self.root)
+            try:
+                git.run(self.root, "revert", "--no-edit", sha,
+                        env=git.identity_env(False, self.root))
+            except CardmemError as exc:
+                # A conflict leaves git mid-revert with markers in the cards: undo all that.
+                if (self.root / ".git" / "REVERT_HEAD").exists():
+                    git.run(self.root, "revert", "--abort", check=False)
+                raise CardmemError(f"commit {commit}",
+                                   f"cannot be reverted cleanly ({exc.why}); nothing changed") from None
         return git.head(self.root) or ""
 
 
