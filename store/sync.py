@@ -9,18 +9,16 @@ recorded move as `cardmem update` (so `cardmem rollback` undoes a sync too).
 """
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import git
 from .errors import CardmemError
-from .updates import (BEFORE_UPDATE, Moved, UncommittedEdits, _locked, blocking_edits,
-                      counts, fetch, is_ancestor, move_to, record, refresh_index, refreshed,
-                      short, upstream)
+from .updates import (BEFORE_UPDATE, NET_ENV, Moved, UncommittedEdits, _locked,
+                      blocking_edits, counts, fetch, is_ancestor, move_to, record,
+                      refresh_index, refreshed, short, upstream)
 
 if TYPE_CHECKING:
     from .store import Store
@@ -57,10 +55,8 @@ def replay(root: Path, local: str, onto: str, what: str) -> str:
     wt = tmp / "wt"
     git.run(root, "worktree", "add", "-q", "--detach", str(wt), local)
     try:
-        proc = subprocess.run(
-            ["git", "-C", str(wt), "-c", "rebase.autoStash=false", "-c",
-             "rebase.updateRefs=false", "rebase", "-q", "--no-verify", onto],
-            capture_output=True, text=True, env={**os.environ, **_committer_env(root)})
+        proc = git._git(wt, ["-c", "rebase.autoStash=false", "-c", "rebase.updateRefs=false",
+                             "rebase", "-q", "--no-verify", onto], env=_committer_env(root))
         if proc.returncode != 0:
             conflicted = [f for f in git.run(wt, "diff", "--name-only", "-z",
                                              "--diff-filter=U").split("\0") if f]
@@ -88,16 +84,22 @@ def replay(root: Path, local: str, onto: str, what: str) -> str:
 def push(root: Path, remote: str, commit: str, branch: str, expected: str | None) -> bool:
     """Push commit to remote's branch if the branch is still at `expected`; False if not."""
     lease = f"--force-with-lease=refs/heads/{branch}:{expected or ''}"
-    proc = subprocess.run(["git", "-C", str(root), "push", "-q", "--no-verify", lease, remote,
-                           f"{commit}:refs/heads/{branch}"], capture_output=True, text=True)
+    proc = git._git(root, ["push", "-q", "--no-verify", lease, remote,
+                           f"{commit}:refs/heads/{branch}"], env=NET_ENV)
     if proc.returncode == 0:
         return True
-    listed = git.run(root, "ls-remote", "--heads", remote, f"refs/heads/{branch}").split()
+    listed = git.run(root, "ls-remote", "--heads", remote, f"refs/heads/{branch}",
+                     env=NET_ENV).split()
     now = listed[0] if listed else None
     if now != expected:
         return False  # someone pushed in between: fetch and replay again
-    lines = (proc.stderr.strip() or f"exit {proc.returncode}").splitlines()
-    raise CardmemError(f"git push {remote}", lines[0].removeprefix("error: ").removeprefix("fatal: "))
+    lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip()] or [
+        f"exit {proc.returncode}"]
+    # "! [remote rejected] … (reason)" says why; else git's fatal/error line.
+    why = next((ln for ln in lines if "rejected]" in ln), None) or next(
+        (ln for ln in lines if ln.startswith(("fatal: ", "error: "))), lines[0])
+    raise CardmemError(f"git push {remote}",
+                       why.removeprefix("error: ").removeprefix("fatal: ").lstrip("! "))
 
 
 def sync_repo(store: "Store", remote: str | None = None) -> Moved:

@@ -14,7 +14,6 @@ The functions here work on any git work tree (`root`) with a folder for their re
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -29,6 +28,8 @@ if TYPE_CHECKING:
 BEFORE_UPDATE = "refs/cardmem/before-update"
 BEFORE_ROLLBACK = "refs/cardmem/before-rollback"
 LOG_FILE = "updates.jsonl"
+# A remote that wants a password fails at once instead of waiting on a prompt no one sees.
+NET_ENV = {"GIT_TERMINAL_PROMPT": "0"}
 
 
 class Diverged(CardmemError):
@@ -112,8 +113,7 @@ def counts(root: Path, a: str, b: str) -> tuple[int, int]:
 
 def is_ancestor(root: Path, a: str, b: str) -> bool:
     """git merge-base --is-ancestor: exit 0 yes, 1 no, anything else an error."""
-    proc = subprocess.run(["git", "-C", str(root), "merge-base", "--is-ancestor", a, b],
-                          capture_output=True, text=True)
+    proc = git._git(root, ["merge-base", "--is-ancestor", a, b])
     if proc.returncode not in (0, 1):
         raise CardmemError("git merge-base", proc.stderr.strip() or f"exit {proc.returncode}")
     return proc.returncode == 0
@@ -145,10 +145,10 @@ def upstream(root: Path, remote: str | None) -> tuple[str, str]:
 
 def fetch(root: Path, remote: str, branch: str) -> str | None:
     """Fetch one branch of remote; its commit, or None when the remote has no such branch."""
-    listed = git.run(root, "ls-remote", "--heads", remote, f"refs/heads/{branch}")
+    listed = git.run(root, "ls-remote", "--heads", remote, f"refs/heads/{branch}", env=NET_ENV)
     if not listed.strip():
         return None
-    git.run(root, "fetch", "-q", "--no-tags", remote, f"refs/heads/{branch}")
+    git.run(root, "fetch", "-q", "--no-tags", remote, f"refs/heads/{branch}", env=NET_ENV)
     return rev(root, "FETCH_HEAD")
 
 

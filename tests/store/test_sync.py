@@ -161,7 +161,7 @@ def test_a_rejected_push_changes_nothing_here(team):
 
     code, _, err = sync(bob)
 
-    assert code == 1 and "git push" in err
+    assert code == 1 and "git push" in err and "pre-receive hook declined" in err, err
     assert state(bob.root) == before
 
 
