@@ -74,8 +74,10 @@ def make_card(rng: random.Random, n: int, paras: list[str], titles: list[str],
     else:
         rel = f"{FOLDERS[ctype]}/{slug(title)}-{n}.md"
     body_paras = rng.sample(paras, rng.randint(1, 5))
-    desc = re.sub(r"\s+", " ", body_paras[0]).split(". ")[0][:150].replace('"', "'")
-    lines = ["---", f"title: {title!r}" if ":" in title else f"title: {title}",
+    desc = re.sub(r'[\s"\\]+', " ", body_paras[0]).split(". ")[0][:150].strip()
+    title = re.sub(r'["\\]', "", title)
+    lines = ["---", f'title: "{title}"' if re.search(r"[:#\[\]{}&*!|>'%@`,-]", title)
+             else f"title: {title}",
              f"type: {ctype}", f'description: "{desc}"']
     if aliases:
         lines.append(f"aliases: {yaml_list(aliases)}")

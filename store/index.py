@@ -278,17 +278,17 @@ class Index:
             stamps = {k: f"{v[0]}:{v[1]}" for k, v in self._known(only).items()}
             files = self._stat_ids(only)
         todo: list[tuple[str, str, os.stat_result]] = []
-        seen: set[str] = set()
-        add, get = seen.add, stamps.get
+        left = stamps  # what is still unseen: at the end, the files that are gone
+        pop, seen = left.pop, 0
         for cid, path, st in files:
-            add(cid)
-            if get(cid) != f"{st.st_mtime_ns}:{st.st_size}":
+            seen += 1
+            if pop(cid, None) != f"{st.st_mtime_ns}:{st.st_size}":
                 todo.append((cid, path, st))
-        gone = [cid for cid in stamps if cid not in seen]
+        gone = list(left)
         if todo or gone:
             known = self._known({cid for cid, _, _ in todo} | set(gone))
             self._apply(todo, gone, known, counts)
-        counts["unchanged"] += len(seen) - len(todo)
+        counts["unchanged"] += seen - len(todo)
         # problems: how many files the index holds as unreadable, after this refresh
         counts["problems"] = self.conn.execute("SELECT count(*) FROM problems").fetchone()[0]
         return counts
