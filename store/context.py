@@ -213,15 +213,28 @@ def _add_map_brief(b: _Builder, lines: list[str]) -> None:
 
 
 def _recent(store: Store) -> list[Any]:
-    """The last commits of the recent-changes window, newest first (one git call)."""
+    """The last commits of the recent-changes window, newest first: one git process."""
     from . import git
     from .reading import parse_since
 
+    since = parse_since(f"{RECENT_DAYS}d").isoformat()
     try:
-        return git.log(store.root, since=parse_since(f"{RECENT_DAYS}d").isoformat(),
-                       limit=RECENT_COMMITS + 1)
+        # git.log would first ask for HEAD in a process of its own; an empty repo simply
+        # fails here and has no recent changes.
+        out = git.run(store.root, "log", f"--format=\x1e%H\x1f%an <%ae>\x1f%aI\x1f%B\x1f",
+                      "--name-only", "--no-renames", f"-n{RECENT_COMMITS + 1}",
+                      f"--since={since}", "--", check=False)
     except Exception:  # a broken repo must not break the pile
         return []
+    commits = []
+    for rec in out.split("\x1e")[1:]:
+        parts = rec.split("\x1f")
+        if len(parts) != 5:
+            continue
+        sha, author, date_, message, files = parts
+        commits.append(git.Commit(sha, author, date_, message.strip(),
+                                  [f for f in files.strip().splitlines() if f]))
+    return commits
 
 
 def _recent_lines(commits: list[Any]) -> tuple[list[str], int]:
@@ -300,9 +313,14 @@ class Entry:
 
     @property
     def body(self) -> str:
+        """The text after the frontmatter: no YAML is parsed (the index already did)."""
         if self._body is None:
+            from .card import decode, split
+
             try:
-                self._body = self._store.read(self.id).body
+                text = decode(self._store.path(self.id).read_bytes())
+                span = split(text)
+                self._body = text[span[2]:] if span else text
             except Exception:  # gone or broken since it was indexed: show what is known
                 self._body = "(this card could not be read just now)"
         return self._body
@@ -404,6 +422,7 @@ def _project_cards(cards: Iterable[Any], project: str | None) -> list[Any]:
 
 
 SUMMARY = "context-summary.json"  # in .cardmem/: the index's aggregates, per generation
+SUMMARY_VERSION = 2  # of its layout: another layout is recomputed, never misread
 _FOCUS_COLS = _COLS + ", mtime_ns, size"
 
 
@@ -418,13 +437,16 @@ def _summary(store: Store, idx: Any, project: str | None) -> dict[str, Any]:
     key = project or ""
     try:
         cached = json.loads(path.read_text())
-        if cached.get("generation") == gen and key in cached["projects"]:
+        if cached.get("v") != SUMMARY_VERSION:
+            cached = None
+        elif cached.get("generation") == gen and key in cached["projects"]:
             return cached
     except (OSError, ValueError, KeyError, TypeError):
         cached = None
     c = idx.conn
     if cached is None or cached.get("generation") != gen:
         cached = {
+            "v": SUMMARY_VERSION,
             "generation": gen,
             "types": dict(c.execute("SELECT coalesce(type, 'untyped'), count(*) FROM cards "
                                     "GROUP BY type")),
@@ -434,6 +456,9 @@ def _summary(store: Store, idx: Any, project: str | None) -> dict[str, Any]:
             "focus": [list(r) for r in c.execute(
                 f"SELECT {_FOCUS_COLS} FROM cards WHERE type IN ('feedback', 'user') ORDER BY id")],
             "problems": [f"{p['path']}: skipped: {p['reason']}" for p in idx.problems()],
+            # unreadable files, as (id, mtime_ns, size): unchanged ones are not stale
+            "problem_stamps": [list(r) for r in c.execute(
+                "SELECT id, mtime_ns, size FROM problems")],
             "projects": {},
         }
     cached["projects"][key] = [list(r) for r in c.execute(
@@ -448,14 +473,17 @@ def _summary(store: Store, idx: Any, project: str | None) -> dict[str, Any]:
     return cached
 
 
-def _stale(store: Store, rows: list[list[Any]], listed: set[str]) -> set[str]:
+def _stale(store: Store, rows: list[list[Any]], listed: set[str],
+           problem_stamps: list[list[Any]]) -> set[str]:
     """Ids whose file differs from its row (or has no row, or is gone): stat only."""
     known = {r[0]: (r[8], r[9]) for r in rows}
+    known.update((r[0], (r[1], r[2])) for r in problem_stamps if r[0] in listed)
     out = set(listed - set(known))
-    root = str(store.root)
+    root = str(store.root) + "/"
+    stat = os.stat
     for cid, (mtime_ns, size) in known.items():
         try:
-            st = os.stat(os.path.join(root, cid + ".md"))
+            st = stat(root + cid + ".md")  # ids use "/": a plain join is enough here
         except OSError:
             out.add(cid)
             continue
@@ -475,7 +503,8 @@ def _holdings_from_index(store: Store, idx: Any, project: str | None,
     listed = set(_ids_under(store.root, "feedback", True)) | set(_ids_under(store.root, "user", True))
     if project:
         listed |= set(_ids_under(store.root, f"projects/{project}", True))
-    if stale := _stale(store, s["focus"] + s["projects"].get(project or "", []), listed):
+    if stale := _stale(store, s["focus"] + s["projects"].get(project or "", []), listed,
+                       s["problem_stamps"]):
         idx.refresh_ids(stale)
         s = _summary(store, idx, project)
     focus = [Entry(store, tuple(r[:8])) for r in s["focus"]]
