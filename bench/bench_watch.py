@@ -219,17 +219,27 @@ def main() -> None:
         ok_back = exact(root, idx)
         rss = w.peak_rss_mb()
         rc = w.stop()
+        # The index's own cost for the same checkout, with no watcher: what it waits on.
+        git(root, "checkout", "-q", "rewrite")
+        t = time.perf_counter()
+        idx.refresh()
+        t_alone = time.perf_counter() - t
+        git(root, "checkout", "-q", "main")
+        idx.refresh()
     ms = [x * 1000 for x in lat]
     rows = [
         ("edit-to-searchable p50", f"{statistics.median(ms):.0f} ms", "", ""),
         ("edit-to-searchable p95", f"{pct(ms, 95):.0f} ms", "≤ 250 ms",
          "yes" if pct(ms, 95) <= 250 else "NO"),
         ("edit-to-searchable max", f"{max(ms):.0f} ms", "", ""),
-        (f"checkout rewriting {len(chosen)} files: index right", f"{t_to:.2f} s "
-         f"(git itself {t_git:.2f} s); exact: {ok_to}", "≤ 5 s",
-         "yes" if t_to <= 5 and ok_to else "NO"),
-        ("checkout back: index right", f"{t_back:.2f} s (git itself {t_git_back:.2f} s); "
+        (f"checkout rewriting {len(chosen)} files: index right", f"{t_to:.2f} s from the "
+         f"start, {t_to - t_git:.2f} s after git ({t_git:.2f} s) finished; exact: {ok_to}",
+         "≤ 5 s", "yes" if t_to <= 5 and ok_to else "NO"),
+        ("checkout back: index right", f"{t_back:.2f} s from the start, "
+         f"{t_back - t_git_back:.2f} s after git ({t_git_back:.2f} s) finished; "
          f"exact: {ok_back}", "≤ 5 s", "yes" if t_back <= 5 and ok_back else "NO"),
+        ("reference: Index.refresh() after the same checkout, no watcher",
+         f"{t_alone:.2f} s", "", ""),
         ("peak RSS of `cardmem watch`", f"{rss:.0f} MB", "", ""),
     ]
     rescans = sum(1 for line in w.lines if "rescan (" in line)

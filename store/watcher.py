@@ -14,6 +14,7 @@ stat-based, so it costs a walk of the tree, not a re-read of every card.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -77,15 +78,20 @@ def _rel_parts(root: str, path: str | bytes) -> list[str] | None:
     path = os.fsdecode(path)
     if not path:
         return None
-    rel = os.path.relpath(path, root)
-    if rel == "." or rel.startswith(".." + os.sep) or rel == ".." or os.path.isabs(rel):
-        return None
+    prefix = root.rstrip(os.sep) + os.sep
+    if path.startswith(prefix):  # how watchdog spells every path: no relpath syscalls
+        rel = path[len(prefix):]
+    else:
+        rel = os.path.relpath(path, root)
+        if rel == ".." or rel.startswith(".." + os.sep) or os.path.isabs(rel):
+            return None
     parts = rel.split(os.sep)
-    if any(p.startswith(".") for p in parts):
-        return None  # .git/, .cardmem/, any hidden folder, hidden files
+    if any(not p or p.startswith(".") for p in parts):
+        return None  # .git/, .cardmem/, any hidden folder or file; "." and ".." too
     return parts
 
 
+@functools.lru_cache(maxsize=8192)  # a saved file is 3-5 events on the same path
 def card_id(root: str, path: str | bytes) -> str | None:
     """The card id a watched path stands for, or None when it is not a card."""
     parts = _rel_parts(root, path)
@@ -282,6 +288,12 @@ class Watcher:
             return
         with self._cv:
             now = time.monotonic()
+            # Wake the worker only when its next deadline moves earlier: a new batch or a
+            # rescan. Later events only push the batch's quiet deadline out, which the
+            # worker sees when it wakes (thousands of notify_all in a checkout cost).
+            wake = (not self._pending and self._rescan is None) or (
+                rescan is not None and self._rescan is None) or (
+                ids and self.autocommit and not self._dirty)
             if not self._pending and self._rescan is None:
                 self._first_t = now
             self._pending |= ids
@@ -291,7 +303,8 @@ class Watcher:
             if ids:
                 self._dirty |= ids
                 self._dirty_t = now
-            self._cv.notify_all()
+            if wake:
+                self._cv.notify_all()
 
     def on_event(self, event: Any) -> None:
         """One watchdog event: which cards it touches, or that a rescan is needed."""
@@ -337,13 +350,16 @@ class Watcher:
 
         return _Handler()
 
-    def _event_filter(self) -> list[type]:
+    def _event_filter(self, closes: bool) -> list[type]:
         from watchdog import events as ev
 
-        # No open/access/close-nowrite: git and readers open many files, none matter.
-        return [ev.FileCreatedEvent, ev.FileModifiedEvent, ev.FileDeletedEvent,
-                ev.FileMovedEvent, ev.FileClosedEvent, ev.DirCreatedEvent,
-                ev.DirDeletedEvent, ev.DirMovedEvent]
+        # No open/access/close-nowrite: git and readers open many files, none matter. No
+        # modify either (one per write() call, a third of a checkout's events): a write is
+        # seen when the file is closed (where the backend reports closes).
+        modified = [] if closes else [ev.FileModifiedEvent]
+        return [ev.FileCreatedEvent, ev.FileDeletedEvent, ev.FileMovedEvent,
+                ev.FileClosedEvent, ev.DirCreatedEvent, ev.DirDeletedEvent,
+                ev.DirMovedEvent, *modified]
 
     def _start_observer(self) -> None:
         if self._handler is None:
@@ -354,9 +370,11 @@ class Watcher:
             from watchdog.observers import Observer
 
             obs = Observer()
+        # Only inotify reports a closed-after-writing file; other backends need modify events.
+        closes = type(obs).__name__ == "InotifyObserver"
         try:
             obs.schedule(self._handler, self.root, recursive=True,
-                         event_filter=self._event_filter())
+                         event_filter=self._event_filter(closes=closes))
             obs.start()
         except OSError as exc:
             # inotify watch or instance limits (ENOSPC / EMFILE): poll instead of failing.
@@ -367,7 +385,7 @@ class Watcher:
                        "instead (raise fs.inotify.max_user_watches to fix)", force=True)
             obs = PollingObserver(timeout=1.0)
             obs.schedule(self._handler, self.root, recursive=True,
-                         event_filter=self._event_filter())
+                         event_filter=self._event_filter(closes=False))
             obs.start()
         self._observer = obs
 

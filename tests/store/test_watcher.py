@@ -291,6 +291,19 @@ def test_folder_moved_out_and_back(store, start, idx, tmp_path: Path) -> None:
     assert exact(store)
 
 
+def test_a_polling_observer_sees_in_place_edits_too(store, start, idx) -> None:
+    """Backends without close events (polling, and kqueue/FSEvents elsewhere) report an
+    edit only as a modify event, which the watcher then listens for."""
+    from watchdog.observers.polling import PollingObserver
+
+    write(store.root, "reference/a", card("A", "first words"))
+    start(observer_factory=lambda: PollingObserver(timeout=0.1))
+    write(store.root, "reference/a", card("A", "second words: sapodilla"))
+    until(lambda: hits(idx, "sapodilla") == ["reference/a"], what="polled edit")
+    (store.root / "reference/a.md").unlink()
+    until(lambda: idx.ids() == [], what="polled delete")
+
+
 # --- robustness ---------------------------------------------------------------------------
 
 def test_refresh_ids_raising_once_does_not_kill_the_watcher(store, start, idx, said) -> None:
@@ -384,12 +397,12 @@ def test_real_inotify_queue_overflow_triggers_a_rescan(store, start, idx) -> Non
     until(lambda: w.wait_idle(1), what="junk folder noted")
     with inotify_fd._lock:  # the reader takes this lock around each read: it stalls here
         time.sleep(0.05)
-        fds = [os.open(junk / f"f{k}.txt", os.O_CREAT | os.O_WRONLY) for k in range(2)]
+        names = [str(junk / f"f{k}.txt") for k in range(2)]
         # Twice the queue: the stalled reader may still drain one buffer (2,048 events).
-        for n in range(2 * limit + 1000):  # alternate files: identical events coalesce
-            os.write(fds[n % 2], b"x")
-        for fd in fds:
-            os.close(fd)
+        # Each open-for-write and close is one IN_CLOSE_WRITE; alternating two files
+        # keeps the kernel from coalescing them.
+        for n in range(2 * limit + 1000):
+            os.close(os.open(names[n % 2], os.O_CREAT | os.O_WRONLY))
         write(root, "reference/a", card("A", "after the flood: guanabana"))  # dropped
         time.sleep(0.05)
     until(lambda: w.stats.rescans["overflow"] >= 1, timeout=15, what="overflow rescan")
