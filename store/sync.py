@@ -53,6 +53,7 @@ def replay(root: Path, local: str, onto: str, what: str) -> str:
     """
     tmp = Path(tempfile.mkdtemp(prefix="cardmem-sync-"))
     wt = tmp / "wt"
+    git.run(root, "worktree", "prune", check=False)  # one a killed sync left behind
     git.run(root, "worktree", "add", "-q", "--detach", str(wt), local)
     try:
         proc = git._git(wt, ["-c", "rebase.autoStash=false", "-c", "rebase.updateRefs=false",
@@ -134,7 +135,9 @@ def sync_repo(store: "Store", remote: str | None = None) -> Moved:
         taken = counts(root, old, incoming)[1]
         pushed = counts(root, incoming, new)[1]
         record(root, state, "sync", old, new, ref=BEFORE_UPDATE, remote=remote)
-        move_to(root, new, ff=new == incoming)
+        # A fast-forward when only the remote moved; else (replayed, or local commits the
+        # remote already had and the replay dropped) the branch is reset to the result.
+        move_to(root, new, ff=is_ancestor(root, old, new))
         return Moved("sync", "synced" if pushed else "updated", new=new, commits=taken,
                      pushed=pushed, index_error=refreshed(lambda: refresh_index(store)),
                      **base)

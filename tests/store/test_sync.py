@@ -198,3 +198,21 @@ fi
     for cid in ("alice-y", "carol-card", "bob-y"):
         assert (bob.root / f"reference/{cid}.md").is_file()
     assert git(bob.root, "merge-base", "--is-ancestor", carol_head, "HEAD") == ""
+
+
+def test_rollback_undoes_a_sync(team):
+    _, alice, bob = team
+    alice.new("reference/alice-z", body="a\n")
+    assert sync(alice)[0] == 0
+    bob.new("reference/bob-z", body="b\n")
+    before_head, before_files = head(bob.root), snapshot(bob.root)
+
+    assert sync(bob)[0] == 0
+    assert (bob.root / "reference/alice-z.md").is_file()
+    code, _, err = cli("rollback", "--store", str(bob.root))
+
+    assert code == 0, err
+    assert head(bob.root) == before_head and snapshot(bob.root) == before_files
+    # The next sync replays nothing twice: bob's card is upstream already.
+    assert sync(bob)[0] == 0
+    assert subjects(bob).count("new: reference/bob-z") == 1
