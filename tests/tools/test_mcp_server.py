@@ -322,3 +322,12 @@ def test_cardmem_mcp_without_a_store_says_so(tmp_path: Path) -> None:
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [
         f"cardmem: store {tmp_path / 'nowhere'}: does not exist; run `cardmem init {tmp_path / 'nowhere'}`"]
+
+
+def test_cardmem_mcp_writes_nothing_but_protocol_to_stdout(store) -> None:
+    """With stdin at EOF the server exits; its log lines went to stderr, stdout stayed empty."""
+    proc = subprocess.run([*_cardmem(), "mcp", "--store", str(store.root), "--verbose"],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+    assert f"cardmem mcp: serving {store.root} on stdio" in proc.stderr
