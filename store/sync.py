@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from . import git
 from .errors import CardmemError
 from .updates import (BEFORE_UPDATE, NET_ENV, Moved, UncommittedEdits, _locked,
-                      blocking_edits, counts, fetch, is_ancestor, move_to, record,
+                      blocking_edits, counts, fetch, is_ancestor, recorded_move,
                       refresh_index, refreshed, short, upstream)
 
 if TYPE_CHECKING:
@@ -134,10 +134,10 @@ def sync_repo(store: "Store", remote: str | None = None) -> Moved:
             continue
         taken = counts(root, old, incoming)[1]
         pushed = counts(root, incoming, new)[1]
-        record(root, state, "sync", old, new, ref=BEFORE_UPDATE, remote=remote)
         # A fast-forward when only the remote moved; else (replayed, or local commits the
         # remote already had and the replay dropped) the branch is reset to the result.
-        move_to(root, new, ff=is_ancestor(root, old, new))
+        recorded_move(root, state, "sync", old, new, ref=BEFORE_UPDATE,
+                      ff=is_ancestor(root, old, new), remote=remote)
         return Moved("sync", "synced" if pushed else "updated", new=new, commits=taken,
                      pushed=pushed, index_error=refreshed(lambda: refresh_index(store)),
                      **base)

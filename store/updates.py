@@ -195,6 +195,19 @@ def move_to(root: Path, new: str, *, ff: bool) -> None:
         git.run(root, "reset", "-q", "--keep", new)
 
 
+def recorded_move(root: Path, state: Path, kind: str, old: str, new: str, *, ref: str,
+                  ff: bool, remote: str | None = None, forced: bool = False) -> None:
+    """Record the old head, then move; a move git refused is logged as failed too."""
+    record(root, state, kind, old, new, ref=ref, remote=remote, forced=forced)
+    try:
+        move_to(root, new, ff=ff)
+    except CardmemError as exc:
+        with open(state / LOG_FILE, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"kind": kind, "old": old, "new": new,
+                                 "failed": exc.why}) + "\n")
+        raise
+
+
 def refreshed(refresh: Callable[[], None] | None) -> str | None:
     """Run the index refresh; the reason it failed, or None."""
     if refresh is None:
@@ -239,8 +252,8 @@ def update_repo(root: Path, state: Path, remote: str | None = None, *, force: bo
     blocked = blocking_edits(root, old, incoming)
     if blocked:
         raise UncommittedEdits(what, blocked)
-    record(root, state, "update", old, incoming, ref=BEFORE_UPDATE, remote=remote, forced=forced)
-    move_to(root, incoming, ff=not forced)
+    recorded_move(root, state, "update", old, incoming, ref=BEFORE_UPDATE, ff=not forced,
+                  remote=remote, forced=forced)
     taken = counts(root, old, incoming)[1]
     return Moved("update", "forced" if forced else "updated", new=incoming, commits=taken,
                  index_error=refreshed(refresh), **base)
@@ -256,7 +269,8 @@ def rollback_repo(root: Path, state: Path, to: str | None = None, *,
     if to is not None and (not to.strip() or to.startswith("-")):
         raise CardmemError(what, f"{to!r} is not a commit or ref")
     if to is None:
-        last = next((h for h in reversed(history(state)) if h.get("kind") != "rollback"), None)
+        last = next((h for h in reversed(history(state))
+                     if h.get("kind") != "rollback" and "failed" not in h), None)
         if last and last.get("branch") and last["branch"] != git.branch(root):
             raise CardmemError(what, f"the last update moved branch {last['branch']!r}, not "
                                      f"{git.branch(root)!r}; switch back or pass --to")
@@ -272,8 +286,7 @@ def rollback_repo(root: Path, state: Path, to: str | None = None, *,
     blocked = blocking_edits(root, old, target)
     if blocked:
         raise UncommittedEdits(what, blocked)
-    record(root, state, "rollback", old, target, ref=BEFORE_ROLLBACK)
-    move_to(root, target, ff=False)
+    recorded_move(root, state, "rollback", old, target, ref=BEFORE_ROLLBACK, ff=False)
     return Moved("rollback", "rolled-back", old=old, new=target,
                  index_error=refreshed(refresh))
 
