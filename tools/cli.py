@@ -34,15 +34,29 @@ LAZY: dict[str, str] = {
 }
 
 
+# Host adapters (hooks/) sit above tools/ and may not be imported from here: they offer
+# their commands as entry points of this group instead (see pyproject.toml).
+PLUGIN_GROUP = "cardmem.commands"
+
+
+def _plugins() -> dict[str, object]:
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points(group=PLUGIN_GROUP)}
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted([*super().list_commands(ctx), *LAZY])
+        return sorted({*super().list_commands(ctx), *LAZY, *_plugins()})
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in LAZY:
             module, attr = LAZY[name].split(":")
             return getattr(importlib.import_module(module), attr)
-        return super().get_command(ctx, name)
+        command = super().get_command(ctx, name)
+        if command is None and (ep := _plugins().get(name)) is not None:
+            command = ep.load()  # type: ignore[attr-defined]
+        return command
 
 
 def store_option(f):
