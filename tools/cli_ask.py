@@ -39,7 +39,7 @@ def ask(question: str, asker: str | None, as_json: bool, store_path: Path | None
     elif answer.reply is not None:
         click.echo(answer.reply)
     if answer.outcome != "composed":
-        how = (f"a mechanical receipt instead" if answer.reply is not None else "silence")
+        how = "a mechanical receipt instead" if answer.reply is not None else "silence"
         click.echo(f"cardmem: ask: no composed reply ({answer.reason}); on_deadline gave "
                    f"{how}; receipt {answer.receipt_id}", err=True)
         raise SystemExit(NO_ANSWER_EXIT)
