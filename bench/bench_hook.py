@@ -26,13 +26,27 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_search import machine  # noqa: E402
 from gen_store import generate  # noqa: E402
 
 from cardmem.store.index import Index  # noqa: E402
 from cardmem.store.store import Store  # noqa: E402
 
 SECTION = "## Session-start hook (issue 4)"
+
+
+def machine() -> str:
+    """CPUs, model, Python and the load when the run started (timings move with it)."""
+    import platform
+    import sqlite3
+
+    cpu = "?"
+    try:
+        cpu = next(ln.split(":", 1)[1].strip() for ln in
+                   Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return (f"{os.cpu_count()} CPUs, {cpu}, Python {platform.python_version()}, "
+            f"SQLite {sqlite3.sqlite_version}, load average {os.getloadavg()[0]:.1f} at start")
 GIT_ID = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}
 
@@ -55,11 +69,16 @@ def prepare(root: Path, cards: int) -> tuple[Store, str]:
     return store, project
 
 
+# As on a user's machine: bytecode caches are written and used. (A PYTHONDONTWRITEBYTECODE
+# in the benchmark's own environment would make every run recompile stale modules.)
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def timed(args: list[str], stdin: str, cwd: Path) -> tuple[float, float, str]:
     """(wall s, cpu s, stdout) of one process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    proc = subprocess.run(args, input=stdin, capture_output=True, text=True, cwd=cwd)
+    proc = subprocess.run(args, input=stdin, capture_output=True, text=True, cwd=cwd, env=ENV)
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -122,7 +141,8 @@ def main() -> None:
         "",
         f"Target: median ≤ 150 ms. The pile: {len(ctx):,} characters, {rules} rules listed "
         f"(the generated store has that many feedback cards; titles past the budget are the "
-        f"only text allowed over it). Installed hooks run the `python -m` route.", "",
+        f"only text allowed over it). Installed hooks run the `python -m` route. Bytecode "
+        f"caches on (PYTHONDONTWRITEBYTECODE unset for the measured processes).", "",
     ]
     text = "\n".join(lines)
     print(text)
