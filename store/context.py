@@ -12,7 +12,6 @@ the SessionStart hook) and `question_context` (someone asks: `cardmem ask`, unde
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections import Counter
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .card import Card
+from .holdings import Holdings, active_rules, catalog, holdings, is_active
 from .store import Store
 
 DEFAULT_BUDGET = 9000
@@ -31,7 +31,6 @@ RECENT_DAYS = 14
 RECENT_COMMITS = 8
 MAP_RECENT_TITLES = 5
 MAP_COUNT = 200  # question_context: memory-map entries, at most
-INACTIVE = {"superseded", "archived"}
 HOW_TO_REACH = ("Reach them with the search tool (`cardmem search QUERY`, MCP `search`) "
                 "and read one by id (`cardmem show ID`, MCP `read_card`).")
 
@@ -114,21 +113,13 @@ def _titled(card: Card) -> str:
     return f"- {_one_line(card.title)} (`{card.id}`)"
 
 
-def _active(card: Card) -> bool:
-    return card.status not in INACTIVE
-
-
-def _rules(cards: list[Card]) -> list[Card]:
-    return sorted((c for c in cards if c.type == "feedback" and _active(c)), key=lambda c: c.id)
-
-
 def _add_rules(b: _Builder, cards: list[Card]) -> None:
     """Every rule: full text while its share lasts, then description, then title only.
 
     The steps only go down: once a rule no longer fits whole, the rest are described,
     and once a description no longer fits, the rest are listed by title (past the budget).
     """
-    rules = _rules(cards)
+    rules = active_rules(cards)
     if not rules:
         return
     b.add(f"## Rules ({len(rules)}, always in force)")
@@ -190,7 +181,7 @@ def _type_counts(cards: Iterable[Card]) -> str:
     return ", ".join(f"{n} {t}" for t, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _map_brief(h: "Holdings", recent: list[tuple[str, str]]) -> list[str]:
+def _map_brief(h: Holdings, recent: list[tuple[str, str]]) -> list[str]:
     """The memory map in brief: counts per type and project, the newest titles."""
     types = ", ".join(f"{n} {t}" for t, n in sorted(h.type_counts.items(),
                                                      key=lambda kv: (-kv[1], kv[0])))
@@ -221,7 +212,7 @@ def _recent(store: Store) -> list[Any]:
     try:
         # git.log would first ask for HEAD in a process of its own; an empty repo simply
         # fails here and has no recent changes.
-        out = git.run(store.root, "log", f"--format=\x1e%H\x1f%an <%ae>\x1f%aI\x1f%B\x1f",
+        out = git.run(store.root, "log", "--format=\x1e%H\x1f%an <%ae>\x1f%aI\x1f%B\x1f",
                       "--name-only", "--no-renames", f"-n{RECENT_COMMITS + 1}",
                       f"--since={since}", "--", check=False)
     except Exception:  # a broken repo must not break the pile
@@ -297,231 +288,6 @@ def _footer_room(total: int) -> int:
     return len(_footer_text(total, total, total)) + 1
 
 
-# --- what the store holds: the index when there is one, else a scan --------------
-
-class Entry:
-    """A card as the index knows it (id, type, title, ...); its body is read on demand."""
-
-    def __init__(self, store: Store, row: tuple[Any, ...]) -> None:
-        (self.id, self.type, self.title, aliases, tags, self.project, self.status,
-         self.description) = row
-        self.aliases = [a for a in (aliases or "").split("\n") if a]
-        self.tags = [t for t in (tags or "").split("\n") if t]
-        self.status = self.status or "active"
-        self._store = store
-        self._body: str | None = None
-
-    @property
-    def body(self) -> str:
-        """The text after the frontmatter: no YAML is parsed (the index already did)."""
-        if self._body is None:
-            from .card import decode, split
-
-            try:
-                text = decode(self._store.path(self.id).read_bytes())
-                span = split(text)
-                self._body = text[span[2]:] if span else text
-            except Exception:  # gone or broken since it was indexed: show what is known
-                self._body = "(this card could not be read just now)"
-        return self._body
-
-
-def _ids_under(root: Path, folder: str, recursive: bool = False) -> list[str]:
-    """Ids of the .md files in one folder of the store (a cheap listing, no parsing)."""
-    base = root / folder
-    out: list[str] = []
-    if not base.is_dir():
-        return out
-    walker = os.walk(base) if recursive else [(str(base), [], os.listdir(base))]
-    for dirpath, dirnames, filenames in walker:
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        rel = os.path.relpath(dirpath, root).replace(os.sep, "/")
-        out += [f"{rel}/{f[:-3]}" for f in filenames if f.endswith(".md") and not f.startswith(".")]
-    return out
-
-
-def _open_index(store: Store) -> Any:
-    try:
-        from .index import Index
-    except ImportError:
-        return None
-    try:
-        return Index(store)
-    except Exception:  # noqa: BLE001
-        return None
-
-
-def catalog(store: Store, project: str | None = None, full_refresh: bool = True
-            ) -> tuple[list[Any], list[str]]:
-    """Every card (as Entry rows of the index, else as parsed Cards), and problem notices."""
-    idx = _open_index(store)
-    if idx is not None:
-        try:
-            idx.refresh()
-            rows = idx.conn.execute(f"SELECT {_COLS} FROM cards ORDER BY id").fetchall()
-            problems = [f"{p['path']}: skipped: {p['reason']}" for p in idx.problems()]
-            return [Entry(store, r) for r in rows], problems
-        except Exception:  # noqa: BLE001 - an unusable index must not cost the pile
-            pass
-        finally:
-            idx.close()
-    cards, problems = store.scan()
-    return cards, [f"{p.path}: skipped: {p.reason}" for p in problems]
-
-
-_COLS = "id, type, title, aliases, tags, project, status, description"
-
-
-@dataclass
-class Holdings:
-    """What a session pile needs to know of the store, without reading every card."""
-
-    rules: list[Any]
-    users: list[Any]
-    project_cards: list[Any]
-    type_counts: Counter
-    project_counts: Counter
-    total: int
-    problems: list[str]
-    titles: dict[str, str]  # id -> title, of the wanted ids that are cards
-
-
-def holdings(store: Store, project: str | None, want_titles: Iterable[str] = ()) -> Holdings:
-    """From the index (rules, user and project cards refreshed first), else from a scan.
-
-    Only the rules, the user cards and the project's cards are brought up to date: the
-    counts and titles of the rest are as of the index's last refresh. A store whose
-    index is empty is indexed once, in full.
-    """
-    idx = _open_index(store)
-    if idx is not None:
-        try:
-            return _holdings_from_index(store, idx, project, list(want_titles))
-        except Exception:  # noqa: BLE001 - an unusable index must not cost the pile
-            pass
-        finally:
-            idx.close()
-    cards, problems = store.scan()
-    by_id = {c.id: c.title for c in cards}
-    return Holdings(
-        rules=_rules(cards),
-        users=sorted((c for c in cards if c.type == "user" and _active(c)), key=lambda c: c.id),
-        project_cards=_project_cards(cards, project),
-        type_counts=Counter(c.type or "untyped" for c in cards),
-        project_counts=Counter(c.project for c in cards if c.project),
-        total=len(cards),
-        problems=[f"{p.path}: skipped: {p.reason}" for p in problems],
-        titles={i: by_id[i] for i in want_titles if i in by_id})
-
-
-def _project_cards(cards: Iterable[Any], project: str | None) -> list[Any]:
-    if not project:
-        return []
-    return sorted((c for c in cards if _in_project(c, project) and _active(c)
-                   and c.type not in ("feedback", "user")), key=lambda c: c.id)
-
-
-SUMMARY = "context-summary.json"  # in .cardmem/: the index's aggregates, per generation
-SUMMARY_VERSION = 2  # of its layout: another layout is recomputed, never misread
-_FOCUS_COLS = _COLS + ", mtime_ns, size"
-
-
-def _summary(store: Store, idx: Any, project: str | None) -> dict[str, Any]:
-    """Counts, rule and user rows, and this project's rows, as of the index's generation.
-
-    The aggregates scan the whole index (tens of ms at 10k cards), so they are kept in
-    .cardmem/ and recomputed only when the index changed (its generation moved on).
-    """
-    gen = idx.generation()
-    path = store.state_dir / SUMMARY
-    key = project or ""
-    try:
-        cached = json.loads(path.read_text())
-        if cached.get("v") != SUMMARY_VERSION:
-            cached = None
-        elif cached.get("generation") == gen and key in cached["projects"]:
-            return cached
-    except (OSError, ValueError, KeyError, TypeError):
-        cached = None
-    c = idx.conn
-    if cached is None or cached.get("generation") != gen:
-        cached = {
-            "v": SUMMARY_VERSION,
-            "generation": gen,
-            "types": dict(c.execute("SELECT coalesce(type, 'untyped'), count(*) FROM cards "
-                                    "GROUP BY type")),
-            "project_counts": dict(c.execute(
-                "SELECT project, count(*) FROM cards WHERE project IS NOT NULL AND "
-                "project != '' GROUP BY project")),
-            "focus": [list(r) for r in c.execute(
-                f"SELECT {_FOCUS_COLS} FROM cards WHERE type IN ('feedback', 'user') ORDER BY id")],
-            "problems": [f"{p['path']}: skipped: {p['reason']}" for p in idx.problems()],
-            # unreadable files, as (id, mtime_ns, size): unchanged ones are not stale
-            "problem_stamps": [list(r) for r in c.execute(
-                "SELECT id, mtime_ns, size FROM problems")],
-            "projects": {},
-        }
-    cached["projects"][key] = [list(r) for r in c.execute(
-        f"SELECT {_FOCUS_COLS} FROM cards WHERE project = ? OR id LIKE ? ORDER BY id",
-        (key, f"projects/{key}/%"))] if key else []
-    try:
-        from .writer import atomic_write
-
-        atomic_write(path, json.dumps(cached).encode())
-    except OSError:
-        pass
-    return cached
-
-
-def _stale(store: Store, rows: list[list[Any]], listed: set[str],
-           problem_stamps: list[list[Any]]) -> set[str]:
-    """Ids whose file differs from its row (or has no row, or is gone): stat only."""
-    known = {r[0]: (r[8], r[9]) for r in rows}
-    known.update((r[0], (r[1], r[2])) for r in problem_stamps if r[0] in listed)
-    out = set(listed - set(known))
-    root = str(store.root) + "/"
-    stat = os.stat
-    for cid, (mtime_ns, size) in known.items():
-        try:
-            st = stat(root + cid + ".md")  # ids use "/": a plain join is enough here
-        except OSError:
-            out.add(cid)
-            continue
-        if st.st_mtime_ns != mtime_ns or st.st_size != size:
-            out.add(cid)
-    return out
-
-
-def _holdings_from_index(store: Store, idx: Any, project: str | None,
-                         want_titles: list[str]) -> Holdings:
-    c = idx.conn
-    if c.execute("SELECT 1 FROM cards LIMIT 1").fetchone() is None:
-        idx.refresh()  # a store never indexed: once, in full
-    s = _summary(store, idx, project)
-    # The rules, the user cards and the project's cards must be current: stat them, and
-    # re-index what changed (a rule saved a second ago is in this session's pile).
-    listed = set(_ids_under(store.root, "feedback", True)) | set(_ids_under(store.root, "user", True))
-    if project:
-        listed |= set(_ids_under(store.root, f"projects/{project}", True))
-    if stale := _stale(store, s["focus"] + s["projects"].get(project or "", []), listed,
-                       s["problem_stamps"]):
-        idx.refresh_ids(stale)
-        s = _summary(store, idx, project)
-    focus = [Entry(store, tuple(r[:8])) for r in s["focus"]]
-    rules = [e for e in focus if e.type == "feedback" and _active(e)]
-    users = [e for e in focus if e.type == "user" and _active(e)]
-    mine = _project_cards([Entry(store, tuple(r[:8])) for r in s["projects"].get(project or "", [])],
-                          project)
-    titles: dict[str, str] = {}
-    for i in range(0, len(want_titles), 500):
-        chunk = want_titles[i:i + 500]
-        marks = ",".join("?" * len(chunk))
-        titles.update(c.execute(f"SELECT id, title FROM cards WHERE id IN ({marks})", chunk))
-    types = Counter(s["types"])
-    return Holdings(rules, users, mine, types, Counter(s["project_counts"]),
-                    sum(types.values()), s["problems"], titles)
-
-
 # --- the project of a working directory ------------------------------------------
 
 def _git_toplevel(folder: Path) -> Path | None:
@@ -548,10 +314,6 @@ def project_for(store: Store, cwd: str | os.PathLike[str] | None) -> str | None:
         if key in mapping:
             return mapping[key]
     return folder.name or None
-
-
-def _in_project(card: Card, project: str) -> bool:
-    return card.project == project or card.id.startswith(f"projects/{project}/")
 
 
 # --- the two piles ---------------------------------------------------------------
@@ -635,7 +397,7 @@ def _names_in(question: str, names: Iterable[str]) -> bool:
 def named_cards(cards: list[Card], question: str, types: tuple[str, ...] = ("entity", "person")
                 ) -> list[Card]:
     """Cards of entities the question names by title or alias, on word boundaries, by id."""
-    return sorted((c for c in cards if c.type in types and _active(c)
+    return sorted((c for c in cards if c.type in types and is_active(c)
                    and _names_in(question, [c.title, *c.aliases])), key=lambda c: c.id)
 
 

@@ -156,13 +156,13 @@ def test_entities_named_whole_word_any_case(example_store):
 
 
 def test_index_backed_pile_equals_the_scanned_one(example_store, monkeypatch):
-    from cardmem.store import context
+    from cardmem.store import holdings
 
     for budget in (700, 4000, 100_000):
         indexed = session_context(example_store, project="acme-api", budget=budget)
         assert (example_store.root / ".cardmem" / "index.sqlite").exists()
         with monkeypatch.context() as m:
-            m.setattr(context, "_open_index", lambda store: None)
+            m.setattr(holdings, "_open_index", lambda store: None)
             scanned = session_context(example_store, project="acme-api", budget=budget)
         assert indexed.text == scanned.text and indexed.addresses == scanned.addresses
 
