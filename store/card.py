@@ -12,24 +12,36 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
+from functools import cache
 
 MAX_CARD_BYTES = 1024 * 1024
 BOOL_TAG = "tag:yaml.org,2002:bool"
 TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 
 
-class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
-    """YAML 1.2-ish scalars: only true/false are booleans; dates stay text."""
+@cache
+def _loader() -> type:
+    """The YAML loader, built on first use: `cardmem new` and other writes of simple
+    cards never import yaml (30-50 ms of every CLI call and hook)."""
+    import yaml
+
+    class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
+        """YAML 1.2-ish scalars: only true/false are booleans; dates stay text."""
+
+    _Loader.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag not in (BOOL_TAG, TIMESTAMP_TAG)]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    _Loader.add_implicit_resolver(
+        BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+    )
+    return _Loader
 
 
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag not in (BOOL_TAG, TIMESTAMP_TAG)]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Loader.add_implicit_resolver(
-    BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
+def __getattr__(name: str) -> Any:  # `from .card import _Loader` still works
+    if name == "_Loader":
+        return _loader()
+    raise AttributeError(name)
 
 
 class CardProblem(Exception):
@@ -120,13 +132,14 @@ def split(text: str) -> tuple[int, int, int] | None:
 def parse(text: str, card_id: str, path: Path | None = None) -> Card:
     """A card from its text. Raises CardProblem on frontmatter that is not a YAML mapping."""
     import frontmatter  # lazy: only reading cards needs it
+    import yaml
 
     meta: dict[str, Any] = {}
     body = text
     span = split(text)
     if span:
         try:
-            loaded = frontmatter.YAMLHandler().load(text[span[0]:span[1]], Loader=_Loader)
+            loaded = frontmatter.YAMLHandler().load(text[span[0]:span[1]], Loader=_loader())
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f"line {mark.line + 2}: " if mark is not None else ""
@@ -170,6 +183,8 @@ def _lines(text: str) -> list[str]:
 
 
 def _dump(value: Any, **style: Any) -> str:
+    import yaml
+
     out = yaml.safe_dump(value, default_flow_style=True, width=10**9, sort_keys=False, **style)
     out = out.removesuffix("\n")
     return out.removesuffix("\n...")  # a bare top-level scalar ends its document so
@@ -183,14 +198,35 @@ def _yaml_value(value: Any) -> str:
     """
     if isinstance(value, (date, datetime)):
         return value.isoformat()  # unquoted, as people write dates; read back as text
+    if isinstance(value, str) and _is_plain(value):
+        return value
+    import yaml
+
     out = _dump(value, allow_unicode=True)
-    if "\n" in out or "\r" in out or yaml.load(out, Loader=_Loader) != value:
+    if "\n" in out or "\r" in out or yaml.load(out, Loader=_loader()) != value:
         out = _dump(value, allow_unicode=False, default_style='"')
     return out
 
 
+# Text YAML reads back as the same string written plain, with no quoting: a letter first,
+# then letters, digits, spaces and harmless punctuation; no YAML words.
+_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9 _.,()/'-]*(?<! )")
+_YAML_WORDS = {"y", "n", "yes", "no", "on", "off", "true", "false", "null"}
+
+
+def _is_plain(text: str) -> bool:
+    return bool(_PLAIN.fullmatch(text)) and text.lower() not in _YAML_WORDS
+
+
 def render(meta: dict[str, Any], body: str) -> str:
     """The text of a new card: frontmatter in the given key order, then the body."""
+    if all(isinstance(k, str) and _is_plain(k) and (
+            (isinstance(v, str) and _is_plain(v)) or type(v) in (date, int))
+           for k, v in meta.items()):
+        # What python-frontmatter writes for such values, without importing YAML.
+        lines = "".join(f"{k}: {v.isoformat() if isinstance(v, date) else v}\n"
+                        for k, v in meta.items())
+        return f"---\n{lines}---\n\n{body.rstrip(chr(10))}\n" if meta else body.rstrip("\n") + "\n"
     import frontmatter
 
     post = frontmatter.Post(body.rstrip("\n") + "\n", **meta)

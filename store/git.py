@@ -24,7 +24,7 @@ def run(root: Path, *args: str, input: str | None = None, env: dict[str, str] | 
     """Run `git -C root args…` and return stdout; a failure is one CardmemError line."""
     proc = _git(root, list(args), input, env)
     if check and proc.returncode != 0:
-        raise _error(args[0], proc)
+        raise error(args[0], proc)
     return proc.stdout
 
 
@@ -37,7 +37,7 @@ def lock_file_error(path: str) -> CardmemError:
                               "if none is running, remove the file")
 
 
-def _error(cmd: str, proc: subprocess.CompletedProcess) -> CardmemError:
+def error(cmd: str, proc: subprocess.CompletedProcess) -> CardmemError:
     msg = (proc.stderr.strip() or proc.stdout.strip() or f"exit {proc.returncode}")
     if m := _LOCK_EXISTS.search(msg):
         return lock_file_error(m.group(1))
@@ -88,8 +88,9 @@ AGENT_ENV = {"GIT_AUTHOR_NAME": AGENT_NAME, "GIT_AUTHOR_EMAIL": AGENT_EMAIL,
              "GIT_COMMITTER_NAME": AGENT_NAME, "GIT_COMMITTER_EMAIL": AGENT_EMAIL}
 
 
-def commit_paths(root: Path, paths: list[str], message: str, *, agent: bool) -> bool:
-    """`git commit --only` of paths; False if git made no commit (e.g. nothing changed).
+def commit_paths(root: Path, paths: list[str], message: str, *,
+                 agent: bool) -> subprocess.CompletedProcess:
+    """`git commit --only` of paths; a non-zero returncode if git made no commit.
 
     A person's write uses their git identity; only when git has none configured
     (useConfigOnly makes that an error rather than root@hostname) is it retried with
@@ -103,8 +104,8 @@ def commit_paths(root: Path, paths: list[str], message: str, *, agent: bool) -> 
         if proc.returncode != 0 and (env := identity_env(False, root)):
             proc = _git(root, args, message, env)
     if proc.returncode != 0 and _LOCK_EXISTS.search(proc.stderr):
-        raise _error("commit", proc)
-    return proc.returncode == 0
+        raise error("commit", proc)
+    return proc
 
 
 # How long a git call that found another git's lock file keeps retrying (git gives up at
@@ -146,11 +147,11 @@ def identity_env(agent: bool, root: Path) -> dict[str, str]:
     else:
         # Fill in only what git lacks (environment or config), keeping the user's parts.
         out: dict[str, str] = {}
+        configured = run(root, "config", "--get-regexp", r"^user\.(name|email)$",
+                         check=False).split()  # one call for both
         for part, fallback in (("name", FALLBACK_NAME), ("email", FALLBACK_EMAIL)):
             env_keys = (f"GIT_AUTHOR_{part.upper()}", f"GIT_COMMITTER_{part.upper()}")
-            if all(os.environ.get(k) for k in env_keys):
-                continue
-            if not run(root, "config", f"user.{part}", check=False).strip():
+            if f"user.{part}" not in configured:
                 out.update({k: fallback for k in env_keys if not os.environ.get(k)})
         return out
     return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
