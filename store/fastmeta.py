@@ -20,7 +20,11 @@ _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 # Characters YAML refuses or treats specially anywhere in a line: fall back.
 _UNSAFE = re.compile(r"[\t\\\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufeff\ufffe\uffff]")
 _INDICATORS = set("-?:,[]{}#&*!|>'\"%@`")
-_RESOLVERS = _Loader.yaml_implicit_resolvers
+# The card loader's implicit resolvers (int, float, null, bool...), one regex per first
+# character, as YAML looks them up.
+_RESOLVERS = {first: tuple(rx for _, rx in resolvers)
+              for first, resolvers in _Loader.yaml_implicit_resolvers.items() if resolvers}
+_FLOW_SPECIAL = re.compile(r"[,\[\]{}]")
 _HEADING = re.compile(r"^# +(.+?)\s*#*\s*$", re.M)
 
 
@@ -28,9 +32,9 @@ def _plain(value: str, flow: bool) -> str | None:
     """A plain scalar that YAML reads as this very string, else None."""
     if not value or value[0] in _INDICATORS or ": " in value or " #" in value:
         return None
-    if value.endswith(":") or (flow and any(c in value for c in ",[]{}")):
+    if value[-1] == ":" or (flow and _FLOW_SPECIAL.search(value)):
         return None
-    for _, rx in _RESOLVERS.get(value[0], []):
+    for rx in _RESOLVERS.get(value[0], ()):
         if rx.match(value):
             return None  # a number, null, bool, merge key...: let YAML decide
     return value

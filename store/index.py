@@ -36,7 +36,8 @@ COLUMNS = ("title", "aliases", "tags", "description", "body", "extra")
 # bm25 weights per FTS column, in COLUMNS order: names a card answers to count most.
 WEIGHTS = (10.0, 8.0, 4.0, 3.0, 1.0, 1.0)
 INACTIVE = ("superseded", "archived")
-NOT_CARDS = {"README.md"}  # top-level files that document a store (as store.paths says)
+NOT_CARDS = {"README.md"}
+PIPELINE_MIN, BATCH = 1000, 250  # refreshes this large parse and insert in parallel  # top-level files that document a store (as store.paths says)
 
 _DDL = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
@@ -63,12 +64,14 @@ CREATE TABLE IF NOT EXISTS terms(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WIT
 Stat = tuple[int, int]  # (mtime_ns, size)
 
 
-def walk(root: Path | str) -> Iterator[tuple[str, str, os.stat_result]]:
+def walk(root: Path | str, links: set[str] | None = None
+         ) -> Iterator[tuple[str, str, os.stat_result]]:
     """(id, path, stat) of every card file under root, in no particular order.
 
     The same files as Store.card_files() (hidden folders and files skipped, `.md` only,
     a top-level README.md is no card), with os.scandir and no Path objects: this walk
-    runs before every search, so it costs one stat per file and little else.
+    runs before every search, so it costs one stat per file and little else. Ids of
+    symlinked cards are added to `links` (they must be checked before they are read).
     """
     stack = [(str(root), "")]
     isreg = statmod.S_ISREG
@@ -93,6 +96,8 @@ def walk(root: Path | str) -> Iterator[tuple[str, str, os.stat_result]]:
                 except OSError:
                     continue
                 if isreg(st.st_mode):
+                    if links is not None and e.is_symlink():
+                        links.add(prefix + name[:-3])
                     yield prefix + name[:-3], e.path, st
 
 
@@ -141,6 +146,7 @@ class Index:
             db_path = self.root / ".cardmem" / DB_NAME
         self.db_path = Path(db_path)
         self._files = files
+        self._links: set[str] | None = None  # symlinked ids seen by the last walk
         self._conn: sqlite3.Connection | None = None
         self._ino: int | None = None
 
@@ -154,17 +160,20 @@ class Index:
 
     @property
     def conn(self) -> sqlite3.Connection:
-        """The open connection; reopened if `index --full` elsewhere swapped the file."""
+        """The open connection (opened, and repaired if need be, on first use)."""
+        if self._conn is None:
+            self._conn = self._connect()
+        return self._conn
+
+    def _follow_swap(self) -> None:
+        """Reopen if the file was replaced under us (a rebuild that could not copy in place)."""
         if self._conn is not None:
             try:
                 ino = os.stat(self.db_path).st_ino
             except OSError:
                 ino = None
-            if ino == self._ino:
-                return self._conn
-            self.close()
-        self._conn = self._connect()
-        return self._conn
+            if ino != self._ino:
+                self.close()
 
     def _connect(self) -> sqlite3.Connection:
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
@@ -215,6 +224,7 @@ class Index:
 
     def _repairing(self, fn: Callable[[], Any]) -> Any:
         """Run fn; if the file turns out corrupt (a page deep inside), rebuild and retry once."""
+        self._follow_swap()
         try:
             return fn()
         except sqlite3.DatabaseError as exc:
@@ -229,8 +239,10 @@ class Index:
 
     def _stat_files(self) -> Iterator[tuple[str, str, os.stat_result]]:
         if self._files is None:
-            yield from walk(self.root)
+            self._links = set()
+            yield from walk(self.root, self._links)
             return
+        self._links = None  # unknown: each changed file is checked with lstat
         for cid, path in self._files():
             try:
                 st = os.stat(path)
@@ -295,6 +307,7 @@ class Index:
 
     def _stat_ids(self, ids: set[str]) -> Iterator[tuple[str, str, os.stat_result]]:
         """The files of these ids that exist and would be walked (same rules as walk)."""
+        self._links = None
         for cid in sorted(ids):
             parts = cid.split("/")
             if (not cid or any(p in ("", ".", "..") or p.startswith(".") for p in parts)
@@ -314,18 +327,47 @@ class Index:
         from . import fastmeta
 
         c = self.conn
-        parsed: list[tuple[str, Any]] = []
-        for cid, path, st in todo:
-            parsed.append((cid, self._read(cardlib, fastmeta, cid, path, st, known.get(cid))))
+
+        def read(batch: list[tuple[str, str, os.stat_result]]) -> list[tuple[str, Any]]:
+            return [(cid, self._read(cardlib, fastmeta, cid, path, st, known.get(cid)))
+                    for cid, path, st in batch]
+
+        if len(todo) < PIPELINE_MIN:
+            parsed = read(todo)
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                self._write(c, parsed, gone, known, counts)
+                self._commit(c)
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+            return
+        # Many cards (a cold index): parse the next batch in Python while a writer thread
+        # inserts this one. SQLite releases the GIL while FTS5 tokenizes, so the two overlap.
+        from concurrent.futures import ThreadPoolExecutor
+
         c.execute("BEGIN IMMEDIATE")
         try:
-            self._write(c, parsed, gone, known, counts)
-            c.execute("INSERT INTO meta VALUES('generation', '1') ON CONFLICT(key) DO UPDATE"
-                      " SET value = CAST(value AS INTEGER) + 1")
-            c.execute("COMMIT")
+            with ThreadPoolExecutor(1, thread_name_prefix="cardmem-index") as writer:
+                pending = None
+                for i in range(0, len(todo), BATCH):
+                    parsed = read(todo[i:i + BATCH])
+                    if pending is not None:
+                        pending.result()
+                    pending = writer.submit(self._write, c, parsed, gone if i == 0 else [],
+                                            known, counts)
+                if pending is not None:
+                    pending.result()
+            self._commit(c)
         except BaseException:
             c.execute("ROLLBACK")
             raise
+
+    @staticmethod
+    def _commit(c: sqlite3.Connection) -> None:
+        c.execute("INSERT INTO meta VALUES('generation', '1') ON CONFLICT(key) DO UPDATE"
+                  " SET value = CAST(value AS INTEGER) + 1")
+        c.execute("COMMIT")
 
     @staticmethod
     def _write(c: sqlite3.Connection, parsed: list[tuple[str, Any]], gone: list[str],
@@ -388,7 +430,7 @@ class Index:
               k: tuple[int, int, str, bool] | None) -> tuple[str, os.stat_result, str, Any]:
         """('same'|'problem'|'card', stat, hash, payload) for one changed file."""
         try:
-            if os.path.islink(path):
+            if (cid in self._links) if self._links is not None else os.path.islink(path):
                 _check_inside(self.root, path)
             with open(path, "rb") as fh:
                 raw = fh.read()
@@ -400,7 +442,7 @@ class Index:
         if k is not None and k[2] == digest:
             return "same", st, digest, None
         try:
-            card = fastmeta.parse(cardlib, cardlib.decode(raw), cid, Path(path))
+            card = fastmeta.parse(cardlib, cardlib.decode(raw), cid, None)
         except cardlib.CardProblem as exc:
             return "problem", st, digest, (path, str(exc))
         return "card", st, digest, _row(card)
@@ -463,10 +505,12 @@ class Index:
             .fetchall())]
 
     def ids(self) -> list[str]:
+        self._follow_swap()
         return [r[0] for r in self.conn.execute("SELECT id FROM cards ORDER BY id")]
 
     def rows(self) -> list[tuple[Any, ...]]:
         """Every card row and its FTS text, by id: what two equal indexes agree on."""
+        self._follow_swap()
         return self.conn.execute(
             "SELECT c.id, c.type, c.title, c.aliases, c.tags, c.project, c.status,"
             " c.description, c.size, c.mtime_ns, c.hash, f.title, f.aliases, f.tags,"

@@ -387,3 +387,30 @@ def test_a_big_store_stays_quick_to_check(tmp_path) -> None:
         counts = index.refresh()
         assert counts["unchanged"] == 400
         assert time.perf_counter() - t < 2.0
+
+
+def test_the_parallel_pipeline_indexes_exactly_like_the_plain_path(example_store, tmp_path,
+                                                                   monkeypatch) -> None:
+    from cardmem.store import index as indexmod
+
+    write(example_store.root, "reference/bad", "---\ntitle: [x\n---\n")
+    with Index(root=example_store.root, db_path=tmp_path / "plain.sqlite") as plain:
+        plain.refresh()
+        expected, problems = plain.rows(), plain.problems()
+    monkeypatch.setattr(indexmod, "PIPELINE_MIN", 10)
+    monkeypatch.setattr(indexmod, "BATCH", 7)
+    with Index(root=example_store.root, db_path=tmp_path / "piped.sqlite") as piped:
+        counts = piped.refresh()
+        assert counts["added"] == len(expected) + 1
+        assert piped.rows() == expected and piped.problems() == problems
+
+
+def test_a_symlink_out_of_the_store_is_a_problem_not_a_card(example_store, tmp_path) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text(card("Secret", "wallaby"))
+    (example_store.root / "reference" / "leak.md").symlink_to(outside)
+    with Index(example_store) as index:
+        index.refresh()
+        assert index.search("wallaby").results == []
+        reasons = {p["id"]: p["reason"] for p in index.problems()}
+        assert "outside" in reasons["reference/leak"]
