@@ -337,7 +337,7 @@ class Index:
             c.execute("BEGIN IMMEDIATE")
             try:
                 self._write(c, parsed, gone, known, counts)
-                self._commit(c)
+                self._commit(c, counts)
             except BaseException:
                 c.execute("ROLLBACK")
                 raise
@@ -358,15 +358,19 @@ class Index:
                                             known, counts)
                 if pending is not None:
                     pending.result()
-            self._commit(c)
+            self._commit(c, counts)
         except BaseException:
             c.execute("ROLLBACK")
             raise
 
     @staticmethod
-    def _commit(c: sqlite3.Connection) -> None:
+    def _commit(c: sqlite3.Connection, counts: dict[str, int]) -> None:
         c.execute("INSERT INTO meta VALUES('generation', '1') ON CONFLICT(key) DO UPDATE"
                   " SET value = CAST(value AS INTEGER) + 1")
+        # How stale the typo-correction vocabulary is (see search.vocabulary).
+        changed = counts["added"] + counts["updated"] + counts["removed"]
+        c.execute("INSERT INTO meta VALUES('changed_since_terms', ?) ON CONFLICT(key) DO UPDATE"
+                  " SET value = CAST(value AS INTEGER) + ?", (str(changed), changed))
         c.execute("COMMIT")
 
     @staticmethod

@@ -92,6 +92,9 @@ def index(full: bool, as_json: bool, store_path: Path | None) -> None:
         if damage:
             click.echo(f"cardmem: index: was damaged ({damage[0]}); rebuilt", err=True)
         counts = idx.rebuild() if full else idx.refresh()
+        from cardmem.store.search import vocabulary
+
+        vocabulary(idx, force=True)  # the typo-correction vocabulary, so searches need not
         problems = idx.problems()
         total = len(idx.ids())
     if as_json:

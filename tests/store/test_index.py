@@ -414,3 +414,16 @@ def test_a_symlink_out_of_the_store_is_a_problem_not_a_card(example_store, tmp_p
         assert index.search("wallaby").results == []
         reasons = {p["id"]: p["reason"] for p in index.problems()}
         assert "outside" in reasons["reference/leak"]
+
+
+def test_the_correction_vocabulary_is_rebuilt_by_index_not_per_search(example_store, idx) -> None:
+    from cardmem.store.search import vocabulary
+
+    assert idx.search("pytets").corrected == {"pytets": "pytest"}  # builds the vocabulary
+    write(example_store.root, "reference/animals", card("Animals", "The marsupial house."))
+    idx.refresh()
+    assert ids(idx.search("marsupial")) == ["reference/animals"]  # found: no correction needed
+    assert idx.search("marsupail").results == []  # a typo of a new word waits for the rebuild
+    assert idx.search("pytets").corrected == {"pytets": "pytest"}  # old words still corrected
+    vocabulary(idx, force=True)
+    assert ids(idx.search("marsupail")) == ["reference/animals"]
