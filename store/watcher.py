@@ -619,12 +619,16 @@ class Watcher:
             # A short lock wait: indexing pauses while we wait, and a busy store is retried.
             sha = commit_changes(self.store.root, changes, message, agent=False,
                                  lock_timeout_s=COMMIT_LOCK_S)
-        except CardmemError as exc:
-            # Busy lock, detached HEAD, stale index.lock: keep the edits for the next try.
+        except Exception as exc:  # noqa: BLE001
+            # Busy lock, detached HEAD, stale index.lock, or a surprise: keep the edits
+            # for the next try rather than forget them.
             with self._cv:
                 self._dirty |= ids
             self._commit_retry_at = time.monotonic() + max(self.quiet_s, 1.0)
-            self._tell(f"not committed yet: {exc}; will retry")
+            if isinstance(exc, CardmemError):
+                self._tell(f"not committed yet: {exc}; will retry")
+            else:
+                self._failed("committing", exc)
             return
         finally:
             for cid, why in refused:

@@ -414,19 +414,21 @@ def test_real_inotify_queue_overflow_triggers_a_rescan(store, start, idx) -> Non
 
 def test_overflow_reported_in_watchdogs_log_requests_a_rescan(store, start, idx) -> None:
     """The path watchdog 7 uses to report overflow (its log), driven directly."""
+    (store.root / "reference").mkdir()  # watched from the start: the card's own events come
     w = start()
-    (store.root / "reference").mkdir()
-    # An edit that no event will report: written while the handler is detached.
-    w.on_event = lambda event: None  # type: ignore[method-assign]
+    # An edit whose events are lost: they reach a handler that drops them.
+    dropped: list[Any] = []
+    w.on_event = dropped.append  # type: ignore[method-assign]
     write(store.root, "reference/a", card("A", "feijoa"))
-    time.sleep(0.2)
-    assert hits(idx, "feijoa") == []
+    until(lambda: any(e.event_type == "closed" and e.src_path.endswith("a.md")
+                      for e in dropped), what="the card's last event, dropped")
     del w.on_event
+    assert hits(idx, "feijoa") == []
     logging.getLogger("watchdog.observers.inotify_c").warning(
         "Inotify queue overflowed; filesystem events were lost")
     until(lambda: hits(idx, "feijoa") == ["reference/a"], what="rescan after overflow log")
     assert w.wait_idle(5)
-    assert w.stats.rescans["overflow"] == 1
+    assert w.stats.rescans["overflow"] == 1, w.stats.rescans
 
 
 # --- autocommit ----------------------------------------------------------------------------
@@ -531,6 +533,28 @@ def test_autocommit_retries_while_another_writer_holds_the_lock(store, start, sa
         until(lambda: hits(idx, "breadfruit") == ["reference/a"], what="indexed while locked")
         assert _commits(root) == before
     until(lambda: len(_commits(root)) == len(before) + 1, timeout=10, what="commit after unlock")
+
+
+def test_a_failing_commit_keeps_the_edits_for_the_next_try(store, start, said,
+                                                           monkeypatch) -> None:
+    from cardmem.store import watcher as watcher_mod
+
+    real, calls = watcher_mod._status, {"n": 0}
+
+    def flaky_status(root, rels):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise OSError("injected commit fault")
+        return real(root, rels)
+
+    monkeypatch.setattr(watcher_mod, "_status", flaky_status)
+    before = _commits(store.root)
+    w = start(autocommit=True, quiet_s=0.2)
+    write(store.root, "reference/a", card("A", "kept"))
+    until(lambda: len(_commits(store.root)) == len(before) + 1, timeout=10,
+          what="commit on the second try")
+    assert any("injected commit fault" in line for line in said), said
+    assert w.alive()
 
 
 def test_stop_flushes_pending_edits(store) -> None:
