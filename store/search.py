@@ -130,21 +130,22 @@ def correct(idx: Index, word: str, stem: str) -> str | None:
     budget = max_edits(word)
     if budget == 0 or not stem.isalpha():
         return None
-    from rapidfuzz.distance import OSA  # lazy: only a query with an unknown term pays
+    from rapidfuzz import process  # lazy: only a query with an unknown term pays
+    from rapidfuzz.distance import OSA
 
     vocabulary(idx)
     # Typos rarely hit both of the first two letters: look where either is right.
-    firsts = {stem[0], stem[1]}
-    cands: list[tuple[int, int, str]] = []
-    for first in firsts:
+    terms: list[str] = []
+    dfs: list[int] = []
+    for first in {stem[0], stem[1]}:
         for term, df in idx.conn.execute(
-                "SELECT term, df FROM terms WHERE term >= ? AND term < ?",
-                (first, first + "\U0010ffff")):
-            if abs(len(term) - len(stem)) > budget:
-                continue
-            d = OSA.distance(stem, term, score_cutoff=budget)
-            if d <= budget:
-                cands.append((d, -df, term))
+                "SELECT term, df FROM terms WHERE term >= ? AND term < ?"
+                " AND length(term) BETWEEN ? AND ?",
+                (first, first + "\U0010ffff", len(stem) - budget, len(stem) + budget)):
+            terms.append(term)
+            dfs.append(df)
+    cands = [(d, -dfs[j], term) for term, d, j in process.extract(
+        stem, terms, scorer=OSA.distance, score_cutoff=budget, limit=None)]
     for _, _, term in sorted(cands):
         if _exists(idx.conn, quote(term)):  # a stem that FTS5 re-stems the same way
             return term
@@ -208,7 +209,7 @@ def plan(idx: Index, query: str) -> Plan:
 # At most this many matching rows are ranked by bm25 in one query: FTS5 ranks every match
 # before sorting, and a word in half of 100k cards would cost ~0.2 s. Past the cap the
 # newest CAP matches are ranked (cards named by the words are ranked in full first).
-CAP = 1000
+CAP = 500
 
 
 def _filters(card_type: str | None, project: str | None) -> tuple[str, list[Any]]:
@@ -420,8 +421,8 @@ def run(idx: Index, query: str, limit: int = 10, card_type: str | None = None,
         found = _candidates(idx, p, max(2 * limit, 20), card_type, project)
         if found:
             results = _score(idx, p, found)
-    # Whole-query fuzzy matching of names, when the words alone did not all match.
-    if (p.corrected or p.unknown or not results) and query.strip():
+    # Whole-query fuzzy matching of names, when some words were not found (or nothing was).
+    if (p.unknown or not results) and query.strip():
         _merge(results, _fuzzy_names(idx, query, limit, card_type, project))
     results.sort(key=_order)
     results = results[:limit]
@@ -469,38 +470,46 @@ def _score(idx: Index, p: Plan, found: dict[int, Candidate]) -> list[dict[str, A
     return out
 
 
-def _names(idx: Index) -> tuple[list[str], list[int]]:
-    """Every title and alias (rapidfuzz-processed) and its card's rowid, cached per index
-    generation so repeated searches in one process load them once."""
+def _names(idx: Index) -> tuple[list[str], list[int], list[int]]:
+    """Every title and alias (rapidfuzz-processed), its card's rowid, and its length,
+    sorted by length; cached per index generation, so one process loads them once."""
     from rapidfuzz import utils
 
     gen = idx.generation()
     cached = getattr(idx, "_names_cache", None)
     if cached and cached[0] == gen:
-        return cached[1], cached[2]
-    names: list[str] = []
-    owner: list[int] = []
+        return cached[1]
+    pairs = []
     for n, title, aliases in idx.conn.execute("SELECT n, title, aliases FROM cards"):
         for name in (title, *aliases.split("\n")) if aliases else (title,):
-            names.append(utils.default_process(name))
-            owner.append(n)
-    idx._names_cache = (gen, names, owner)  # type: ignore[attr-defined]
-    return names, owner
+            name = utils.default_process(name)
+            pairs.append((len(name), name, n))
+    pairs.sort()
+    table = ([p[1] for p in pairs], [p[2] for p in pairs], [p[0] for p in pairs])
+    idx._names_cache = (gen, table)  # type: ignore[attr-defined]
+    return table
 
 
 def _fuzzy_names(idx: Index, query: str, limit: int, card_type: str | None,
                  project: str | None) -> list[dict[str, Any]]:
     """Cards whose title or an alias is close to the whole query (rapidfuzz ratio)."""
+    from bisect import bisect_left, bisect_right
+
     from rapidfuzz import fuzz, process, utils
 
     q = utils.default_process(query)
     if len(q) < 4:
         return []
-    names, owner = _names(idx)
+    names, owner, lengths = _names(idx)
+    # ratio = 2*matches/(len(a)+len(b)) >= c needs len(b) within [len(a)*c/(2-c), len(a)*(2-c)/c].
+    c = FUZZY_CUTOFF / 100
+    lo = bisect_left(lengths, int(len(q) * c / (2 - c)))
+    hi = bisect_right(lengths, int(len(q) * (2 - c) / c) + 1)
     best: dict[int, float] = {}
-    for _, score, j in process.extract(q, names, scorer=fuzz.ratio, processor=None,
+    for _, score, j in process.extract(q, names[lo:hi], scorer=fuzz.ratio, processor=None,
                                        score_cutoff=FUZZY_CUTOFF, limit=limit * 3):
-        best[owner[j]] = max(best.get(owner[j], 0.0), score)
+        n = owner[lo + j]
+        best[n] = max(best.get(n, 0.0), score)
     if not best:
         return []
     where, args = _filters(card_type, project)
