@@ -304,6 +304,25 @@ def test_a_polling_observer_sees_in_place_edits_too(store, start, idx) -> None:
     until(lambda: idx.ids() == [], what="polled delete")
 
 
+def test_inotify_limits_fall_back_to_polling(store, start, idx, said) -> None:
+    """fs.inotify.max_user_watches or max_user_instances reached: poll, and say so."""
+    import errno
+
+    from watchdog.observers import Observer
+
+    class Exhausted(Observer):  # type: ignore[misc, valid-type]
+        def start(self) -> None:
+            raise OSError(errno.ENOSPC, "inotify watch limit reached")
+
+    w = start(observer_factory=Exhausted)
+    assert type(w._observer).__name__ == "PollingObserver"
+    assert any("polling every second" in line for line in said), said
+    write(store.root, "reference/a", card("A", "first: ackee"))
+    until(lambda: hits(idx, "ackee") == ["reference/a"], what="polled create")
+    write(store.root, "reference/a", card("A", "then: jackfruit"))
+    until(lambda: hits(idx, "jackfruit") == ["reference/a"], what="polled edit")
+
+
 # --- robustness ---------------------------------------------------------------------------
 
 def test_refresh_ids_raising_once_does_not_kill_the_watcher(store, start, idx, said) -> None:
