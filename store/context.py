@@ -12,6 +12,7 @@ the SessionStart hook) and `question_context` (someone asks: `cardmem ask`, unde
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections import Counter
@@ -203,8 +204,58 @@ def _add_map_brief(b: _Builder, lines: list[str]) -> None:
         b.cut(None, "memory map (budget)")
 
 
-def _recent(store: Store) -> list[Any]:
-    """The last commits of the recent-changes window, newest first: one git process."""
+RECENT_CACHE = "recent-changes.json"  # in .cardmem/: the window's commits, per HEAD and day
+_KEEP_IDS = MAP_RECENT_TITLES * 4  # card ids kept per commit (the lines show 3)
+
+
+def _head(root: Path) -> str | None:
+    """The commit HEAD names, read from .git without starting git (None if unsure)."""
+    try:
+        head = (root / ".git" / "HEAD").read_text().strip()
+        if not head.startswith("ref: "):
+            return head or None
+        ref = head[5:]
+        loose = root / ".git" / ref
+        if loose.is_file():
+            return loose.read_text().strip() or None
+        for line in (root / ".git" / "packed-refs").read_text().splitlines():
+            if line.endswith(" " + ref):
+                return line.split()[0]
+    except OSError:
+        pass
+    return None
+
+
+def _recent(store: Store) -> list[dict[str, Any]]:
+    """The last commits of the recent-changes window, newest first.
+
+    One git process, and none while HEAD and the day are what they were last time: the
+    window's commits are kept in .cardmem/ (an adopted store's first commit can name
+    10,000 files, which git takes tens of milliseconds to list).
+    """
+    from datetime import date
+
+    head, day = _head(store.root), date.today().isoformat()
+    cache = store.state_dir / RECENT_CACHE
+    if head:
+        try:
+            data = json.loads(cache.read_text())
+            if data.get("head") == head and data.get("day") == day:
+                return data["commits"]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
+    commits = _git_recent(store)
+    if head:
+        try:
+            from .writer import atomic_write
+
+            atomic_write(cache, json.dumps({"head": head, "day": day, "commits": commits}).encode())
+        except OSError:
+            pass
+    return commits
+
+
+def _git_recent(store: Store) -> list[dict[str, Any]]:
     from . import git
     from .reading import parse_since
 
@@ -212,7 +263,7 @@ def _recent(store: Store) -> list[Any]:
     try:
         # git.log would first ask for HEAD in a process of its own; an empty repo simply
         # fails here and has no recent changes.
-        out = git.run(store.root, "log", "--format=\x1e%H\x1f%an <%ae>\x1f%aI\x1f%B\x1f",
+        out = git.run(store.root, "log", "--format=\x1e%H\x1f%an\x1f%aI\x1f%s\x1f",
                       "--name-only", "--no-renames", f"-n{RECENT_COMMITS + 1}",
                       f"--since={since}", "--", check=False)
     except Exception:  # a broken repo must not break the pile
@@ -222,33 +273,33 @@ def _recent(store: Store) -> list[Any]:
         parts = rec.split("\x1f")
         if len(parts) != 5:
             continue
-        sha, author, date_, message, files = parts
-        commits.append(git.Commit(sha, author, date_, message.strip(),
-                                  [f for f in files.strip().splitlines() if f]))
+        sha, author, when, subject, files = parts
+        ids = [f[:-3] for f in files.split("\n") if f.endswith(".md")]
+        commits.append({"commit": sha, "author": author, "date": when, "subject": subject,
+                        "ids": ids[:_KEEP_IDS], "n_ids": len(ids)})
     return commits
 
 
-def _recent_lines(commits: list[Any]) -> tuple[list[str], int]:
+def _recent_lines(commits: list[dict[str, Any]]) -> tuple[list[str], int]:
     """Recent commits as lines (newest first), and how many more there were."""
     lines = []
     for c in commits[:RECENT_COMMITS]:
-        ids = [p[:-3] for p in c.paths if p.endswith(".md")]
-        more = f" +{len(ids) - 3}" if len(ids) > 3 else ""
-        lines.append(f"- {c.date[:10]} {c.author.split(' <')[0]}: "
-                     f"{c.message.splitlines()[0] if c.message else ''}"
+        ids, n = c["ids"], c["n_ids"]
+        more = f" +{n - 3}" if n > 3 else ""
+        lines.append(f"- {c['date'][:10]} {c['author']}: {c['subject']}"
                      + (f" ({', '.join(ids[:3])}{more})" if ids else ""))
     return lines, max(0, len(commits) - RECENT_COMMITS)
 
 
-def _recent_ids(commits: list[Any]) -> list[str]:
+def _recent_ids(commits: list[dict[str, Any]]) -> list[str]:
     """Ids the recent commits touched, newest first, each once (a few more than shown)."""
     ids: list[str] = []
     for c in commits:
-        for p in c.paths:
-            if len(ids) >= MAP_RECENT_TITLES * 4:
+        for cid in c["ids"]:
+            if len(ids) >= _KEEP_IDS:
                 return ids
-            if p.endswith(".md") and p[:-3] not in ids:
-                ids.append(p[:-3])
+            if cid not in ids:
+                ids.append(cid)
     return ids
 
 

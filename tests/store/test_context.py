@@ -186,3 +186,17 @@ def test_rules_are_current_even_when_the_index_is_not(example_store):
     assert "Keep PRs tiny (`feedback/small-prs`)" in pile.text
     assert "feedback/no-friday-deploys" not in pile.addresses
     assert "## Rules (9, always in force)" in pile.text
+
+
+def test_recent_changes_follow_head(example_store):
+    from cardmem.store.context import _head
+
+    session_context(example_store, budget=100_000)  # fills the recent-changes cache
+    subprocess.run(["git", "-C", str(example_store.root), "pack-refs", "--all"], check=True)
+    head = subprocess.run(["git", "-C", str(example_store.root), "rev-parse", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    assert _head(example_store.root) == head  # read from packed-refs, no git process
+    example_store.new("reference/fresh-note", title="Fresh note", body="x")
+    pile = session_context(example_store, budget=100_000)
+    assert "new: reference/fresh-note (reference/fresh-note)" in pile.text
+    assert "Fresh note (`reference/fresh-note`)" in pile.text  # most recently changed
