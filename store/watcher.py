@@ -5,8 +5,9 @@ Three kinds of threads cooperate:
   only maps a path to a card id and notes it (cheap, guarded: it can never raise);
 - one worker thread debounces those notes into batches and applies them to the index
   (`refresh_ids`), falls back to a full stat rescan (`refresh`) when events may have been
-  lost (queue overflow, a burst, a folder moved, the observer restarted), checks the
-  observer's health, and commits hand edits after a quiet period;
+  lost (queue overflow, a burst, a folder moved, the observer restarted), holds a big
+  batch until git lets go of .git/index.lock (a checkout is applied once, when done),
+  checks the observer's health, and commits hand edits after a quiet period;
 - the caller's thread starts and stops it (`cardmem watch` runs a small loop on top).
 
 Nothing here trusts events to be complete: any doubt becomes a rescan, and a rescan is
