@@ -244,11 +244,21 @@ def _holdings_from_index(store: Store, idx: Any, project: str | None,
     users = [e for e in focus if e.type == "user" and is_active(e)]
     mine = _project_cards([Entry(store, tuple(r[:8])) for r in s["projects"].get(project or "", [])],
                           project)
-    titles: dict[str, str] = {}
-    for i in range(0, len(want_titles), 500):
-        chunk = want_titles[i:i + 500]
-        marks = ",".join("?" * len(chunk))
-        titles.update(c.execute(f"SELECT id, title FROM cards WHERE id IN ({marks})", chunk))
+    titles = _titles(c, want_titles)
+    # Cards just committed may not be indexed yet: index those few, then ask again.
+    unseen = [i for i in want_titles if i not in titles and (store.root / f"{i}.md").is_file()]
+    if unseen:
+        idx.refresh_ids(unseen)
+        titles = _titles(c, want_titles)
     types = Counter(s["types"])
     return Holdings(rules, users, mine, types, Counter(s["project_counts"]),
                     sum(types.values()), s["problems"], titles)
+
+
+def _titles(c: Any, ids: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        marks = ",".join("?" * len(chunk))
+        out.update(c.execute(f"SELECT id, title FROM cards WHERE id IN ({marks})", chunk))
+    return out
