@@ -59,9 +59,9 @@ def session_start_context(payload: dict[str, Any], store_path: str | None = None
     root = _store_root(store_path)
     try:
         from cardmem.store.errors import CardmemError
-        from cardmem.store.store import Store
+        from cardmem.store.lean import StoreRoot  # no YAML, writer or git to import
 
-        store = Store.open(root)
+        store = StoreRoot.open(root)
     except Exception as exc:  # noqa: BLE001 - the session must start whatever happens
         why = getattr(exc, "why", None) or str(exc) or type(exc).__name__
         return (f"(cardmem: no memory loaded this session: store {root}: {why})",

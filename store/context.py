@@ -18,11 +18,13 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from .card import Card
 from .holdings import Holdings, active_rules, catalog, holdings, is_active
-from .store import Store
+
+if TYPE_CHECKING:  # a session's pile never imports the card parser (YAML) or the writer
+    from .card import Card
+    from .store import Store
 
 DEFAULT_BUDGET = 9000
 # Full rule texts may fill at most this share of the budget, so the user card and the
@@ -247,19 +249,20 @@ def _recent(store: Store) -> list[dict[str, Any]]:
     commits = _git_recent(store)
     if head:
         try:
-            from .writer import atomic_write
+            from .lean import write_cache
 
-            atomic_write(cache, json.dumps({"head": head, "day": day, "commits": commits}).encode())
+            write_cache(cache, json.dumps({"head": head, "day": day, "commits": commits}).encode())
         except OSError:
             pass
     return commits
 
 
 def _git_recent(store: Store) -> list[dict[str, Any]]:
-    from . import git
-    from .reading import parse_since
+    from datetime import datetime, timedelta, timezone
 
-    since = parse_since(f"{RECENT_DAYS}d").isoformat()
+    from . import git
+
+    since = (datetime.now(timezone.utc) - timedelta(days=RECENT_DAYS)).isoformat()
     try:
         # git.log would first ask for HEAD in a process of its own; an empty repo simply
         # fails here and has no recent changes.

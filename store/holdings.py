@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from .store import Store
+if TYPE_CHECKING:  # the pile's path never imports the card parser (YAML) or the writer
+    from .store import Store
 
 INACTIVE = {"superseded", "archived"}
 
@@ -48,15 +50,27 @@ class Entry:
     def body(self) -> str:
         """The text after the frontmatter: no YAML is parsed (the index already did)."""
         if self._body is None:
-            from .card import decode, split
-
             try:
-                text = decode(self._store.path(self.id).read_bytes())
-                span = split(text)
-                self._body = text[span[2]:] if span else text
+                raw = self._store.path(self.id).read_bytes()
+                self._body = body_of(raw.decode("utf-8"))
             except Exception:  # gone or broken since it was indexed: show what is known
                 self._body = "(this card could not be read just now)"
         return self._body
+
+
+_FM_OPEN = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n")
+_FM_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.M)
+
+
+def body_of(text: str) -> str:
+    """A card's body: what follows its frontmatter (the same cut as card.split)."""
+    m = _FM_OPEN.match(text)
+    close = _FM_CLOSE.search(text, m.end()) if m else None
+    if not close:
+        return text
+    start = close.end()
+    return text[start + (2 if text.startswith("\r\n", start) else
+                         1 if text.startswith("\n", start) else 0):]
 
 
 def _ids_under(root: Path, folder: str, recursive: bool = False) -> list[str]:
@@ -97,7 +111,7 @@ def catalog(store: Store) -> tuple[list[Any], list[str]]:
             pass
         finally:
             idx.close()
-    cards, problems = store.scan()
+    cards, problems = store.scan()  # StoreRoot.scan opens the full Store only now
     return cards, [f"{p.path}: skipped: {p.reason}" for p in problems]
 
 
@@ -197,9 +211,9 @@ def _summary(store: Store, idx: Any, project: str | None) -> dict[str, Any]:
         f"SELECT {_FOCUS_COLS} FROM cards WHERE project = ? OR id LIKE ? ORDER BY id",
         (key, f"projects/{key}/%"))] if key else []
     try:
-        from .writer import atomic_write
+        from .lean import write_cache
 
-        atomic_write(path, json.dumps(cached).encode())
+        write_cache(path, json.dumps(cached).encode())
     except OSError:
         pass
     return cached

@@ -88,15 +88,24 @@ def test_session_start_while_the_write_lock_is_held(example_store):
 
 
 def test_session_start_imports_nothing_heavy(example_store):
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "cardmem.hooks.claude_code",
-                           "--store", str(example_store.root), "session-start"],
-                          input="{}", capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0
-    mods = {ln.split("|")[-1].strip() for ln in proc.stderr.splitlines() if "|" in ln}
-    heavy = {m for m in mods if m.split(".")[0] in
+    def imported() -> set[str]:
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m",
+                               "cardmem.hooks.claude_code", "--store", str(example_store.root),
+                               "session-start"], input="{}", capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == 0
+        return {ln.split("|")[-1].strip() for ln in proc.stderr.splitlines() if "|" in ln}
+
+    first = imported()  # builds the index and the caches
+    heavy = {m for m in first if m.split(".")[0] in
              ("anthropic", "mcp", "watchdog", "git", "click", "httpx", "rapidfuzz", "pydantic")}
     assert heavy == set()
-    assert "cardmem.store.context" in mods  # the measurement saw the real work
+    warm = imported()
+    assert "cardmem.store.context" in warm  # the measurement saw the real work
+    # A warm start reads the index and the caches: no YAML, no writer, no git process.
+    assert {m for m in warm if m.split(".")[0] in ("yaml", "frontmatter", "tempfile",
+                                                   "subprocess", "filelock")} == set()
+    assert "cardmem.store.store" not in warm and "cardmem.store.card" not in warm
 
 
 def write_transcript(path: Path, turns: list[tuple[str, str]]) -> Path:

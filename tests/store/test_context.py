@@ -200,3 +200,16 @@ def test_recent_changes_follow_head(example_store):
     pile = session_context(example_store, budget=100_000)
     assert "new: reference/fresh-note (reference/fresh-note)" in pile.text
     assert "Fresh note (`reference/fresh-note`)" in pile.text  # most recently changed
+
+
+def test_body_cut_matches_the_card_parser(example_store):
+    from cardmem.store.holdings import body_of
+
+    cards, _ = example_store.scan()
+    for c in cards:
+        assert body_of(c.text) == c.body, c.id
+    for text in ["no frontmatter\n", "---\nunclosed: yes\n", "\ufeff---\r\na: 1\r\n---\r\nbody\r\n",
+                 "---\n---\n", "---\ntitle: x\n...\nafter dots\n"]:
+        from cardmem.store.card import parse
+
+        assert body_of(text) == parse(text, "x").body, repr(text)

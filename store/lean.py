@@ -1,0 +1,68 @@
+"""A store opened for reading the pile, without the card parser, the writer or git.
+
+The SessionStart hook runs as a new process before every coding session; importing
+`store.store` brings YAML, tempfile and subprocess with it (~50 ms of a ~150 ms budget).
+`StoreRoot` offers what the pile reads (root, settings, state folder, card paths) and
+hands anything else to a full `Store`, imported only then.
+"""
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from . import config, paths
+from .errors import CardmemError
+
+
+class StoreRoot:
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root).expanduser().absolute()
+
+    @classmethod
+    def open(cls, root: Path | str | None = None) -> "StoreRoot":
+        """The store at root (or the default one); refused as Store.open refuses it."""
+        store = cls(root if root is not None else paths.default_store())
+        if not store.root.is_dir():
+            raise CardmemError(f"store {store.root}",
+                               f"does not exist; run `cardmem init {store.root}`")
+        if not (store.root / ".git").exists():
+            raise CardmemError(f"store {store.root}",
+                               f"is not a git repository; run `cardmem init {store.root}`")
+        return store
+
+    @cached_property
+    def config(self) -> dict[str, dict[str, Any]]:
+        return config.load(self.root)
+
+    @property
+    def state_dir(self) -> Path:
+        d = self.root / ".cardmem"
+        d.mkdir(exist_ok=True)
+        return d
+
+    def path(self, card_id: str) -> Path:
+        return paths.card_path(self.root, card_id)
+
+    def full(self) -> Any:
+        """The full Store, for what a pile rarely needs (a scan when there is no index)."""
+        from .store import Store
+
+        store = Store(self.root)
+        store.__dict__["config"] = self.config
+        return store
+
+    def scan(self) -> Any:
+        return self.full().scan()
+
+
+def write_cache(path: Path, data: bytes) -> None:
+    """Replace a derived file in .cardmem/ (rebuildable, so no fsync): temp file, rename."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
