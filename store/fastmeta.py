@@ -28,8 +28,22 @@ _FLOW_SPECIAL = re.compile(r"[,\[\]{}]")
 _HEADING = re.compile(r"^# +(.+?)\s*#*\s*$", re.M)
 
 
+_SEEN: dict[tuple[str, bool], str | None] = {}  # keys, types and tags repeat across cards
+
+
 def _plain(value: str, flow: bool) -> str | None:
-    """A plain scalar that YAML reads as this very string, else None."""
+    """A plain scalar that YAML reads as this very string, else None (memoised)."""
+    try:
+        return _SEEN[value, flow]
+    except KeyError:
+        pass
+    if len(_SEEN) > 50_000:
+        _SEEN.clear()
+    out = _SEEN[value, flow] = _plain_uncached(value, flow)
+    return out
+
+
+def _plain_uncached(value: str, flow: bool) -> str | None:
     if not value or value[0] in _INDICATORS or ": " in value or " #" in value:
         return None
     if value[-1] == ":" or (flow and _FLOW_SPECIAL.search(value)):

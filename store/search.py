@@ -48,19 +48,22 @@ class SearchResult:
 
 # --- the query's terms ------------------------------------------------------------------
 
+_READY: dict[int, sqlite3.Connection] = {}  # connections that have them (held: ids stay unique)
+
+
 def _scratch(conn: sqlite3.Connection) -> None:
     """Per-connection temp FTS tables whose vocab tables give FTS5's own tokens of a text."""
-    try:
-        conn.execute("SELECT 1 FROM temp.q_raw_v LIMIT 0")
+    if _READY.get(id(conn)) is conn:
         return
-    except sqlite3.OperationalError:
-        pass
     conn.executescript(f"""
         CREATE VIRTUAL TABLE IF NOT EXISTS temp.q_raw USING fts5(x, tokenize='unicode61 remove_diacritics 2');
         CREATE VIRTUAL TABLE IF NOT EXISTS temp.q_raw_v USING fts5vocab(temp, q_raw, 'instance');
         CREATE VIRTUAL TABLE IF NOT EXISTS temp.q_stem USING fts5(x, tokenize='{TOKENIZE}');
         CREATE VIRTUAL TABLE IF NOT EXISTS temp.q_stem_v USING fts5vocab(temp, q_stem, 'instance');
     """)
+    if len(_READY) > 64:
+        _READY.clear()
+    _READY[id(conn)] = conn
 
 
 def tokens(conn: sqlite3.Connection, text: str) -> list[tuple[str, str]]:
@@ -418,7 +421,7 @@ def run(idx: Index, query: str, limit: int = 10, card_type: str | None = None,
     p = plan(idx, query)
     results: list[dict[str, Any]] = []
     if p.terms:
-        found = _candidates(idx, p, max(2 * limit, 20), card_type, project)
+        found = _candidates(idx, p, max(limit + 5, 12), card_type, project)
         if found:
             results = _score(idx, p, found)
     # Whole-query fuzzy matching of names, when some words were not found (or nothing was).
