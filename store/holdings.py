@@ -37,14 +37,23 @@ def in_project(card: Any, project: str) -> bool:
 class Entry:
     """A card as the index knows it (id, type, title, ...); its body is read on demand."""
 
-    def __init__(self, store: Store, row: tuple[Any, ...]) -> None:
-        (self.id, self.type, self.title, aliases, tags, self.project, self.status,
-         self.description) = row
-        self.aliases = [a for a in (aliases or "").split("\n") if a]
-        self.tags = [t for t in (tags or "").split("\n") if t]
-        self.status = self.status or "active"
+    __slots__ = ("id", "type", "title", "_aliases", "_tags", "project", "status",
+                 "description", "_store", "_body")
+
+    def __init__(self, store: Store, row: tuple[Any, ...] | list[Any]) -> None:
+        (self.id, self.type, self.title, self._aliases, self._tags, self.project, status,
+         self.description) = row[:8]
+        self.status = status or "active"
         self._store = store
         self._body: str | None = None
+
+    @property
+    def aliases(self) -> list[str]:
+        return [a for a in (self._aliases or "").split("\n") if a]
+
+    @property
+    def tags(self) -> list[str]:
+        return [t for t in (self._tags or "").split("\n") if t]
 
     @property
     def body(self) -> str:
@@ -253,10 +262,10 @@ def _holdings_from_index(store: Store, idx: Any, project: str | None,
                        s["problem_stamps"]):
         idx.refresh_ids(stale)
         s = _summary(store, idx, project)
-    focus = [Entry(store, tuple(r[:8])) for r in s["focus"]]
+    focus = [Entry(store, r) for r in s["focus"]]
     rules = [e for e in focus if e.type == "feedback" and is_active(e)]
     users = [e for e in focus if e.type == "user" and is_active(e)]
-    mine = _project_cards([Entry(store, tuple(r[:8])) for r in s["projects"].get(project or "", [])],
+    mine = _project_cards([Entry(store, r) for r in s["projects"].get(project or "", [])],
                           project)
     titles = _titles(c, want_titles)
     # Cards just committed may not be indexed yet: index those few, then ask again.
