@@ -7,13 +7,18 @@ hands anything else to a full `Store`, imported only then.
 """
 from __future__ import annotations
 
+import json
 import os
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from . import config, paths
+from . import paths
 from .errors import CardmemError
+
+CONFIG_FILE = "cardmem.toml"  # config.FILE; config itself imports tomllib
+
+SETTINGS_CACHE = "settings.json"  # cardmem.toml, parsed, with the file's (mtime, size)
 
 
 class StoreRoot:
@@ -34,7 +39,31 @@ class StoreRoot:
 
     @cached_property
     def config(self) -> dict[str, dict[str, Any]]:
-        return config.load(self.root)
+        """The store's settings; parsed once per version of cardmem.toml (tomllib costs
+        ~15 ms to import), then read back from .cardmem/settings.json."""
+        try:
+            st = (self.root / CONFIG_FILE).stat()
+            stamp = [st.st_mtime_ns, st.st_size]
+        except OSError:
+            from . import config
+
+            return config.load(self.root)  # no file: the defaults, no TOML to parse
+        cache = self.root / ".cardmem" / SETTINGS_CACHE
+        try:
+            data = json.loads(cache.read_text())
+            if data["stamp"] == stamp:
+                return data["config"]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        from . import config
+
+        cfg = config.load(self.root)  # a malformed file raises here, and is never cached
+        try:
+            write_cache(self.state_dir / SETTINGS_CACHE,
+                        json.dumps({"stamp": stamp, "config": cfg}).encode())
+        except (OSError, TypeError, ValueError):
+            pass
+        return cfg
 
     @property
     def state_dir(self) -> Path:
