@@ -148,14 +148,21 @@ def holdings(store: Store, project: str | None, want_titles: Iterable[str] = ())
     counts and titles of the rest are as of the index's last refresh. A store whose
     index is empty is indexed once, in full.
     """
+    want = list(want_titles)
+    fast = _from_summary(store, project, want)
+    if fast is not None:
+        return fast
     idx = _open_index(store)
     if idx is not None:
         try:
-            return _holdings_from_index(store, idx, project, list(want_titles))
+            try:
+                h = _holdings_from_index(store, idx, project, want)
+            finally:
+                idx.close()
+            _seal(store, want, h.titles)
+            return h
         except Exception:  # noqa: BLE001 - an unusable index must not cost the pile
             pass
-        finally:
-            idx.close()
     cards, problems = store.scan()
     by_id = {c.id: c.title for c in cards}
     return Holdings(
@@ -228,6 +235,72 @@ def _summary(store: Store, idx: Any, project: str | None) -> dict[str, Any]:
     return cached
 
 
+def _index_stamp(store: Store) -> list[int] | None:
+    """(mtime_ns, size) of the index file and its write-ahead log: any write moves one."""
+    base = str(store.root / ".cardmem" / "index.sqlite")
+    out: list[int] = []
+    for suffix in ("", "-wal"):
+        try:
+            st = os.stat(base + suffix)
+            out += [st.st_mtime_ns, st.st_size]
+        except FileNotFoundError:
+            out += [0, 0]
+        except OSError:
+            return None
+    return out if out[1] else None
+
+
+def _seal(store: Store, want: list[str], titles: dict[str, str]) -> None:
+    """Mark the summary as matching the index as it is now (closed), with these titles."""
+    path = store.root / ".cardmem" / SUMMARY
+    try:
+        data = json.loads(path.read_text())
+        data["index_stamp"] = _index_stamp(store)
+        data["titles_for"], data["titles"] = want, titles
+        from .lean import write_cache
+
+        write_cache(path, json.dumps(data).encode())
+    except (OSError, ValueError, TypeError):
+        pass
+
+
+def _from_summary(store: Store, project: str | None, want: list[str]) -> Holdings | None:
+    """The holdings without opening the index, when nothing moved since the last pile:
+    the index files have the stamp the summary was sealed with, the rules, user and
+    project cards have the stamps of their rows, and the titles asked for are known."""
+    try:
+        s = json.loads((store.root / ".cardmem" / SUMMARY).read_text())
+        if (s.get("v") != SUMMARY_VERSION or s.get("index_stamp") is None
+                or s["index_stamp"] != _index_stamp(store) or (project or "") not in s["projects"]
+                or not set(want) <= set(s.get("titles_for", ()))):
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    rows = s["focus"] + s["projects"][project or ""]
+    if _stale(store, rows, _listed(store, project), s["problem_stamps"]):
+        return None
+    return _built(store, s, project, {i: t for i, t in s["titles"].items() if i in want})
+
+
+def _listed(store: Store, project: str | None) -> set[str]:
+    listed = set(_ids_under(store.root, "feedback", True)) | set(_ids_under(store.root, "user", True))
+    if project:
+        listed |= set(_ids_under(store.root, f"projects/{project}", True))
+    return listed
+
+
+def _built(store: Store, s: dict[str, Any], project: str | None,
+           titles: dict[str, str]) -> Holdings:
+    focus = [Entry(store, r) for r in s["focus"]]
+    rules = [e for e in focus if e.type == "feedback" and is_active(e)]
+    users = [e for e in focus if e.type == "user" and is_active(e)]
+    mine = _project_cards([Entry(store, r) for r in s["projects"].get(project or "", [])],
+                          project)
+    types = Counter(s["types"])
+    return Holdings(rules, users, mine, types, Counter(s["project_counts"]),
+                    sum(types.values()), s["problems"], titles)
+
+
 def _stale(store: Store, rows: list[list[Any]], listed: set[str],
            problem_stamps: list[list[Any]]) -> set[str]:
     """Ids whose file differs from its row (or has no row, or is gone): stat only."""
@@ -252,30 +325,20 @@ def _holdings_from_index(store: Store, idx: Any, project: str | None,
     c = idx.conn
     if c.execute("SELECT 1 FROM cards LIMIT 1").fetchone() is None:
         idx.refresh()  # a store never indexed: once, in full
-    s = _summary(store, idx, project)
-    # The rules, the user cards and the project's cards must be current: stat them, and
-    # re-index what changed (a rule saved a second ago is in this session's pile).
-    listed = set(_ids_under(store.root, "feedback", True)) | set(_ids_under(store.root, "user", True))
-    if project:
-        listed |= set(_ids_under(store.root, f"projects/{project}", True))
-    if stale := _stale(store, s["focus"] + s["projects"].get(project or "", []), listed,
-                       s["problem_stamps"]):
-        idx.refresh_ids(stale)
-        s = _summary(store, idx, project)
-    focus = [Entry(store, r) for r in s["focus"]]
-    rules = [e for e in focus if e.type == "feedback" and is_active(e)]
-    users = [e for e in focus if e.type == "user" and is_active(e)]
-    mine = _project_cards([Entry(store, r) for r in s["projects"].get(project or "", [])],
-                          project)
+    # Cards just committed may not be indexed yet: index those few first.
     titles = _titles(c, want_titles)
-    # Cards just committed may not be indexed yet: index those few, then ask again.
     unseen = [i for i in want_titles if i not in titles and (store.root / f"{i}.md").is_file()]
     if unseen:
         idx.refresh_ids(unseen)
         titles = _titles(c, want_titles)
-    types = Counter(s["types"])
-    return Holdings(rules, users, mine, types, Counter(s["project_counts"]),
-                    sum(types.values()), s["problems"], titles)
+    s = _summary(store, idx, project)
+    # The rules, the user cards and the project's cards must be current: stat them, and
+    # re-index what changed (a rule saved a second ago is in this session's pile).
+    if stale := _stale(store, s["focus"] + s["projects"].get(project or "", []),
+                       _listed(store, project), s["problem_stamps"]):
+        idx.refresh_ids(stale)
+        s = _summary(store, idx, project)
+    return _built(store, s, project, titles)
 
 
 def _titles(c: Any, ids: list[str]) -> dict[str, str]:

@@ -106,6 +106,8 @@ def test_session_start_imports_nothing_heavy(example_store):
     assert {m for m in warm if m.split(".")[0] in ("yaml", "frontmatter", "tempfile",
                                                    "subprocess", "filelock")} == set()
     assert "cardmem.store.store" not in warm and "cardmem.store.card" not in warm
+    # Nothing moved since the last start: the index is not even opened.
+    assert "sqlite3" not in warm and "tomllib" not in warm
 
 
 def write_transcript(path: Path, turns: list[tuple[str, str]]) -> Path:

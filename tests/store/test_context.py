@@ -213,3 +213,14 @@ def test_body_cut_matches_the_card_parser(example_store):
         from cardmem.store.card import parse
 
         assert body_of(text) == parse(text, "x").body, repr(text)
+
+
+def test_counts_follow_the_index_when_it_moves(example_store):
+    from cardmem.store.index import Index
+
+    assert "55 cards:" in session_context(example_store, budget=100_000).text
+    assert "55 cards:" in session_context(example_store, budget=100_000).text  # sealed summary
+    (example_store.root / "entities" / "new-thing.md").write_text("---\ntitle: New thing\n---\n")
+    with Index(example_store) as idx:  # another command (search, the watcher) indexes it
+        idx.refresh()
+    assert "56 cards:" in session_context(example_store, budget=100_000).text
