@@ -87,11 +87,14 @@ def timed(args: list[str], stdin: str, cwd: Path) -> tuple[float, float, str]:
     return wall, cpu, proc.stdout
 
 
-def series(args: list[str], stdin: str, cwd: Path, runs: int) -> dict[str, float]:
+def series(args: list[str], stdin: str, cwd: Path, runs: int,
+           before=lambda: None) -> dict[str, float]:
     for _ in range(2):
+        before()
         timed(args, stdin, cwd)
     walls, cpus, out = [], [], ""
     for _ in range(runs):
+        before()
         w, c, out = timed(args, stdin, cwd)
         walls.append(w)
         cpus.append(c)
@@ -120,6 +123,14 @@ def main() -> None:
     hook = series([py, "-m", "cardmem.hooks.claude_code", "--store", str(store.root),
                    "session-start"], payload, work, a.runs)
     ctx = json.loads(hook["out"])["hookSpecificOutput"]["additionalContext"]
+    rule = sorted((store.root / "feedback").glob("*.md"))[0]
+
+    def edit_rule() -> None:  # a rule saved since the last session: the index is re-read
+        st = rule.stat()
+        os.utime(rule, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+
+    edited = series([py, "-m", "cardmem.hooks.claude_code", "--store", str(store.root),
+                     "session-start"], payload, work, max(5, a.runs // 3), before=edit_rule)
     cli = series([str(Path(py).with_name("cardmem")), "hook", "claude-code", "session-start",
                   "--store", str(store.root)], payload, work, max(5, a.runs // 3))
     bare = series([py, "-c", "pass"], "", work, a.runs)
@@ -132,6 +143,8 @@ def main() -> None:
         "| process | wall median | wall p90 | CPU median |", "|---|---|---|---|",
         f"| session-start hook, {a.cards:,}-card store, project `{project}` "
         f"| {hook['median_ms']:.0f} ms | {hook['p90_ms']:.0f} ms | {hook['cpu_ms']:.0f} ms |",
+        f"| same, a rule edited before each run (index re-read, rule re-indexed) "
+        f"| {edited['median_ms']:.0f} ms | {edited['p90_ms']:.0f} ms | {edited['cpu_ms']:.0f} ms |",
         f"| same, through `cardmem hook claude-code` (click CLI) "
         f"| {cli['median_ms']:.0f} ms | {cli['p90_ms']:.0f} ms | {cli['cpu_ms']:.0f} ms |",
         f"| hook with no store (imports + notice) "
@@ -139,7 +152,9 @@ def main() -> None:
         f"| `python -c pass` (the interpreter alone) "
         f"| {bare['median_ms']:.0f} ms | {bare['p90_ms']:.0f} ms | {bare['cpu_ms']:.0f} ms |",
         "",
-        f"Target: median ≤ 150 ms. The pile: {len(ctx):,} characters, {rules} rules listed "
+        f"Target: median ≤ 150 ms (first row: nothing changed since the last session, the "
+        f"common case; it opens no database and starts no process). "
+        f"The pile: {len(ctx):,} characters, {rules} rules listed "
         f"(the generated store has that many feedback cards; titles past the budget are the "
         f"only text allowed over it). Installed hooks run the `python -m` route. Bytecode "
         f"caches on (PYTHONDONTWRITEBYTECODE unset for the measured processes).", "",

@@ -12,9 +12,8 @@ import json
 import os
 import re
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
 if TYPE_CHECKING:  # the pile's path never imports the card parser (YAML) or the writer
     from .store import Store
@@ -127,8 +126,7 @@ def catalog(store: Store) -> tuple[list[Any], list[str]]:
 _COLS = "id, type, title, aliases, tags, project, status, description"
 
 
-@dataclass
-class Holdings:
+class Holdings(NamedTuple):
     """What a session pile needs to know of the store, without reading every card."""
 
     rules: list[Any]
