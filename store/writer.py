@@ -20,6 +20,7 @@ from . import git
 from .errors import CardmemError, StoreBusy
 
 LOCK_FILE = ".cardmem/write.lock"
+PENDING_FILE = ".cardmem/writing"
 
 
 @contextmanager
@@ -168,27 +169,45 @@ def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", messa
         check_writable(root)
         if callable(changes):
             changes = changes()
+        paths = list(changes)
+        if not paths:
+            return None
+        # While files are being replaced, .cardmem/writing names them: a writer killed
+        # mid-write leaves its temp files, which the next writer (under this lock, where
+        # no write is live) removes. One small file instead of listing folders each time.
+        pending = root / PENDING_FILE
+        if pending.exists():
+            for rel in pending.read_text().splitlines():
+                p = root / rel
+                for stale in p.parent.glob(f".{glob.escape(p.name)}.*.tmp"):
+                    stale.unlink(missing_ok=True)
+        pending.write_text("\n".join(paths) + "\n")
+        new_files = []
         for rel, data in changes.items():
             path = root / rel
             if data is None:
                 path.unlink(missing_ok=True)
-            elif not path.exists() or path.read_bytes() != data:
-                # A writer killed mid-write left its temp file; under the lock none is live.
-                for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
-                    stale.unlink(missing_ok=True)
+            elif not path.exists():
+                new_files.append(rel)
                 atomic_write(path, data)
-        paths = list(changes)
-        if not paths:
-            return None
-        git.run(root, "add", "-A", "--", *paths)
-        # --only commits just these paths, whatever else the user has staged. Two git calls
-        # in all: whether anything differs from HEAD is asked only if the commit fails.
+            elif path.read_bytes() != data:
+                atomic_write(path, data)
+        pending.unlink()
+        # git commit --only takes the named paths' content from the work tree and commits
+        # just them, whatever else the user has staged; only files new to the tree need
+        # `git add` first. So an edit is one git call and a new card two.
+        if new_files:
+            git.run(root, "add", "-A", "--", *new_files)
         done = git.commit_paths(root, paths, message.text(), agent=agent)
         if done.returncode != 0:
-            # Only what differs from HEAD is committed (a rewrite of the same bytes is no
-            # change). --no-renames: a move lists its old path too.
-            if git.run(root, "diff", "--cached", "--no-renames", "--name-only", "--",
-                       *paths).strip():
-                raise git.error("commit", done)
-            return None
+            # A file that existed but git did not track yet, or nothing differs from HEAD
+            # (a rewrite of the same bytes is no change): stage all and ask again.
+            git.run(root, "add", "-A", "--", *paths)
+            done = git.commit_paths(root, paths, message.text(), agent=agent)
+            # --no-renames: a move lists its old path too.
+            if done.returncode != 0:
+                if git.run(root, "diff", "--cached", "--no-renames", "--name-only", "--",
+                           *paths).strip():
+                    raise git.error("commit", done)
+                return None
         return git.head_fast(root)
