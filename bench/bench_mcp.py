@@ -195,7 +195,9 @@ def main() -> None:
         f"{search1 * 1000:.0f} ms, most of it the freshness check (a stat of every card). "
         "Nothing is indexed at start-up: with no index at all the first search builds it "
         f"({cold_first:.1f} s) and the server was ready at {cold_ready:.2f} s. Load average "
-        f"{load:.1f} at the end; wall times on a shared machine move with its load.",
+        f"{load:.1f} at the end; wall times on a shared machine move with its load. The "
+        "server CPU column also counts the process's exit (tearing down the SDK's models), "
+        "which the wall column does not.",
         "",
     ]
     text = "\n".join(lines)
