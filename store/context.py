@@ -245,7 +245,7 @@ def _recent(store: Store) -> list[dict[str, Any]]:
     from datetime import date
 
     head, day = _head(store.root), date.today().isoformat()
-    cache = store.state_dir / RECENT_CACHE
+    cache = store.root / ".cardmem" / RECENT_CACHE
     if head:
         try:
             data = json.loads(cache.read_text())

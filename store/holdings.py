@@ -193,7 +193,7 @@ def _summary(store: Store, idx: Any, project: str | None) -> dict[str, Any]:
     .cardmem/ and recomputed only when the index changed (its generation moved on).
     """
     gen = idx.generation()
-    path = store.state_dir / SUMMARY
+    path = store.root / ".cardmem" / SUMMARY  # the index lives there: it exists
     key = project or ""
     try:
         cached = json.loads(path.read_text())

@@ -250,3 +250,21 @@ def test_busy_store_spools_and_the_next_run_files_it(example_store, tmp_path, fa
     assert git.head(example_store.root) != before
     assert "KEDA up to 16 replicas" in example_store.read("entities/billing-service").text
     assert list((example_store.root / ".cardmem" / "spool").glob("*.json")) == []
+
+
+def test_session_start_with_a_read_only_store(example_store, tmp_path):
+    if os.geteuid() == 0:
+        # root writes anyway; make the state folder a file so nothing can be written there
+        state = example_store.root / ".cardmem"
+        if state.exists():
+            import shutil
+
+            shutil.rmtree(state)
+        state.write_text("not a folder")
+    else:
+        os.chmod(example_store.root, 0o555)
+    try:
+        text = context_of(hook("session-start", {}, example_store.root))
+    finally:
+        os.chmod(example_store.root, 0o755)
+    assert "## Rules (9, always in force)" in text and "user/tomas" in text
