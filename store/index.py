@@ -176,13 +176,18 @@ class Index:
                 self.close()
 
     def _connect(self) -> sqlite3.Connection:
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            conn = self._connect_file(self.db_path)
-        except sqlite3.DatabaseError:
-            _remove_db(self.db_path)  # corrupt, foreign or from an older schema: derived data
-            conn = self._connect_file(self.db_path)
-        self._ino = os.stat(self.db_path).st_ino
+            self.db_path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                conn = self._connect_file(self.db_path)
+            except sqlite3.DatabaseError as exc:
+                if _busy(exc):
+                    raise
+                _remove_db(self.db_path)  # corrupt, foreign or an older schema: derived data
+                conn = self._connect_file(self.db_path)
+            self._ino = os.stat(self.db_path).st_ino
+        except (OSError, sqlite3.Error) as exc:
+            raise _error(self.db_path, exc) from None
         return conn
 
     @staticmethod
@@ -228,12 +233,15 @@ class Index:
         try:
             return fn()
         except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-                raise
+            if _busy(exc):
+                raise _error(self.db_path, exc) from None
             self.close()
             _remove_db(self.db_path)
             self._conn = self._connect()
-            return fn()
+            try:
+                return fn()
+            except sqlite3.Error as again:
+                raise _error(self.db_path, again) from None
 
     # --- keeping it fresh -------------------------------------------------------------
 
@@ -543,6 +551,20 @@ def search(store: Any, query: str, limit: int = 10, card_type: str | None = None
     finally:
         if index is None:
             idx.close()
+
+
+def _busy(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+
+
+def _error(path: Path, exc: BaseException) -> Exception:
+    """A failure of the index file as the one-line error users see."""
+    from .errors import CardmemError, StoreBusy
+
+    if _busy(exc):
+        return StoreBusy(f"index {path}", "another process kept it locked for 30 s")
+    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return CardmemError(f"index {path}", why)
 
 
 def _remove_db(path: Path) -> None:

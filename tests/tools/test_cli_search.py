@@ -114,3 +114,17 @@ def test_demo_has_a_search_step() -> None:
     from cardmem.tools import demo
 
     assert ("search, typo-tolerant", "search", "pytets fixtrues") in demo.STEPS
+
+
+def test_an_unwritable_state_folder_is_one_clear_error(example_store) -> None:
+    import os
+
+    if os.geteuid() == 0:
+        state = example_store.root / ".cardmem"
+        state.mkdir(exist_ok=True)
+        (state / "index.sqlite").mkdir()  # a folder where the file should be: refused even as root
+    else:
+        (example_store.root / ".cardmem").mkdir(mode=0o500, exist_ok=True)
+    p = cardmem("search", "pytest", "--store", str(example_store.root))
+    assert p.returncode != 0 and p.stdout == ""
+    assert p.stderr.startswith("cardmem: index ") and len(p.stderr.splitlines()) == 1
