@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -25,38 +24,9 @@ from fakeapi import FakeAPI, reply
 from cardmem.store import git
 from cardmem.tools.extract import SYSTEM as EXTRACT_SYSTEM
 
-CLAUDE_CODE_VERSION = "2.1.332"
-REPO = Path(__file__).resolve().parents[2]
-CACHE = REPO / ".cache" / "claude-code"
 CARDMEM = Path(sys.executable).with_name("cardmem")
 RULE_MARK = "QUOKKA-RULE-7731"
 SIGNAL = "Decision: the frobnicator retries widget jobs five times before dead-lettering them"
-
-
-def claude_binary() -> Path:
-    """The pinned Claude Code CLI, installed into the cache folder on first use."""
-    exe = CACHE / "node_modules" / ".bin" / "claude"
-    pkg = CACHE / "node_modules" / "@anthropic-ai" / "claude-code" / "package.json"
-    try:
-        if exe.exists() and json.loads(pkg.read_text())["version"] == CLAUDE_CODE_VERSION:
-            return exe
-    except (OSError, ValueError, KeyError):
-        pass
-    CACHE.mkdir(parents=True, exist_ok=True)
-    why = None
-    if not shutil.which("npm"):
-        why = "npm is not installed"
-    else:
-        proc = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(CACHE),
-                               f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"],
-                              capture_output=True, text=True, timeout=600)
-        if proc.returncode != 0 or not exe.exists():
-            why = f"npm install failed: {(proc.stderr or proc.stdout).strip()[-500:]}"
-    if why:
-        if os.environ.get("CI"):
-            pytest.fail(f"Claude Code {CLAUDE_CODE_VERSION} is required in CI: {why}")
-        pytest.skip(f"Claude Code {CLAUDE_CODE_VERSION} unavailable: {why}")
-    return exe
 
 
 def cardmem(*args: str, env: dict[str, str]) -> str:
@@ -95,8 +65,8 @@ def world(tmp_path):
     return {"home": home, "store": store, "proj": proj, "env": env}
 
 
-def test_claude_code_session_reads_and_writes_memory(world):
-    exe = claude_binary()
+def test_claude_code_session_reads_and_writes_memory(world, claude_code: Path):
+    exe = claude_code
     store, env = world["store"], world["env"]
 
     def answer(body: dict) -> object:

@@ -4,7 +4,7 @@
 Claude Code starts `cardmem mcp` from ~/.claude.json in the background; the scripted
 model waits for it (Claude Code's WaitForMcpServers), calls `mcp__cardmem__search`, and
 Claude Code sends the result back, which must name the card.
-Uses the Claude Code that tests/e2e/test_claude_code.py installs; skipped without it.
+Uses the pinned Claude Code of the `claude_code` fixture (tests/e2e/conftest.py).
 """
 from __future__ import annotations
 
@@ -14,11 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from fakeapi import FakeAPI, reply, tool_use
 
-REPO = Path(__file__).resolve().parents[2]
-CLAUDE = REPO / ".cache" / "claude-code" / "node_modules" / ".bin" / "claude"
 CARDMEM = Path(sys.executable).with_name("cardmem")
 TOOL = "mcp__cardmem__search"
 
@@ -30,8 +27,8 @@ def run(*args: str, env: dict[str, str]) -> str:
     return proc.stdout
 
 
-@pytest.mark.skipif(not CLAUDE.exists(), reason="Claude Code not installed in .cache/claude-code")
-def test_claude_code_searches_memory_through_the_registered_mcp_server(tmp_path: Path) -> None:
+def test_claude_code_searches_memory_through_the_registered_mcp_server(
+        tmp_path: Path, claude_code: Path) -> None:
     home, store, proj = tmp_path / "home", tmp_path / "store", tmp_path / "work"
     home.mkdir()
     proj.mkdir()
@@ -69,7 +66,7 @@ def test_claude_code_searches_memory_through_the_registered_mcp_server(tmp_path:
 
     with FakeAPI(handler=answer) as api:
         env = {**env, "ANTHROPIC_BASE_URL": api.base_url, "ANTHROPIC_API_KEY": "sk-ant-fake-e2e"}
-        proc = subprocess.run([str(CLAUDE), "-p", "How often does the frobnicator retry?",
+        proc = subprocess.run([str(claude_code), "-p", "How often does the frobnicator retry?",
                                "--output-format", "json", "--allowedTools", TOOL],
                               cwd=proj, env=env, capture_output=True, text=True, timeout=240)
         assert proc.returncode == 0, proc.stderr[-2000:]

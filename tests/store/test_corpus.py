@@ -5,7 +5,6 @@ from __future__ import annotations
 import difflib
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 from conftest import CORPUS

@@ -1,7 +1,6 @@
 """Ids are addresses inside the store: every unsafe id is refused with one clear message."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
