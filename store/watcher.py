@@ -29,7 +29,7 @@ from . import card as cardlib
 from . import git, paths
 from .errors import BadId, CardmemError
 from .store import Store
-from .writer import Message, commit_changes
+from .writer import AS_IS, Message, commit_changes
 
 DEBOUNCE_S = 0.05  # a save is several events within a few ms; wait this long for quiet
 MAX_DELAY_S = 0.2  # ... but never hold a batch longer than this while events keep coming
@@ -589,17 +589,18 @@ class Watcher:
         message = Message("watch: cards edited by hand", source="watch")
         refused: list[tuple[str, str]] = []
 
-        def changes() -> dict[str, bytes | None]:
-            # Runs under the store's write lock. Files are read last, just before the writer
-            # compares and stages them, so what is committed is what is on disk.
+        def changes() -> dict[str, object]:
+            # Runs under the store's write lock. Each file is only checked here and committed
+            # AS_IS: the writer never rewrites or deletes it, so a save landing in between
+            # is committed (or left for the next batch), never overwritten.
             status = _status(self.store.root, [cid + ".md" for cid in sorted(ids)])
-            kept: dict[str, bytes | None] = {}
+            kept: dict[str, object] = {}
             for rel in status:
                 cid = rel[:-3]
                 try:
                     data = (self.store.root / rel).read_bytes()
                 except FileNotFoundError:
-                    kept[rel] = None
+                    kept[rel] = AS_IS
                     continue
                 except OSError as exc:
                     refused.append((cid, f"unreadable: {exc.strerror}"))
@@ -609,7 +610,7 @@ class Watcher:
                 except cardlib.CardProblem as exc:
                     refused.append((cid, str(exc)))
                     continue
-                kept[rel] = data
+                kept[rel] = AS_IS
             n = len(kept)
             message.subject = f"watch: {n} card{'s' if n != 1 else ''} edited by hand"
             width = max((len(r) - 3 for r in kept), default=0)

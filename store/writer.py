@@ -153,12 +153,20 @@ def check_writable(root: Path) -> None:
                            f"HEAD is detached; run `git -C {root} switch <branch>` first")
 
 
-Changes = dict[str, "bytes | None"]
+class _AsIs:
+    """Commit a path as it is on disk, writing nothing (the watcher's human edits)."""
+
+    def __repr__(self) -> str:
+        return "AS_IS"
+
+
+AS_IS = _AsIs()
+Changes = dict[str, "bytes | None | _AsIs"]
 
 
 def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", message: Message, *,
                    agent: bool, lock_timeout_s: float = 10.0) -> str | None:
-    """Write (bytes) or delete (None) store-relative paths and commit exactly them.
+    """Write (bytes), delete (None) or take AS_IS store-relative paths; commit exactly them.
 
     `changes` may be a function: it then runs under the lock, so an edit computed from a
     card's current text never loses another writer's lines, and it may raise to refuse.
@@ -185,6 +193,8 @@ def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", messa
         new_files = []
         for rel, data in changes.items():
             path = root / rel
+            if data is AS_IS:
+                continue  # a person's bytes: committed as they are, never rewritten
             if data is None:
                 path.unlink(missing_ok=True)
             elif not path.exists():

@@ -13,7 +13,7 @@ from cardmem.store import card as cardlib
 from cardmem.store import git
 from cardmem.store.errors import CardmemError, StoreBusy
 from cardmem.store.store import Store, init
-from cardmem.store.writer import Message, commit_changes
+from cardmem.store.writer import AS_IS, Message, commit_changes
 
 GIT_ID = {"GIT_AUTHOR_NAME": "Tess Tester", "GIT_AUTHOR_EMAIL": "tess@example.com",
           "GIT_COMMITTER_NAME": "Tess Tester", "GIT_COMMITTER_EMAIL": "tess@example.com"}
@@ -268,3 +268,27 @@ def test_a_cli_write_imports_neither_yaml_nor_filelock(store: Store) -> None:
             "print(sorted(m for m in ('yaml', 'frontmatter', 'filelock') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.stdout.splitlines() == ["created reference/lean", "[]"], proc.stderr
+
+
+def test_as_is_commits_a_persons_bytes_without_rewriting_them(store: Store) -> None:
+    root = store.root
+    store.new("reference/a", body="one")
+    store.new("reference/gone", body="bye")
+    edited = root / "reference" / "a.md"
+    edited.write_bytes(b"edited by hand\r\n")
+    inode = edited.stat().st_ino
+    (root / "reference" / "gone.md").unlink()
+    (root / "reference" / "fresh.md").write_text("new by hand\n")
+
+    def changes() -> dict:
+        # A save that lands after the caller looked is what gets committed.
+        edited.write_bytes(b"saved again\n")
+        return {"reference/a.md": AS_IS, "reference/gone.md": AS_IS,
+                "reference/fresh.md": AS_IS}
+
+    commit_changes(root, changes, Message("watch: 3 cards edited by hand"), agent=False)
+    assert edited.stat().st_ino == inode  # never replaced by the writer
+    assert g(root, "show", "HEAD:reference/a.md") == "saved again\n"
+    assert g(root, "show", "HEAD:reference/fresh.md") == "new by hand\n"
+    assert "reference/gone.md" not in g(root, "ls-files")
+    assert g(root, "status", "--porcelain") == ""
