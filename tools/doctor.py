@@ -1,4 +1,4 @@
-"""`cardmem doctor`: check the store, its cards, index and hooks; say what is wrong.
+"""`cardmem doctor`: check the store, its settings, cards and index; say what is wrong.
 
 Each check returns (ok, line). A failing check says what to do, like every error here.
 """
@@ -51,8 +51,23 @@ def check_cards(store: Store) -> list[tuple[bool, str]]:
     return out
 
 
-# Other areas append their checks (index, hooks) here.
-CHECKS: list[Check] = [check_repo, check_config, check_cards]
+def check_index(store: Store) -> list[tuple[bool, str]]:
+    """The index: readable, whole (FTS5's own integrity check) and up to date."""
+    from cardmem.store.index import Index
+
+    idx = Index.open(store)
+    try:
+        wrong = idx.verify(deep=True)
+        counts = idx.refresh()
+    finally:
+        idx.close()
+    out = [(False, f"index was damaged ({w}); rebuilt it") for w in wrong[:3]]
+    changed = sum(counts.get(k, 0) for k in ("added", "updated", "removed"))
+    out.append((True, f"index: up to date ({changed} card(s) refreshed just now)"))
+    return out
+
+
+CHECKS: list[Check] = [check_repo, check_config, check_cards, check_index]
 
 
 def run_checks(store: Store) -> list[tuple[bool, str]]:
@@ -66,10 +81,11 @@ def run_checks(store: Store) -> list[tuple[bool, str]]:
 
 
 @click.command()
-@click.option("--store", "store_path", type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--store", "store_path", type=click.Path(path_type=Path),
+              help="The store (default: $CARDMEM_STORE, else $XDG_DATA_HOME/cardmem).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def doctor(store_path: Path | None, as_json: bool) -> None:
-    """Check the store, index and hooks; say what is wrong."""
+    """Check the store, settings, cards and index; say what is wrong."""
     from cardmem.tools.cli import emit_json, open_store
 
     results = run_checks(open_store(store_path))

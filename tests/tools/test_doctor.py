@@ -1,0 +1,34 @@
+"""`cardmem doctor`: says what is wrong, one line each, and exits non-zero for it."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from cardmem.store.store import Store
+
+
+def doctor(store: Store) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cardmem.tools.cli", "doctor", "--store",
+                           str(store.root)], capture_output=True, text=True)
+
+
+def test_a_healthy_store_passes_with_its_index_checked(example_store: Store) -> None:
+    proc = doctor(example_store)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PROBLEM" not in proc.stdout
+    assert "index: up to date" in proc.stdout
+
+
+def test_broken_card_detached_head_and_stale_lock_are_each_named(store: Store) -> None:
+    store.new("feedback/ok", body="fine")
+    bad = store.root / "feedback" / "bad.md"
+    bad.write_bytes(b"---\ntitle: [unclosed\n---\nbody\n")
+    before = bad.read_bytes()
+    (store.root / ".git" / "index.lock").write_text("")
+    proc = doctor(store)
+    assert proc.returncode == 1
+    problems = [ln for ln in proc.stdout.splitlines() if ln.startswith("PROBLEM")]
+    assert any(str(bad) in ln and "bad YAML" in ln for ln in problems), problems
+    assert any("index.lock" in ln and "remove the file" in ln for ln in problems), problems
+    assert bad.read_bytes() == before  # reported, never touched
+    assert (store.root / ".git" / "index.lock").exists()  # reported, never deleted
