@@ -85,12 +85,19 @@ class CardTools:
         self._index: Any = None
 
     def search(self, query: str, limit: int = 5, type: str | None = None,
-               project: str | None = None) -> dict[str, Any]:
+               project: str | None = None, base: str | None = None) -> dict[str, Any]:
         from cardmem.store import index  # lazy: the first search also refreshes the index
 
         if not query or not query.strip():
             raise ValueError("query: is empty; say what to look for")
         limit = max(1, min(int(limit), SEARCH_MAX))
+        if base:
+            from cardmem.store.bases import search_base
+
+            out = search_base(self.store, base, query, limit=limit, card_type=type or None,
+                              project=project or None).as_dict()
+            out["next"] = f"read_card(id, base={base!r}) returns a result's whole document"
+            return out
         with self._search_lock:
             if self._index is None:
                 self._index = index.Index(self.store)  # kept open across searches
@@ -101,9 +108,16 @@ class CardTools:
         out["next"] = "read_card(id) returns a result's whole card"
         return out
 
-    def read_card(self, id: str) -> dict[str, Any]:
+    def read_card(self, id: str, base: str | None = None) -> dict[str, Any]:
         from cardmem.store.errors import NotFound
-        from cardmem.store.reading import read_card
+        from cardmem.store.reading import CARD_CHARS, read_card
+
+        if base:
+            from cardmem.store.bases import read_document
+
+            text = read_document(self.store, base, id)
+            cut = max(0, len(text) - CARD_CHARS)
+            return {"id": id, "base": base, "text": text[:CARD_CHARS], "truncated_chars": cut}
 
         try:
             return read_card(self.store, id)
@@ -179,25 +193,30 @@ def build_server(store: "Store") -> "MCPServer":
         description="Only cards of this type: user, feedback, person, entity, project, "
                     "reference or signal.")]
     ProjectFilter = Annotated[str | None, Field(description="Only cards of this project (slug).")]
+    BaseName = Annotated[str | None, Field(
+        description="An attached docs base to use instead of the cards (`cardmem base list`).")]
 
     @server.tool(annotations=read_only("Search memory"))
     @_readable_errors
     def search(query: Annotated[str, Field(description="What to look for, in plain words.")],
                limit: Annotated[int, Field(ge=1, le=SEARCH_MAX)] = 5,
-               type: TypeFilter = None, project: ProjectFilter = None) -> dict[str, Any]:
-        """Search the memory cards. Returns ranked results (id, title, type, score,
-        confidence high|medium|low, snippet) and no_confident_results: when it is true,
-        nothing matched well and the results are guesses, not memory."""
-        return tools.search(query, limit, type, project)
+               type: TypeFilter = None, project: ProjectFilter = None,
+               base: BaseName = None) -> dict[str, Any]:
+        """Search the memory cards (or, with base, an attached read-only docs base). Returns
+        ranked results (id, title, type, score, confidence high|medium|low, snippet) and
+        no_confident_results: when it is true, nothing matched well and the results are
+        guesses, not memory."""
+        return tools.search(query, limit, type, project, base)
 
     @server.tool(annotations=read_only("Read a card"))
     @_readable_errors
     def read_card(id: Annotated[str, Field(
             description="The card's id: its path in the store without .md, "
-                        "e.g. feedback/run-tests-with-x.")]) -> dict[str, Any]:
+                        "e.g. feedback/run-tests-with-x.")],
+                  base: BaseName = None) -> dict[str, Any]:
         """Read one memory card whole (cut at 8,000 characters, with the cut said), with
-        its last few History entries."""
-        return tools.read_card(id)
+        its last few History entries; with base, a document of that attached base."""
+        return tools.read_card(id, base)
 
     @server.tool(annotations=read_only("Map of memory"))
     @_readable_errors

@@ -331,3 +331,24 @@ def test_cardmem_mcp_writes_nothing_but_protocol_to_stdout(store) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == ""
     assert f"cardmem mcp: serving {store.root} on stdio" in proc.stderr
+
+
+def test_search_and_read_an_attached_base(store, tmp_path: Path) -> None:
+    from cardmem.store.bases import attach
+
+    docs = tmp_path / "docs"
+    (docs / "guides").mkdir(parents=True)
+    (docs / "guides" / "zebra.md").write_text("# Zebra crossings\n\nStripes for walkers.\n")
+    (docs / "out.md").symlink_to("/etc/hostname")
+    attach(store, "handbook", docs)
+    found = ok(call(store, "search", {"query": "zebra crossings", "base": "handbook"}))
+    assert [r["id"] for r in found["results"]] == ["guides/zebra"]
+    assert found["results"][0]["base"] == "handbook"
+    doc = ok(call(store, "read_card", {"id": "guides/zebra", "base": "handbook"}))
+    assert "Stripes for walkers." in doc["text"]
+    assert "resolves outside the base" in error_text(
+        call(store, "read_card", {"id": "out", "base": "handbook"}))
+    assert "not attached to this store" in error_text(
+        call(store, "search", {"query": "x", "base": "nope"}))
+    # The cards themselves are not searched when a base is named, nor the base otherwise.
+    assert ok(call(store, "search", {"query": "zebra crossings"}))["results"] == []
