@@ -49,15 +49,21 @@ def _ours(entry: Any) -> bool:
     return isinstance(entry, dict) and MODULE in str(entry.get("command", ""))
 
 
-def _load(path: Path) -> dict[str, Any]:
+def read_json_object(path: Path, hint: str) -> dict[str, Any]:
+    """A host's JSON settings file as a dict ({} if absent); one clear line if it is not."""
     if not path.exists():
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8") or "{}")
     except (ValueError, UnicodeDecodeError) as exc:
-        raise CardmemError(str(path), f"not valid JSON ({exc}); fix it or pass --settings") from None
+        raise CardmemError(str(path), f"not valid JSON ({exc}); fix it or pass {hint}") from None
     if not isinstance(data, dict):
         raise CardmemError(str(path), "is not a JSON object")
+    return data
+
+
+def _load(path: Path) -> dict[str, Any]:
+    data = read_json_object(path, "--settings")
     hooks = data.get("hooks", {})
     if not isinstance(hooks, dict) or any(not isinstance(v, list) for v in hooks.values()):
         raise CardmemError(f"{path}: hooks", "is not an object of event -> list of matchers")

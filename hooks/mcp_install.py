@@ -20,6 +20,8 @@ from typing import Any
 from cardmem.store.errors import CardmemError
 from cardmem.store.writer import atomic_write
 
+from .install import read_json_object
+
 NAME = "cardmem"
 MODULE = "cardmem.tools.cli"
 
@@ -43,14 +45,7 @@ def _ours(entry: Any) -> bool:
 
 
 def _load(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8") or "{}")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise CardmemError(str(path), f"not valid JSON ({exc}); fix it or pass --mcp-config") from None
-    if not isinstance(data, dict):
-        raise CardmemError(str(path), "is not a JSON object")
+    data = read_json_object(path, "--mcp-config")
     if not isinstance(data.get("mcpServers", {}), dict):
         raise CardmemError(f"{path}: mcpServers", "is not an object of name -> server")
     return data

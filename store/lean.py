@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from . import paths
-from .errors import CardmemError
 
 CONFIG_FILE = "cardmem.toml"  # config.FILE; config itself imports tomllib
 
@@ -29,12 +28,7 @@ class StoreRoot:
     def open(cls, root: Path | str | None = None) -> "StoreRoot":
         """The store at root (or the default one); refused as Store.open refuses it."""
         store = cls(root if root is not None else paths.default_store())
-        if not store.root.is_dir():
-            raise CardmemError(f"store {store.root}",
-                               f"does not exist; run `cardmem init {store.root}`")
-        if not (store.root / ".git").exists():
-            raise CardmemError(f"store {store.root}",
-                               f"is not a git repository; run `cardmem init {store.root}`")
+        paths.require_store(store.root)
         return store
 
     @cached_property

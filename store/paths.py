@@ -28,6 +28,17 @@ def default_store() -> Path:
     return Path(data) / "cardmem"
 
 
+def require_store(root: Path) -> Path:
+    """Refuse, with what to do, a folder that is not a store (no git call: cheap)."""
+    from .errors import CardmemError
+
+    if not root.is_dir():
+        raise CardmemError(f"store {root}", f"does not exist; run `cardmem init {root}`")
+    if not (root / ".git").exists():
+        raise CardmemError(f"store {root}", f"is not a git repository; run `cardmem init {root}`")
+    return root
+
+
 def normalize_id(card_id: str) -> str:
     """Check an id's text and return it without a trailing `.md`. Raises BadId."""
     if not isinstance(card_id, str) or not card_id.strip():

@@ -36,12 +36,7 @@ class Store:
     def open(cls, root: Path | str | None = None) -> "Store":
         """The store at root (or the default one); it must exist and be a git repo."""
         store = cls(root if root is not None else paths.default_store())
-        if not store.root.is_dir():
-            raise CardmemError(f"store {store.root}",
-                               f"does not exist; run `cardmem init {store.root}`")
-        if not git.is_repo(store.root):
-            raise CardmemError(f"store {store.root}",
-                               f"is not a git repository; run `cardmem init {store.root}`")
+        paths.require_store(store.root)
         return store
 
     @cached_property

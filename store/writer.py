@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import git
+from . import git, paths
 from .errors import CardmemError, StoreBusy
 
 LOCK_FILE = ".cardmem/write.lock"
@@ -116,10 +116,7 @@ class Message:
 
 def check_store(root: Path) -> None:
     """Refuse, with what to do, a folder that is not a store (no git call: cheap)."""
-    if not root.is_dir():
-        raise CardmemError(f"store {root}", f"does not exist; run `cardmem init {root}`")
-    if not git.is_repo(root):
-        raise CardmemError(f"store {root}", f"is not a git repository; run `cardmem init {root}`")
+    paths.require_store(root)
 
 
 # How long a write waits for someone else's .git/index.lock to go (an editor's or a
