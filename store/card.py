@@ -228,9 +228,12 @@ def render(meta: dict[str, Any], body: str) -> str:
                         for k, v in meta.items())
         return f"---\n{lines}---\n\n{body.rstrip(chr(10))}\n" if meta else body.rstrip("\n") + "\n"
     import frontmatter
+    import yaml
 
     post = frontmatter.Post(body.rstrip("\n") + "\n", **meta)
-    text = frontmatter.dumps(post, sort_keys=False, allow_unicode=True, width=10**9)
+    # The pure-Python dumper: libyaml's escapes emoji and other non-BMP text as \U0001F680.
+    text = frontmatter.dumps(post, Dumper=yaml.SafeDumper, sort_keys=False,
+                             allow_unicode=True, width=10**9)
     return text if text.endswith("\n") else text + "\n"
 
 

@@ -494,3 +494,10 @@ def test_append_section_only_adds_lines(card: Generated, heading: str, body: str
         assert heads.index(heading) < heads.index("History")
     if "\r\n" in card.text:
         assert new.count("\n") == new.count("\r\n")
+
+
+def test_a_new_card_keeps_emoji_and_other_scripts_as_typed() -> None:
+    meta = {"title": "Café déploiement 🚀", "aliases": ["日本語のメモ", "naïve"], "type": "reference"}
+    text = cardlib.render(meta, "Body 🙂")
+    assert "Café déploiement 🚀" in text and "日本語のメモ" in text and "\\U" not in text
+    assert cardlib.parse(text, "reference/x").meta == meta
