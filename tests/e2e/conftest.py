@@ -12,8 +12,6 @@ import pytest
 CLAUDE_CODE_VERSION = "2.1.332"
 REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / ".cache" / "claude-code"
-
-
 @pytest.fixture(scope="session")
 def claude_code() -> Path:
     """The pinned Claude Code CLI, installed into <repo>/.cache on first use.

@@ -12,28 +12,19 @@ cannot install it the test fails in CI (CI set) and is skipped elsewhere.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from hostkit import cardmem, host_env
 from fakeapi import FakeAPI, reply
 
 from cardmem.store import git
 from cardmem.tools.extract import SYSTEM as EXTRACT_SYSTEM
 
-CARDMEM = Path(sys.executable).with_name("cardmem")
 RULE_MARK = "QUOKKA-RULE-7731"
 SIGNAL = "Decision: the frobnicator retries widget jobs five times before dead-lettering them"
-
-
-def cardmem(*args: str, env: dict[str, str]) -> str:
-    proc = subprocess.run([str(CARDMEM), *args], env=env, capture_output=True, text=True,
-                          timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
 
 
 @pytest.fixture
@@ -43,13 +34,7 @@ def world(tmp_path):
     home.mkdir()
     proj.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(proj)], check=True)
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("ANTHROPIC_", "CLAUDE", "CARDMEM_"))}
-    env.update(HOME=str(home), CARDMEM_STORE=str(store), XDG_CONFIG_HOME=str(home / ".config"),
-               XDG_DATA_HOME=str(home / ".local" / "share"), XDG_CACHE_HOME=str(home / ".cache"),
-               DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1", DISABLE_ERROR_REPORTING="1",
-               DISABLE_BUG_COMMAND="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-               CLAUDE_CODE_DISABLE_TERMINAL_TITLE="1")
+    env = host_env(home, CARDMEM_STORE=str(store))
     cardmem("init", str(store), env=env)
     cardmem("new", "feedback/tabs-not-spaces", "--title", f"Indent with tabs ({RULE_MARK})",
             "--description", "Widgets code is indented with tabs.",

@@ -9,22 +9,13 @@ Uses the pinned Claude Code of the `claude_code` fixture (tests/e2e/conftest.py)
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
+from hostkit import cardmem, host_env
 from fakeapi import FakeAPI, reply, tool_use
 
-CARDMEM = Path(sys.executable).with_name("cardmem")
 TOOL = "mcp__cardmem__search"
-
-
-def run(*args: str, env: dict[str, str]) -> str:
-    proc = subprocess.run([str(CARDMEM), *args], env=env, capture_output=True, text=True,
-                          timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
 
 
 def test_claude_code_searches_memory_through_the_registered_mcp_server(
@@ -33,19 +24,13 @@ def test_claude_code_searches_memory_through_the_registered_mcp_server(
     home.mkdir()
     proj.mkdir()
     subprocess.run(["git", "init", "-q", str(proj)], check=True)
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("ANTHROPIC_", "CLAUDE", "CARDMEM_"))}
-    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
-               XDG_DATA_HOME=str(home / ".local" / "share"), XDG_CACHE_HOME=str(home / ".cache"),
-               DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1", DISABLE_ERROR_REPORTING="1",
-               CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", MCP_TIMEOUT="60000",
-               # MCP tools go to the model directly, not deferred behind ToolSearch, so the
-               # scripted model can call one by name.
-               ENABLE_TOOL_SEARCH="false")
-    run("init", str(store), env=env)
-    run("new", "entities/frobnicator", "--store", str(store), "--title", "Frobnicator",
+    # MCP tools go to the model directly, not deferred behind ToolSearch, so the scripted
+    # model can call one by name.
+    env = host_env(home, MCP_TIMEOUT="60000", ENABLE_TOOL_SEARCH="false")
+    cardmem("init", str(store), env=env)
+    cardmem("new", "entities/frobnicator", "--store", str(store), "--title", "Frobnicator",
         "--body", "The frobnicator service retries widget jobs five times.", env=env)
-    run("install", "claude-code", "--store", str(store), env=env)
+    cardmem("install", "claude-code", "--store", str(store), env=env)
 
     def answer(body: dict) -> object:
         names = {t.get("name") for t in body.get("tools") or []}
