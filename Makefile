@@ -22,7 +22,6 @@ test: $(STAMP)
 # Bytecode is compiled first, since start-up times are part of what they measure.
 bench: $(STAMP)
 	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/python -m compileall -q store tools hooks $(VENV)/lib
-	@command -v rg >/dev/null || echo "bench_search compares with ripgrep: apt-get install -y ripgrep"
 	for b in write search hook mcp watch; do \
 		env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/python bench/bench_$$b.py || exit 1; done
 

@@ -166,7 +166,7 @@ def main() -> None:
     ap.add_argument("--write", type=Path, help="Append the table to this Markdown file.")
     args = ap.parse_args()
     if not shutil.which("rg"):
-        sys.exit("bench: rg (ripgrep) is not installed")
+        sys.exit("bench: rg (ripgrep) is not installed; apt-get install -y ripgrep")
     lines = [f"Machine: {machine()}.", "",
              "| cards | bare FTS5 load wall (CPU) | cold index wall (CPU) | ratio wall (CPU) |"
              " search p50 | search p99 | search CPU/query | freshness check p50 |"
