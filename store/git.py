@@ -1,6 +1,8 @@
 """git, run as a subprocess: ~2 ms to start, against GitPython's 160 ms import.
 
-Everything cardmem asks of git goes through `run`, so errors read the same everywhere.
+Everything cardmem asks of git goes through `run` (stdout, or one error line) or `call`
+(the whole CompletedProcess, for callers that read the exit code), so errors read the
+same everywhere.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ FALLBACK_NAME, FALLBACK_EMAIL = "cardmem", "cardmem@localhost"
 def run(root: Path, *args: str, input: str | None = None, env: dict[str, str] | None = None,
         check: bool = True) -> str:
     """Run `git -C root args…` and return stdout; a failure is one CardmemError line."""
-    proc = _git(root, list(args), input, env)
+    proc = call(root, list(args), input, env)
     if check and proc.returncode != 0:
         raise error(args[0], proc)
     return proc.stdout
@@ -98,11 +100,11 @@ def commit_paths(root: Path, paths: list[str], message: str, *,
     """
     args = ["commit", "-q", "--no-verify", "--only", "-F", "-", "--", *paths]
     if agent:
-        proc = _git(root, args, message, AGENT_ENV)
+        proc = call(root, args, message, AGENT_ENV)
     else:
-        proc = _git(root, ["-c", "user.useConfigOnly=true", *args], message, None)
-        if proc.returncode != 0 and (env := identity_env(False, root)):
-            proc = _git(root, args, message, env)
+        proc = call(root, ["-c", "user.useConfigOnly=true", *args], message, None)
+        if proc.returncode != 0 and (env := identity_env(root)):
+            proc = call(root, args, message, env)
     if proc.returncode != 0 and _LOCK_EXISTS.search(proc.stderr):
         raise error("commit", proc)
     return proc
@@ -113,7 +115,7 @@ def commit_paths(root: Path, paths: list[str], message: str, *,
 LOCK_RETRY_S = 1.0
 
 
-def _git(root: Path, args: list[str], input: str | None = None,
+def call(root: Path, args: list[str], input: str | None = None,
          env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """One git call, in its own session: a writer killed mid-call, even with its whole
     process group, does not take git down halfway and leave .git/*.lock files behind.
@@ -140,22 +142,17 @@ def _git(root: Path, args: list[str], input: str | None = None,
         time.sleep(0.05)
 
 
-def identity_env(agent: bool, root: Path) -> dict[str, str]:
-    """Author and committer for a write: the agent's, or the user's own git identity."""
-    if agent:
-        name, email = AGENT_NAME, AGENT_EMAIL
-    else:
-        # Fill in only what git lacks (environment or config), keeping the user's parts.
-        out: dict[str, str] = {}
-        configured = run(root, "config", "--get-regexp", r"^user\.(name|email)$",
-                         check=False).split()  # one call for both
-        for part, fallback in (("name", FALLBACK_NAME), ("email", FALLBACK_EMAIL)):
-            env_keys = (f"GIT_AUTHOR_{part.upper()}", f"GIT_COMMITTER_{part.upper()}")
-            if f"user.{part}" not in configured:
-                out.update({k: fallback for k in env_keys if not os.environ.get(k)})
-        return out
-    return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
-            "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
+def identity_env(root: Path) -> dict[str, str]:
+    """Environment for a person's write: cardmem's fallback for only what git lacks
+    (environment or config), keeping the user's own parts. (Agent writes use AGENT_ENV.)"""
+    out: dict[str, str] = {}
+    configured = run(root, "config", "--get-regexp", r"^user\.(name|email)$",
+                     check=False).split()  # one call for both
+    for part, fallback in (("name", FALLBACK_NAME), ("email", FALLBACK_EMAIL)):
+        env_keys = (f"GIT_AUTHOR_{part.upper()}", f"GIT_COMMITTER_{part.upper()}")
+        if f"user.{part}" not in configured:
+            out.update({k: fallback for k in env_keys if not os.environ.get(k)})
+    return out
 
 
 @dataclass

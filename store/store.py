@@ -207,7 +207,7 @@ class Store:
             check_writable(self.root)
             try:
                 git.run(self.root, "revert", "--no-edit", sha,
-                        env=git.identity_env(False, self.root))
+                        env=git.identity_env(self.root))
             except CardmemError as exc:
                 # A conflict leaves git mid-revert with markers in the cards: undo all that.
                 if (self.root / ".git" / "REVERT_HEAD").exists():
@@ -249,5 +249,5 @@ def init(root: Path | str) -> tuple[Store, bool]:
             n = len(git.run(r, "diff", "--cached", "--name-only", "--", *adopt).split())
             msg = Message("init: cardmem store", [f"{n} files"] if n > 2 else [], source="init")
             git.run(r, "commit", "-q", "--no-verify", "--only", "-F", "-", "--", *adopt,
-                    input=msg.text(), env=git.identity_env(False, r))
+                    input=msg.text(), env=git.identity_env(r))
     return store, created

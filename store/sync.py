@@ -43,7 +43,7 @@ def card_names(files: list[str]) -> list[str]:
 
 def _committer_env(root: Path) -> dict[str, str]:
     # Replayed commits keep their authors (agent or person); only the committer is us.
-    return {k: v for k, v in git.identity_env(False, root).items() if "COMMITTER" in k}
+    return {k: v for k, v in git.identity_env(root).items() if "COMMITTER" in k}
 
 
 def replay(root: Path, local: str, onto: str, what: str) -> str:
@@ -56,7 +56,7 @@ def replay(root: Path, local: str, onto: str, what: str) -> str:
     git.run(root, "worktree", "prune", check=False)  # one a killed sync left behind
     git.run(root, "worktree", "add", "-q", "--detach", str(wt), local)
     try:
-        proc = git._git(wt, ["-c", "rebase.autoStash=false", "-c", "rebase.updateRefs=false",
+        proc = git.call(wt, ["-c", "rebase.autoStash=false", "-c", "rebase.updateRefs=false",
                              "rebase", "-q", "--no-verify", onto], env=_committer_env(root))
         if proc.returncode != 0:
             conflicted = [f for f in git.run(wt, "diff", "--name-only", "-z",
@@ -85,7 +85,7 @@ def replay(root: Path, local: str, onto: str, what: str) -> str:
 def push(root: Path, remote: str, commit: str, branch: str, expected: str | None) -> bool:
     """Push commit to remote's branch if the branch is still at `expected`; False if not."""
     lease = f"--force-with-lease=refs/heads/{branch}:{expected or ''}"
-    proc = git._git(root, ["push", "-q", "--no-verify", lease, remote,
+    proc = git.call(root, ["push", "-q", "--no-verify", lease, remote,
                            f"{commit}:refs/heads/{branch}"], env=NET_ENV)
     if proc.returncode == 0:
         return True

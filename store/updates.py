@@ -113,7 +113,7 @@ def counts(root: Path, a: str, b: str) -> tuple[int, int]:
 
 def is_ancestor(root: Path, a: str, b: str) -> bool:
     """git merge-base --is-ancestor: exit 0 yes, 1 no, anything else an error."""
-    proc = git._git(root, ["merge-base", "--is-ancestor", a, b])
+    proc = git.call(root, ["merge-base", "--is-ancestor", a, b])
     if proc.returncode not in (0, 1):
         raise CardmemError("git merge-base", proc.stderr.strip() or f"exit {proc.returncode}")
     return proc.returncode == 0
