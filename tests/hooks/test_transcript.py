@@ -236,10 +236,6 @@ def test_only_the_last_two_megabytes_are_read(tmp_path: Path):
     assert len(read_excerpt(path, max_bytes=10_000_000)) == 20
 
 
-def _window_starting_at(path: Path, offset: int) -> int:
-    return path.stat().st_size - offset
-
-
 def test_first_line_after_the_seek_is_dropped_unless_whole(tmp_path: Path):
     s = Session()
     s.user("kept: comes before the window")
