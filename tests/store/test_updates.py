@@ -74,7 +74,7 @@ def test_local_commits_only_is_nothing_to_take(pair):
 
 def diverge(mine: Store, theirs: Store) -> tuple[str, str]:
     mine.new("reference/local-note", body="Only here.\n")
-    incoming = publish(theirs, "reference/upstream-note", "Only upstream.\n")
+    publish(theirs, "reference/upstream-note", "Only upstream.\n")
     theirs.new("reference/upstream-two", body="Second upstream.\n")
     git(theirs.root, "push", "-q", "origin", "main")
     return head(mine.root), head(theirs.root)

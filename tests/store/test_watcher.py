@@ -551,6 +551,9 @@ def test_autocommit_retries_while_another_writer_holds_the_lock(store, start, sa
         until(lambda: hits(idx, "breadfruit") == ["reference/a"], what="indexed while locked")
         assert _commits(root) == before
     until(lambda: len(_commits(root)) == len(before) + 1, timeout=10, what="commit after unlock")
+    # The retry is the one commit; the busy lock counted as no refusal.
+    assert w.wait_idle(10, commits=True)
+    assert (w.stats.commits, w.stats.not_committed) == (1, 0)
 
 
 def test_a_failing_commit_keeps_the_edits_for_the_next_try(store, start, said,
