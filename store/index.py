@@ -29,6 +29,8 @@ import stat as statmod
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from .paths import NOT_CARDS
+
 SCHEMA = 4
 DB_NAME = "index.sqlite"
 TOKENIZE = "porter unicode61 remove_diacritics 2"
@@ -36,8 +38,7 @@ COLUMNS = ("title", "aliases", "tags", "description", "body", "extra")
 # bm25 weights per FTS column, in COLUMNS order: names a card answers to count most.
 WEIGHTS = (10.0, 8.0, 4.0, 3.0, 1.0, 1.0)
 INACTIVE = ("superseded", "archived")
-NOT_CARDS = {"README.md"}
-PIPELINE_MIN, BATCH = 1000, 250  # refreshes this large parse and insert in parallel  # top-level files that document a store (as store.paths says)
+PIPELINE_MIN, BATCH = 1000, 250  # refreshes this large parse and insert in parallel
 
 _DDL = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
