@@ -26,11 +26,13 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "projects": {},  # working-directory name -> project slug
 }
 
-# The value each key must hold: a bool is not an int here, and ints pass for floats.
+# Keys whose value must be one of a few words.
 _CHOICES = {("walk", "on_deadline"): {"silence", "receipt"}}
 
 
 def _check(section: str, key: str, value: Any, default: Any, path: Path) -> Any:
+    """The value, if it has its default's type (a bool is not an int here, and ints pass
+    for floats), is not negative and is one of its choices; else one error line."""
     where = f"{path}: [{section}] {key}"
     if isinstance(default, bool):
         ok = isinstance(value, bool)

@@ -11,7 +11,7 @@ import re
 import unicodedata
 from pathlib import Path
 
-from .errors import BadId
+from .errors import BadId, CardmemError
 
 MAX_ID_LEN = 200
 # Folders a store owns that are never cards.
@@ -30,8 +30,6 @@ def default_store() -> Path:
 
 def require_store(root: Path) -> Path:
     """Refuse, with what to do, a folder that is not a store (no git call: cheap)."""
-    from .errors import CardmemError
-
     if not root.is_dir():
         raise CardmemError(f"store {root}", f"does not exist; run `cardmem init {root}`")
     if not (root / ".git").exists():
@@ -80,12 +78,6 @@ def card_path(root: Path, card_id: str) -> Path:
     if os.path.lexists(path) and not os.path.isfile(real):
         raise BadId(f"id {card_id!r}", "is not a regular .md file")
     return path
-
-
-def id_of(root: Path, path: Path) -> str:
-    """The id of a card file inside the store."""
-    rel = path.relative_to(root).as_posix()
-    return rel[:-3] if rel.endswith(".md") else rel
 
 
 def slugify(text: str, max_len: int = 60) -> str:

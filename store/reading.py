@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from . import git
-from .card import Card, history
+from .card import Card, CardProblem, history, load
 from .store import Store
 
 CARD_CHARS = 8000  # one card handed to a model, whole up to this
@@ -74,8 +74,6 @@ def list_recent(store: Store, card_type: str | None = None, since: str | None = 
 
     Each card appears once, at its newest change; deleted cards are listed as such.
     """
-    from .card import CardProblem, load
-
     after = parse_since(since)
     out: list[dict[str, Any]] = []
     seen: set[str] = set()

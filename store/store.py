@@ -11,7 +11,7 @@ from typing import Any, Iterator
 from . import card as cardlib
 from . import config, git, paths
 from .errors import CardmemError, NotFound
-from .writer import Message, commit_changes
+from .writer import Message, check_writable, commit_changes, write_lock
 
 GITIGNORE = ".cardmem/\n"
 
@@ -196,9 +196,7 @@ class Store:
 
     def revert(self, commit: str) -> str:
         """Undo one commit with a new commit (git revert)."""
-        from .writer import check_store, check_writable, write_lock
-
-        check_store(self.root)
+        paths.require_store(self.root)
         sha = git.run(self.root, "rev-parse", "--verify", "-q", f"{commit}^{{commit}}",
                       check=False).strip()
         if not sha:
@@ -224,8 +222,6 @@ def init(root: Path | str) -> tuple[Store, bool]:
     so `cardmem init` adopts a folder of Markdown notes. On an existing repository only
     what is missing is added, and nothing else is committed. Returns (store, created).
     """
-    from .writer import check_writable, write_lock
-
     store = Store(root)
     r = store.root
     if r.exists() and not r.is_dir():
@@ -241,12 +237,11 @@ def init(root: Path | str) -> tuple[Store, bool]:
         gi.write_text(gi_text + sep + GITIGNORE)
     if not (r / config.FILE).exists():
         (r / config.FILE).write_text(config.default_text())
-    check_writable(r)
     adopt = ["."] if created else [".gitignore", config.FILE]
     with write_lock(r):
+        check_writable(r)  # under the lock, where another writer's git lock is no live one
         git.run(r, "add", "-A", "--", *adopt)
-        if git.run(r, "diff", "--cached", "--name-only", "--", *adopt).strip():
-            n = len(git.run(r, "diff", "--cached", "--name-only", "--", *adopt).split())
+        if n := len(git.run(r, "diff", "--cached", "--name-only", "--", *adopt).splitlines()):
             msg = Message("init: cardmem store", [f"{n} files"] if n > 2 else [], source="init")
             git.run(r, "commit", "-q", "--no-verify", "--only", "-F", "-", "--", *adopt,
                     input=msg.text(), env=git.identity_env(r))

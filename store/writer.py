@@ -114,11 +114,6 @@ class Message:
         return "\n\n".join(parts) + "\n"
 
 
-def check_store(root: Path) -> None:
-    """Refuse, with what to do, a folder that is not a store (no git call: cheap)."""
-    paths.require_store(root)
-
-
 # How long a write waits for someone else's .git/index.lock to go (an editor's or a
 # prompt's `git status` holds it for milliseconds) before calling it stale.
 INDEX_LOCK_WAIT_S = 1.0
@@ -130,7 +125,7 @@ def check_writable(root: Path) -> None:
     Call it holding the write lock: another cardmem writer's git holds index.lock while it
     commits, so outside the lock a live lock would look stale.
     """
-    check_store(root)
+    paths.require_store(root)
     # The locks a commit takes: the index, HEAD and the branch's ref.
     locks = [root / ".git" / "index.lock", root / ".git" / "HEAD.lock"]
     try:
@@ -169,13 +164,13 @@ def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", messa
     card's current text never loses another writer's lines, and it may raise to refuse.
     Returns the new commit's sha, or None when nothing differs from HEAD.
     """
-    check_store(root)
+    paths.require_store(root)  # before write_lock makes .cardmem/ in a non-store
     with write_lock(root, lock_timeout_s):
         check_writable(root)
         if callable(changes):
             changes = changes()
-        paths = list(changes)
-        if not paths:
+        rels = list(changes)
+        if not rels:
             return None
         # While files are being replaced, .cardmem/writing names them: a writer killed
         # mid-write leaves its temp files, which the next writer (under this lock, where
@@ -186,7 +181,7 @@ def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", messa
                 p = root / rel
                 for stale in p.parent.glob(f".{glob.escape(p.name)}.*.tmp"):
                     stale.unlink(missing_ok=True)
-        pending.write_text("\n".join(paths) + "\n")
+        pending.write_text("\n".join(rels) + "\n")
         new_files = []
         for rel, data in changes.items():
             path = root / rel
@@ -205,16 +200,16 @@ def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", messa
         # `git add` first. So an edit is one git call and a new card two.
         if new_files:
             git.run(root, "add", "-A", "--", *new_files)
-        done = git.commit_paths(root, paths, message.text(), agent=agent)
+        done = git.commit_paths(root, rels, message.text(), agent=agent)
         if done.returncode != 0:
             # A file that existed but git did not track yet, or nothing differs from HEAD
             # (a rewrite of the same bytes is no change): stage all and ask again.
-            git.run(root, "add", "-A", "--", *paths)
-            done = git.commit_paths(root, paths, message.text(), agent=agent)
+            git.run(root, "add", "-A", "--", *rels)
+            done = git.commit_paths(root, rels, message.text(), agent=agent)
             # --no-renames: a move lists its old path too.
             if done.returncode != 0:
                 if git.run(root, "diff", "--cached", "--no-renames", "--name-only", "--",
-                           *paths).strip():
+                           *rels).strip():
                     raise git.error("commit", done)
                 return None
         return git.head_fast(root)
