@@ -505,32 +505,15 @@ def _tool_class() -> type:
             super().__init__(**kw)
             self.backend = backend
 
-        def _run(self, command: Any) -> str:
+        def execute(self, command: Any) -> str:
             try:
                 return self.backend.execute(command)
             except MemoryToolError as exc:
                 raise ToolError(str(exc)) from None
 
-        def execute(self, command: Any) -> str:  # one place for all six commands
-            return self._run(command)
-
-        def view(self, command: Any) -> str:
-            return self._run(command)
-
-        def create(self, command: Any) -> str:
-            return self._run(command)
-
-        def str_replace(self, command: Any) -> str:
-            return self._run(command)
-
-        def insert(self, command: Any) -> str:
-            return self._run(command)
-
-        def delete(self, command: Any) -> str:
-            return self._run(command)
-
-        def rename(self, command: Any) -> str:
-            return self._run(command)
+        # The backend dispatches on the command itself; the SDK's six abstract methods
+        # all lead there.
+        view = create = str_replace = insert = delete = rename = execute
 
         def clear_all_memory(self) -> str:
             return self.backend.clear_all_memory()
