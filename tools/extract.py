@@ -51,9 +51,6 @@ class Signal:
     def line(self) -> str:
         return f"{self.kind}: {self.text}"
 
-    def as_dict(self) -> dict[str, str]:
-        return {"kind": self.kind, "text": self.text}
-
 
 def contract_lines(reply: str) -> list[Signal]:
     """The contract lines of a reply, in order, without repeats; EMPTY or noise -> []."""
@@ -91,8 +88,7 @@ def render_excerpt(turns: Sequence[Any]) -> str:
     return "\n\n".join(parts)
 
 
-def extract(turns: Sequence[Any], cfg: Mapping[str, Any] | None = None,
-            timeout_s: float | None = None) -> list[Signal]:
+def extract(turns: Sequence[Any], cfg: Mapping[str, Any] | None = None) -> list[Signal]:
     """One model call over a (redacted) excerpt. Raises ModelUnavailable without a key,
     ModelError when the call fails."""
     from .model import complete
@@ -102,5 +98,5 @@ def extract(turns: Sequence[Any], cfg: Mapping[str, Any] | None = None,
         return []
     prompt = ("<session_excerpt>\n" + excerpt + "\n</session_excerpt>\n\n"
               "What did this session teach? Contract lines only, or EMPTY.")
-    reply = complete(SYSTEM, prompt, cfg=cfg, timeout_s=timeout_s)
+    reply = complete(SYSTEM, prompt, cfg=cfg)
     return contract_lines(reply.text)
