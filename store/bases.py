@@ -193,15 +193,10 @@ def documents(base_root: Path) -> tuple[list[tuple[str, Path]], list[str]]:
                 continue
             full = Path(dirpath) / name
             rel = os.path.relpath(full, root).replace(os.sep, "/")
-            try:
-                path = doc_path(root, rel)
+            try:  # refuses a link out and anything but a regular .md file
+                docs.append((rel[:-3], doc_path(root, rel)))
             except CardmemError as exc:
                 warnings.append(f"{full}: skipped: {exc.why}")
-                continue
-            if not path.is_file():
-                warnings.append(f"{full}: skipped: not a regular file")
-                continue
-            docs.append((rel[:-3], path))
     return docs, warnings
 
 
