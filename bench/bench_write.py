@@ -1,7 +1,6 @@
 """Write benchmark (issue 2): a card write+commit through cardmem vs bare git, 10k cards.
 
     python bench/bench_write.py [--dir /tmp/cardmem-bench] [--cards 10000] [-n 30]
-                                [--write bench/RESULTS.md]
 
 In one store of --cards synthetic cards (bench/gen_store.py), committed, with a git
 identity configured as a person's would be, each round times, interleaved so machine load
@@ -162,7 +161,6 @@ def main() -> None:
     ap.add_argument("--dir", type=Path, default=Path("/tmp/cardmem-bench"))
     ap.add_argument("--cards", type=int, default=10_000)
     ap.add_argument("-n", type=int, default=30)
-    ap.add_argument("--write", type=Path, help="add the table to this RESULTS.md section")
     args = ap.parse_args()
     script = Path(sys.executable).with_name("cardmem")
     cli = [str(script)] if script.exists() else [sys.executable, "-m", "cardmem.tools.cli"]
@@ -170,9 +168,7 @@ def main() -> None:
     root = make_store(args.dir, args.cards)
     print(f"store of {args.cards} cards ready in {time.monotonic() - t0:.1f} s", flush=True)
     text = report(bench(root, args.n, cli), args.cards, args.n, str(args.dir))
-    print(text)
-    if args.write:
-        print(f"(add it under '## Writes (issue 2)' in {args.write} by hand, with a reading)")
+    print(text)  # goes under '## Writes (issue 2)' in bench/RESULTS.md by hand, with a reading
 
 
 if __name__ == "__main__":
