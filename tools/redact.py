@@ -389,8 +389,3 @@ def redact_with_counts(text: str) -> tuple[str, dict[str, int]]:
 def redact(text: str) -> str:
     """`text` with every recognised secret replaced by `[REDACTED:<kind>]`."""
     return redact_with_counts(text)[0]
-
-
-def find_secrets(text: str) -> dict[str, int]:
-    """How many secrets of each kind `text` holds (for logging; never the values)."""
-    return redact_with_counts(text)[1]

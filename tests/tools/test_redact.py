@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cardmem.tools.redact import find_secrets, redact, redact_with_counts
+from cardmem.tools.redact import redact, redact_with_counts
 
 ALNUM = string.ascii_letters + string.digits
 HEX = "0123456789abcdef"
@@ -271,7 +271,6 @@ def test_all_secrets_in_one_document():
     for _, _, v in ASSIGNED:
         assert v not in out
     assert sum(counts.values()) >= 60
-    assert find_secrets(doc) == counts
 
 
 LOOKALIKES = [
@@ -318,8 +317,7 @@ LOOKALIKES = [
 
 @pytest.mark.parametrize("text", LOOKALIKES, ids=range(len(LOOKALIKES)))
 def test_ordinary_engineering_text_is_untouched(text):
-    assert redact(text) == text
-    assert find_secrets(text) == {}
+    assert redact_with_counts(text) == (text, {})
 
 
 def test_redact_is_idempotent():
