@@ -7,12 +7,13 @@ edits are text surgery on the lines they change, so every other byte stays put.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from functools import cache
+from .paths import type_from_id
 
 MAX_CARD_BYTES = 1024 * 1024
 BOOL_TAG = "tag:yaml.org,2002:bool"
@@ -57,7 +58,6 @@ class Card:
     type: str | None
     path: Path | None = None
     text: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def description(self) -> str:
@@ -135,7 +135,7 @@ def parse(text: str, card_id: str, path: Path | None = None) -> Card:
     import yaml
 
     meta: dict[str, Any] = {}
-    body = text
+    body_start = 0
     span = split(text)
     if span:
         try:
@@ -150,17 +150,22 @@ def parse(text: str, card_id: str, path: Path | None = None) -> Card:
         if not isinstance(loaded, dict):
             raise CardProblem("frontmatter is not a mapping of keys to values")
         meta = {str(k): v for k, v in loaded.items()}
-        body = text[span[2]:]
-    from .paths import type_from_id
+        body_start = span[2]
+    return from_meta(card_id, meta, text, body_start, path)
 
+
+def from_meta(card_id: str, meta: dict[str, Any], text: str, body_start: int,
+              path: Path | None = None) -> Card:
+    """A card from its parsed frontmatter, with the defaults for a missing title and type
+    (shared with fastmeta, so both paths name a card alike)."""
     title = _as_text(meta.get("title")).strip()
     if not title:
         # The first `# ` heading outside code fences (a `# comment` in a shell block is none).
         heading = next((name for _, level, name, _ in _headings(text) if level == 1), None)
         title = heading or card_id.rsplit("/", 1)[-1]
     card_type = _as_text(meta.get("type")).strip() or type_from_id(card_id)
-    return Card(id=card_id, meta=meta, body=body, title=title, type=card_type, path=path,
-                text=text)
+    return Card(id=card_id, meta=meta, body=text[body_start:], title=title, type=card_type,
+                path=path, text=text)
 
 
 def load(path: Path, card_id: str) -> Card:

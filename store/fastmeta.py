@@ -13,8 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .card import Card, _Loader
-from .paths import type_from_id
+from .card import Card, _Loader, from_meta
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 # Characters YAML refuses or treats specially anywhere in a line: fall back.
@@ -25,7 +24,6 @@ _INDICATORS = set("-?:,[]{}#&*!|>'\"%@`")
 _RESOLVERS = {first: tuple(rx for _, rx in resolvers)
               for first, resolvers in _Loader.yaml_implicit_resolvers.items() if resolvers}
 _FLOW_SPECIAL = re.compile(r"[,\[\]{}]")
-_HEADING = re.compile(r"^# +(.+?)\s*#*\s*$", re.M)
 
 
 _SEEN: dict[tuple[str, bool], str | None] = {}  # keys, types and tags repeat across cards
@@ -125,12 +123,4 @@ def parse(cardlib: Any, text: str, card_id: str, path: Any = None) -> Card:
     meta = quick_meta(text[span[0]:span[1]]) if span else None
     if meta is None:
         return cardlib.parse(text, card_id, path)
-    body = text[span[2]:]
-    # The same defaults as card.parse.
-    title = str(meta.get("title") or "").strip()
-    if not title:
-        heading = _HEADING.search(body)
-        title = heading.group(1).strip() if heading else card_id.rsplit("/", 1)[-1]
-    card_type = str(meta.get("type") or "").strip() or type_from_id(card_id)
-    return Card(id=card_id, meta=meta, body=body, title=title, type=card_type, path=path,
-                text=text)
+    return from_meta(card_id, meta, text, span[2], path)

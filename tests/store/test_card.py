@@ -66,6 +66,11 @@ def test_title_ignores_comments_in_code_fences() -> None:
     text = "---\ntype: reference\n---\nSteps:\n\n```bash\n# install deps\nmake\n```\n\n# Real\n"
     assert parse(text, "reference/setup").title == "Real"
     assert parse("```sh\n# not a title\n```\n", "reference/setup").title == "setup"
+    # The index's fast frontmatter path names the card the same way.
+    from cardmem.store import fastmeta
+
+    assert fastmeta.quick_meta("type: reference\n") is not None  # the fast path is taken
+    assert fastmeta.parse(cardlib, text, "reference/setup").title == "Real"
 
 
 @pytest.mark.parametrize("card_id, expected", [
