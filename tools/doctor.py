@@ -13,6 +13,8 @@ from cardmem.store import config, git
 from cardmem.store.errors import CardmemError
 from cardmem.store.store import Store
 
+from .cli import emit_json, json_option, open_store, store_option
+
 Check = Callable[[Store], list[tuple[bool, str]]]
 
 
@@ -20,14 +22,13 @@ def check_repo(store: Store) -> list[tuple[bool, str]]:
     out = []
     lock = store.root / ".git" / "index.lock"
     if lock.exists():
-        out.append((False, f"{lock} exists: a git process is running or was killed; "
-                           "if none is running, remove the file"))
+        out.append((False, str(git.lock_file_error(str(lock)))))
     if git.head(store.root) is None:
         out.append((False, "the repository has no commits; run `cardmem init`"))
-    elif git.branch(store.root) is None:
+    elif (branch := git.branch(store.root)) is None:
         out.append((False, f"HEAD is detached; run `git -C {store.root} switch <branch>`"))
     else:
-        out.append((True, f"git: on branch {git.branch(store.root)}"))
+        out.append((True, f"git: on branch {branch}"))
     dirty = [ln[3:] for ln in git.run(store.root, "status", "--porcelain").splitlines()
              if ln[3:].endswith(".md")]
     if dirty:
@@ -81,13 +82,10 @@ def run_checks(store: Store) -> list[tuple[bool, str]]:
 
 
 @click.command()
-@click.option("--store", "store_path", type=click.Path(path_type=Path),
-              help="The store (default: $CARDMEM_STORE, else $XDG_DATA_HOME/cardmem).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@store_option
+@json_option
 def doctor(store_path: Path | None, as_json: bool) -> None:
     """Check the store, settings, cards and index; say what is wrong."""
-    from cardmem.tools.cli import emit_json, open_store
-
     results = run_checks(open_store(store_path))
     if as_json:
         emit_json([{"ok": ok, "message": msg} for ok, msg in results])
