@@ -6,7 +6,7 @@ Every failure a model can cause or meet (bad id, no such card, store busy, card 
 large, bad `since`) comes back as a ToolError the model can read; nothing else of the
 exception (no stack trace) leaves the server. Logs go to stderr; stdout is the wire.
 
-Start-up: the SDK costs ~1.3 s to import and is imported only here, after the store is
+Start-up: the SDK costs ~1.4 s to import (bench/RESULTS.md) and is imported only here, after the store is
 found. Nothing is indexed at start-up: the index is brought up to date on the first
 search (its own cheap stat-based freshness check), not before the server answers.
 """

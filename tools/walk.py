@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from cardmem.store import reading
+from cardmem.store import config, reading
 from cardmem.store.errors import CardmemError
 from cardmem.store.store import Store
 
@@ -57,6 +57,7 @@ TOOLS: list[dict[str, Any]] = [
 ]
 TOOL_NAMES = tuple(t["name"] for t in TOOLS)
 
+_DEFAULTS = config.DEFAULTS["walk"]  # one source of the floors' defaults
 MIN_REQUEST_S = 0.05  # less time than this left: do not start a request
 WALL_GRACE_S = 0.25  # a request still running this long past its timeout is abandoned
 INPUT_SHOWN = 2000  # characters of a tool input kept in the receipt
@@ -66,11 +67,11 @@ INPUT_SHOWN = 2000  # characters of a tool input kept in the receipt
 class Limits:
     """The `[walk]` floors. Small values in tests keep the suite fast."""
 
-    max_tool_calls: int = 4
-    tool_call_s: float = 6.0
-    walk_s: float = 18.0
-    deadline_s: float = 30.0
-    on_deadline: str = "silence"
+    max_tool_calls: int = _DEFAULTS["max_tool_calls"]
+    tool_call_s: float = _DEFAULTS["tool_call_s"]
+    walk_s: float = _DEFAULTS["walk_s"]
+    deadline_s: float = _DEFAULTS["deadline_s"]
+    on_deadline: str = _DEFAULTS["on_deadline"]
     compose_reserve_s: float | None = None  # None: min(10, deadline_s / 3)
     retries: int = 2  # extra attempts per model request, inside the time left
 
