@@ -4,7 +4,6 @@ from __future__ import annotations
 import hashlib
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -205,4 +204,3 @@ def test_sigkill_at_random_moments_tears_nothing(store: Store, tmp_path: Path) -
     # No temporary files of killed writes are left where cards live.
     leftovers = [p.name for p in (store.root / "reference").iterdir() if p.name.startswith(".")]
     assert leftovers == []
-    shutil.rmtree(tmp_path / "unused", ignore_errors=True)

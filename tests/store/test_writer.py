@@ -8,16 +8,13 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import GIT_ID
 
 from cardmem.store import card as cardlib
 from cardmem.store import git
 from cardmem.store.errors import CardmemError, StoreBusy
 from cardmem.store.store import Store, init
 from cardmem.store.writer import AS_IS, Message, commit_changes
-
-GIT_ID = {"GIT_AUTHOR_NAME": "Tess Tester", "GIT_AUTHOR_EMAIL": "tess@example.com",
-          "GIT_COMMITTER_NAME": "Tess Tester", "GIT_COMMITTER_EMAIL": "tess@example.com"}
-
 
 def g(root: Path, *args: str) -> str:
     """Raw git, as a person at a terminal would run it."""

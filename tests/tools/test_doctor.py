@@ -21,6 +21,7 @@ def test_a_healthy_store_passes_with_its_index_checked(example_store: Store) -> 
 
 def test_broken_card_detached_head_and_stale_lock_are_each_named(store: Store) -> None:
     store.new("feedback/ok", body="fine")
+    subprocess.run(["git", "-C", str(store.root), "switch", "-q", "--detach"], check=True)
     bad = store.root / "feedback" / "bad.md"
     bad.write_bytes(b"---\ntitle: [unclosed\n---\nbody\n")
     before = bad.read_bytes()
@@ -30,5 +31,6 @@ def test_broken_card_detached_head_and_stale_lock_are_each_named(store: Store) -
     problems = [ln for ln in proc.stdout.splitlines() if ln.startswith("PROBLEM")]
     assert any(str(bad) in ln and "bad YAML" in ln for ln in problems), problems
     assert any("index.lock" in ln and "remove the file" in ln for ln in problems), problems
+    assert any("HEAD is detached" in ln for ln in problems), problems
     assert bad.read_bytes() == before  # reported, never touched
     assert (store.root / ".git" / "index.lock").exists()  # reported, never deleted
