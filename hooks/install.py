@@ -70,8 +70,17 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-def _record_path(path: Path) -> Path:
+def record_path(path: Path) -> Path:
+    """Where install records what it created (the file, containers) next to a host file."""
     return path.with_name(path.name + ".cardmem.json")
+
+
+def recorded(path: Path) -> list[str]:
+    """What install recorded creating for this host file ([] without a readable record)."""
+    try:
+        return list(json.loads(record_path(path).read_text()).get("created", []))
+    except (OSError, ValueError, AttributeError, TypeError):
+        return []
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
@@ -83,13 +92,7 @@ def install(settings: Path | None = None, store: Path | None = None) -> dict[str
     path = Path(settings or default_settings()).expanduser()
     data = _load(path)
     before = json.dumps(data, sort_keys=True)
-    record = {"created": []}
-    if _record_path(path).exists():
-        try:
-            record = json.loads(_record_path(path).read_text())
-        except ValueError:
-            pass
-    created: list[str] = list(record.get("created", []))
+    created = recorded(path)
     if not path.exists():
         created.append("file")
     if "hooks" not in data:
@@ -122,7 +125,7 @@ def install(settings: Path | None = None, store: Path | None = None) -> dict[str
         shutil.copy2(path, backup)
     path.parent.mkdir(parents=True, exist_ok=True)
     _write(path, data)
-    atomic_write(_record_path(path), json.dumps({"created": sorted(set(created))}).encode())
+    atomic_write(record_path(path), json.dumps({"created": sorted(set(created))}).encode())
     # The MCP server (`cardmem mcp`) is registered next to this call, by its own module:
     # Claude Code keeps user-scope MCP servers in ~/.claude.json ("mcpServers"), not here.
     return {"changed": True, "path": str(path), "backup": str(backup) if backup else None}
@@ -140,10 +143,7 @@ def uninstall(settings: Path | None = None) -> dict[str, Any]:
         return {"changed": False, "path": str(path)}
     data = _load(path)
     before = json.dumps(data, sort_keys=True)
-    try:
-        created = set(json.loads(_record_path(path).read_text()).get("created", []))
-    except (OSError, ValueError):
-        created = set()
+    created = set(recorded(path))
     hooks = data.get("hooks", {})
     for host_event in list(hooks):
         kept = []
@@ -164,5 +164,5 @@ def uninstall(settings: Path | None = None) -> dict[str, Any]:
         changed = True
     elif changed:
         _write(path, data)
-    _record_path(path).unlink(missing_ok=True)
+    record_path(path).unlink(missing_ok=True)
     return {"changed": changed, "path": str(path)}

@@ -20,7 +20,7 @@ from typing import Any
 from cardmem.store.errors import CardmemError
 from cardmem.store.writer import atomic_write
 
-from .install import read_json_object
+from .install import read_json_object, record_path, recorded
 
 NAME = "cardmem"
 MODULE = "cardmem.tools.cli"
@@ -51,10 +51,6 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-def _record_path(path: Path) -> Path:
-    return path.with_name(path.name + ".cardmem.json")
-
-
 def _write(path: Path, data: dict[str, Any]) -> None:
     new = not path.exists()
     atomic_write(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
@@ -74,12 +70,7 @@ def register(config: Path | None = None, store: Path | None = None) -> dict[str,
                            "is another server's entry; rename or remove it, then install again")
     if current == entry:
         return {"changed": False, "path": str(path)}
-    created: list[str] = []
-    if _record_path(path).exists():
-        try:
-            created = list(json.loads(_record_path(path).read_text()).get("created", []))
-        except (OSError, ValueError):
-            created = []
+    created = recorded(path)
     if not path.exists():
         created.append("file")
     if servers is None:
@@ -88,22 +79,19 @@ def register(config: Path | None = None, store: Path | None = None) -> dict[str,
     servers[NAME] = entry
     path.parent.mkdir(parents=True, exist_ok=True)
     _write(path, data)
-    atomic_write(_record_path(path), json.dumps({"created": sorted(set(created))}).encode())
+    atomic_write(record_path(path), json.dumps({"created": sorted(set(created))}).encode())
     return {"changed": True, "path": str(path)}
 
 
 def unregister(config: Path | None = None) -> dict[str, Any]:
     """Remove our `mcpServers.cardmem` (and what install created); returns {changed, path}."""
     path = Path(config or default_config()).expanduser()
-    record = _record_path(path)
+    record = record_path(path)
     if not path.exists():
         record.unlink(missing_ok=True)
         return {"changed": False, "path": str(path)}
     data = _load(path)
-    try:
-        created = set(json.loads(record.read_text()).get("created", []))
-    except (OSError, ValueError):
-        created = set()
+    created = set(recorded(path))
     servers = data.get("mcpServers")
     if not servers or not _ours(servers.get(NAME)):
         record.unlink(missing_ok=True)
