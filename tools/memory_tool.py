@@ -35,8 +35,8 @@ from urllib.parse import unquote
 
 from cardmem.store import git
 from cardmem.store.card import CardProblem, decode
-from cardmem.store.errors import CardmemError
-from cardmem.store.paths import MAX_ID_LEN, normalize_id
+from cardmem.store.errors import BadId, CardmemError
+from cardmem.store.paths import normalize_id
 from cardmem.store.writer import Message
 
 if TYPE_CHECKING:
@@ -125,18 +125,12 @@ class CardMemory:
         if not rel:
             return []
         parts = rel.split("/")
-        for p in parts:
-            if p in ("..", "."):
-                raise MemoryToolError(f"Path {shown} would escape /memories directory")
-            if p == "":
-                raise MemoryToolError(f"Path {shown} has an empty segment (//)")
-            if p.startswith("."):
-                raise MemoryToolError(f"Path {shown} names a hidden file or folder")
-            if "\\" in p:
-                raise MemoryToolError(f"Path {shown} contains a backslash; use /")
-        if len(self.folder) + 1 + len(rel) > MAX_ID_LEN:
-            raise MemoryToolError(f"Path {shown} is too long (the limit is about "
-                                  f"{MAX_ID_LEN - len(self.folder)} characters)")
+        if any(p in ("..", ".") for p in parts):  # the SDK's own words for this refusal
+            raise MemoryToolError(f"Path {shown} would escape /memories directory")
+        try:  # the rest is the store's id rules: empty, hidden, backslash, length
+            normalize_id(f"{self.folder}/{rel}")
+        except BadId as exc:
+            raise MemoryToolError(f"Path {shown}: {exc.why}") from None
         return parts
 
     def _resolve(self, path: str) -> tuple[list[str], Path]:
