@@ -53,10 +53,8 @@ def _store_root(store_path: str | None) -> Path:
 
 # --- session start -----------------------------------------------------------------
 
-def session_start_context(payload: dict[str, Any], store_path: str | None = None
-                          ) -> tuple[str, str]:
-    """(additionalContext, outcome for the log). Never raises."""
-    root = _store_root(store_path)
+def session_start_context(payload: dict[str, Any], root: Path) -> tuple[str, str]:
+    """(additionalContext, outcome for the log) for the store at root. Never raises."""
     try:
         from cardmem.store.errors import CardmemError
         from cardmem.store.lean import StoreRoot  # no YAML, writer or git to import
@@ -110,8 +108,8 @@ def _rule_titles(root: Path) -> str:
 
 def session_start(payload: dict[str, Any], store_path: str | None = None) -> dict[str, Any]:
     started = time.monotonic()
-    text, outcome = session_start_context(payload, store_path)
     root = _store_root(store_path)
+    text, outcome = session_start_context(payload, root)
     hooklog.write(root, "session-start", started, outcome, payload.get("session_id"))
     return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
 

@@ -186,16 +186,14 @@ def _add_cards(b: _Builder, heading: str, cards: list[Card], reason: str) -> Non
     b.add("")
 
 
-def _type_counts(cards: Iterable[Card]) -> str:
-    counts = Counter(c.type or "untyped" for c in cards)
+def _type_counts(counts: Counter) -> str:
+    """`12 project, 3 feedback`: most frequent type first."""
     return ", ".join(f"{n} {t}" for t, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _map_brief(h: Holdings, recent: list[tuple[str, str]]) -> list[str]:
     """The memory map in brief: counts per type and project, the newest titles."""
-    types = ", ".join(f"{n} {t}" for t, n in sorted(h.type_counts.items(),
-                                                     key=lambda kv: (-kv[1], kv[0])))
-    lines = ["## Memory map", f"{h.total} cards: {types}."]
+    lines = ["## Memory map", f"{h.total} cards: {_type_counts(h.type_counts)}."]
     if h.project_counts:
         lines.append("Projects: " + ", ".join(f"{p} ({n})" for p, n in
                                               sorted(h.project_counts.items())) + ".")
@@ -485,7 +483,8 @@ def question_context(store: Store, question: str, asker: str | None = None,
     b.reserve = footer + int(budget * 0.15)
     _add_cards(b, "## Named in the question", named, "named card (budget)")
     b.reserve = footer
-    if b.add(f"## Memory map ({len(entries)} cards: {_type_counts(entries)})"):
+    types = _type_counts(Counter(c.type or "untyped" for c in entries))
+    if b.add(f"## Memory map ({len(entries)} cards: {types})"):
         shown = 0
         for c in entries[:MAP_COUNT]:
             if not b.add(f"- `{c.id}` [{c.type or '?'}] {_one_line(c.title)}"
