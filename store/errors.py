@@ -27,4 +27,4 @@ class BadId(CardmemError):
 
 
 class NotFound(CardmemError):
-    exit_code = 1
+    """A card, base, document or receipt that is not there (exit 1, like any error)."""

@@ -172,19 +172,22 @@ _REC, _FLD = "\x1e", "\x1f"
 
 
 def log(root: Path, paths: list[str] | None = None, limit: int | None = None,
-        since: str | None = None, follow: bool = False) -> list[Commit]:
-    """Commits newest first, with the paths each touched."""
-    if head(root) is None:
-        return []
+        since: str | None = None) -> list[Commit]:
+    """Commits newest first, with the paths each touched (none in a repo without commits)."""
     args = ["log", f"--format={_REC}%H{_FLD}%an <%ae>{_FLD}%aI{_FLD}%B{_FLD}", "--name-only",
-            "--no-renames" if not follow else "--follow"]
+            "--no-renames"]
     if limit:
         args.append(f"-n{limit}")
     if since:
         args.append(f"--since={since}")
     args.append("--")
     args += paths or []
-    out = run(root, *args)
+    proc = call(root, args)
+    if proc.returncode != 0:
+        if head(root) is None:  # asked only on failure: one git process in the common case
+            return []
+        raise error("log", proc)
+    out = proc.stdout
     commits = []
     for rec in out.split(_REC)[1:]:
         sha, author, date, message, files = rec.split(_FLD)
