@@ -105,10 +105,7 @@ class Store:
         return [c.brief() for c in cards], problems
 
     def log(self, card_id: str | None = None, limit: int | None = None) -> list[git.Commit]:
-        rel = None
-        if card_id is not None:
-            rel = [self.path(card_id).relative_to(self.root).as_posix()]
-        return git.log(self.root, rel, limit=limit)
+        return git.log(self.root, None if card_id is None else [self.rel(card_id)], limit=limit)
 
     # --- writing -------------------------------------------------------------------
 
