@@ -303,6 +303,16 @@ def test_a_polling_observer_sees_in_place_edits_too(store, start, idx) -> None:
     until(lambda: idx.ids() == [], what="polled delete")
 
 
+def test_periodic_rescan_finds_an_edit_no_event_reported(store, start, idx) -> None:
+    """The safety net: an observer that is alive but reports nothing (lost events)."""
+    from watchdog.observers.polling import PollingObserver
+
+    w = start(observer_factory=lambda: PollingObserver(timeout=3600), rescan_s=0.5)
+    write(store.root, "reference/a", card("A", "unseen by events: rambutan"))
+    until(lambda: hits(idx, "rambutan") == ["reference/a"], timeout=10, what="periodic rescan")
+    assert w.stats.rescans["periodic"] >= 1
+
+
 def test_inotify_limits_fall_back_to_polling(store, start, idx, said) -> None:
     """fs.inotify.max_user_watches or max_user_instances reached: poll, and say so."""
     import errno
