@@ -355,11 +355,11 @@ def append_section(text: str, heading: str, body: str) -> str:
     return f"{text}{sep}{gap}{block}"
 
 
-def history(card: Card) -> list[str]:
-    """The History section's entries, oldest first."""
-    end = _section_end(card.text, "History")
+def history(text: str) -> list[str]:
+    """The entries of a card text's History section, oldest first (no YAML needed)."""
+    end = _section_end(text, "History")
     if end is None:
         return []
-    start = next(off for _, lvl, name, off in _headings(card.text)
+    start = next(off for _, lvl, name, off in _headings(text)
                  if lvl == 2 and name.strip().lower() == "history")
-    return [ln[2:].strip() for ln in _lines(card.text[start:end])[1:] if ln.startswith("- ")]
+    return [ln[2:].strip() for ln in _lines(text[start:end])[1:] if ln.startswith("- ")]

@@ -350,7 +350,7 @@ def file_signals(store: Store, signals: Iterable[Any], session: str | None, *,
                     note = f"(resembles {target})"
                     target = None
                 dest = target or day_card_id(bday)
-                existing = [entry_line(e) for e in _history_of(text_of(dest, bday), dest)]
+                existing = [entry_line(e) for e in cardlib.history(text_of(dest, bday))]
                 if is_duplicate(line, existing + signal_history):
                     result.duplicates.append(Filed(dest, line, sid, bday, "duplicate"))
                     continue
@@ -400,12 +400,6 @@ class _LateMessage(Message):
         return self._build().text()
 
 
-def _history_of(text: str, cid: str) -> list[str]:
-    """History entries of a card's text (no YAML needed: only the body's section)."""
-    return cardlib.history(cardlib.Card(id=cid, meta={}, body="", title=cid, type=None,
-                                        text=text))
-
-
 SIGNAL_DAYS = 60  # duplicates are looked for in this many days of signal cards
 
 
@@ -425,7 +419,7 @@ def _recent_signal_lines(store: Store) -> list[str]:
             text = p.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        out += [entry_line(e) for e in _history_of(text, f"signals/{p.stem}")]
+        out += [entry_line(e) for e in cardlib.history(text)]
     return out
 
 

@@ -23,7 +23,7 @@ def capped_card(card: Card, max_chars: int = CARD_CHARS) -> dict[str, Any]:
     cut = max(0, len(text) - max_chars)
     return {"id": card.id, "type": card.type, "title": card.title,
             "text": text[:max_chars] if cut else text, "truncated_chars": cut,
-            "history": history(card)[-5:]}
+            "history": history(card.text)[-5:]}
 
 
 def read_card(store: Store, card_id: str, max_chars: int = CARD_CHARS) -> dict[str, Any]:

@@ -230,7 +230,7 @@ def test_append_history_creates_and_extends() -> None:
     assert once == text + "\n## History\n- 2026-11-30 · first\n"
     twice = append_history(once + "\n\n", "second")
     assert twice == once + "- second\n\n\n"
-    assert cardlib.history(parse(twice, "r/x")) == ["2026-11-30 · first", "second"]
+    assert cardlib.history(twice) == ["2026-11-30 · first", "second"]
 
 
 def test_append_history_entry_is_one_line() -> None:
@@ -477,7 +477,7 @@ def test_append_history_only_adds_lines(card: Generated, entry: str) -> None:
     assert [a for a in added if a.strip()] in ([line], [f"## History{nl_r}", line])
     after = parse(new, "r/x")
     assert after.meta == before.meta
-    assert cardlib.history(after) == cardlib.history(before) + [entry.strip()]
+    assert cardlib.history(after.text) == cardlib.history(before.text) + [entry.strip()]
     if "\r\n" in card.text:
         assert new.count("\n") == new.count("\r\n")
 
@@ -493,7 +493,7 @@ def test_append_section_only_adds_lines(card: Generated, heading: str, body: str
     assert f"## {heading}" in [a.rstrip("\r") for a in added]
     after = parse(new, "r/x")
     assert after.meta == before.meta
-    assert cardlib.history(after) == cardlib.history(before)
+    assert cardlib.history(after.text) == cardlib.history(before.text)
     heads = [h[2] for h in cardlib._headings(new) if h[1] == 2]
     if "History" in heads:
         assert heads.index(heading) < heads.index("History")

@@ -40,10 +40,10 @@ def test_filing_appends_history_lines_and_one_agent_commit(example_store):
     assert "Cardmem-Source: stop-hook" in c.message and "Cardmem-Session: 0a6a12f" in c.message
     assert "entities/billing-service  " + KEDA in c.message
     card = example_store.read("entities/billing-service")
-    assert history(card)[-1] == f"{TODAY} · session 0a6a12f · {KEDA}"
+    assert history(card.text)[-1] == f"{TODAY} · session 0a6a12f · {KEDA}"
     day = example_store.read(f"signals/{TODAY}")
     assert day.type == "signal"
-    assert history(day) == [f"{TODAY} · session 0a6a12f · Worked: quux frobnicated the zorblax"]
+    assert history(day.text) == [f"{TODAY} · session 0a6a12f · Worked: quux frobnicated the zorblax"]
 
 
 def test_only_added_lines_change(example_store):
@@ -63,7 +63,7 @@ def test_protected_types_are_never_appended(example_store):
     r = file_signals(example_store, [line], "abcdef0")
     assert rule.read_bytes() == old
     assert r.filed[0].card == f"signals/{TODAY}"
-    assert history(example_store.read(f"signals/{TODAY}"))[-1].endswith(
+    assert history(example_store.read(f"signals/{TODAY}").text)[-1].endswith(
         "Rule: always run pytest with -x locally (resembles feedback/run-tests-with-x)")
 
 
