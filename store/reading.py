@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from . import git
+from . import git, paths
 from .card import Card, CardProblem, history, load
 from .store import Store
 
@@ -79,7 +79,7 @@ def list_recent(store: Store, card_type: str | None = None, since: str | None = 
     seen: set[str] = set()
     for commit in git.log(store.root, since=after.isoformat()):
         for rel in commit.paths:
-            if not rel.endswith(".md") or rel in seen or rel.startswith("."):
+            if not rel.endswith(".md") or rel in seen or rel.startswith(".") or rel in paths.NOT_CARDS:
                 continue
             seen.add(rel)
             cid = rel[:-3]

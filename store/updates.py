@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
-from . import git
+from . import git, paths
 from .errors import CardmemError
 
 if TYPE_CHECKING:
@@ -301,11 +302,15 @@ def refresh_index(store: "Store") -> None:
         idx.refresh()
 
 
-def _locked(store: "Store"):
+@contextmanager
+def _locked(store: "Store") -> Iterator[None]:
+    """The store's write lock; git's own state is checked under it, as every writer does."""
     from .writer import check_writable, write_lock
 
-    check_writable(store.root)
-    return write_lock(store.root, float(store.config["store"]["lock_timeout_s"]))
+    paths.require_store(store.root)
+    with write_lock(store.root, float(store.config["store"]["lock_timeout_s"])):
+        check_writable(store.root)
+        yield
 
 
 def update(store: "Store", remote: str | None = None, *, force: bool = False) -> Moved:
