@@ -269,21 +269,14 @@ def _git_recent(store: Store) -> list[dict[str, Any]]:
 
     since = (datetime.now(timezone.utc) - timedelta(days=RECENT_DAYS)).isoformat()
     try:
-        # git.log would first ask for HEAD in a process of its own; an empty repo simply
-        # fails here and has no recent changes.
-        out = git.run(store.root, "log", "--format=\x1e%H\x1f%an\x1f%aI\x1f%s\x1f",
-                      "--name-only", "--no-renames", f"-n{RECENT_COMMITS + 1}",
-                      f"--since={since}", "--", check=False)
+        log = git.log(store.root, limit=RECENT_COMMITS + 1, since=since)
     except Exception:  # a broken repo must not break the pile
         return []
     commits = []
-    for rec in out.split("\x1e")[1:]:
-        parts = rec.split("\x1f")
-        if len(parts) != 5:
-            continue
-        sha, author, when, subject, files = parts
-        ids = [f[:-3] for f in files.split("\n") if f.endswith(".md")]
-        commits.append({"commit": sha, "author": author, "date": when, "subject": subject,
+    for c in log:
+        ids = [f[:-3] for f in c.paths if f.endswith(".md")]
+        commits.append({"commit": c.commit, "author": c.author.split(" <")[0], "date": c.date,
+                        "subject": c.message.splitlines()[0] if c.message else "",
                         "ids": ids[:_KEEP_IDS], "n_ids": len(ids)})
     return commits
 
