@@ -227,12 +227,6 @@ class Watcher:
         for name in WATCHDOG_LOGGERS:
             logging.getLogger(name).removeHandler(self._log_handler)
 
-    def __enter__(self) -> "Watcher":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     def alive(self) -> bool:
         return self._worker is not None and self._worker.is_alive() and self._observer_ok()
 
