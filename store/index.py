@@ -148,6 +148,8 @@ class Index:
         self.db_path = Path(db_path)
         self._files = files
         self._links: set[str] | None = None  # symlinked ids seen by the last walk
+        # (id, mtime_ns or None if gone) of what the last _refresh found changed or gone
+        self._touched: list[tuple[str, int | None]] = []
         self._conn: sqlite3.Connection | None = None
         self._ino: int | None = None
 
@@ -281,14 +283,56 @@ class Index:
         stamps.update(c.execute("SELECT id, mtime_ns || ':' || size FROM problems"))
         return stamps
 
-    def refresh(self) -> dict[str, int]:
-        """Bring the index up to date with the tree; counts of what it did."""
-        return self._repairing(lambda: self._refresh(None))
+    def refresh(self, walk: bool = False, status: Any = None) -> dict[str, int]:
+        """Bring the index up to date with the tree; counts of what it did.
+
+        In a store, git says which cards may have changed since the last walk and only
+        those are stat-checked (store/anchor.py); otherwise, or with walk=True, every
+        card is. `status`: an anchor.Status started earlier, to use (and close).
+        """
+        try:
+            return self._repairing(lambda: self._fresh(walk, status))
+        finally:
+            if status is not None:
+                status.close()
 
     def refresh_ids(self, ids: Iterable[str]) -> dict[str, int]:
         """Re-index just these ids (the watcher's call): changed, new or gone."""
         wanted = set(ids)
-        return self._repairing(lambda: self._refresh(wanted))
+        counts = self._repairing(lambda: self._refresh(wanted))
+        if self._touched:
+            from . import anchor
+
+            anchor.add_suspects(self.conn, [cid for cid, _ in self._touched])
+        return counts
+
+    def _fresh(self, walk: bool, status: Any) -> dict[str, int]:
+        root = str(self.root)
+        if self._files is not None or not os.path.exists(os.path.join(root, ".git")):
+            return self._refresh(None)
+        from . import anchor as anchors  # subprocess: paid only by a store's refresh
+
+        c = self.conn
+        status = status or anchors.Status(root)  # read before any walk below starts
+        held = None if walk else anchors.Anchor.load(c)
+        if held is not None and held.current():
+            found = anchors.check(root, c, self._rows(), held, status)
+            if found is not None:
+                ids, moved = found
+                counts = self._refresh(ids)
+                counts["unchanged"] = self._rows() - counts["added"] - counts["updated"]
+                if moved is not None:
+                    anchors.save(c, moved)
+                return counts
+        counts = self._refresh(None)
+        anchors.save(c, anchors.after_walk(root, status, self._touched, self._links or (),
+                                           self._rows()))
+        return counts
+
+    def _rows(self) -> int:
+        """Files indexed: cards and problem files."""
+        return self.conn.execute("SELECT (SELECT count(*) FROM cards)"
+                                 " + (SELECT count(*) FROM problems)").fetchone()[0]
 
     def _refresh(self, only: set[str] | None) -> dict[str, int]:
         counts = dict(added=0, updated=0, removed=0, unchanged=0, problems=0)
@@ -306,6 +350,7 @@ class Index:
             if pop(cid, None) != f"{st.st_mtime_ns}:{st.st_size}":
                 todo.append((cid, path, st))
         gone = list(left)
+        self._touched = [(cid, st.st_mtime_ns) for cid, _, st in todo] + [(g, None) for g in gone]
         if todo or gone:
             known = self._known({cid for cid, _, _ in todo} | set(gone))
             self._apply(todo, gone, known, counts)

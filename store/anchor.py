@@ -1,0 +1,282 @@
+"""Freshness from git: which cards may differ from the index, without a stat of each card.
+
+A walk stats every card before each search (10k cards: ~100 ms here, most of it system
+calls). In a store, git already knows which files differ from HEAD, and `git status`
+finds out in C, with threads, in about a third of that. So the index keeps an *anchor*
+in its meta table: a commit H and a set S of paths ("suspects"), with the claim
+
+    every card file outside S has the content it has in H, and the index holds it.
+
+Then the only cards that may have changed since are
+
+    S ∪ (what git status lists now) ∪ (git diff --name-only H HEAD)
+
+and those get the ordinary stat-then-hash check. For every other card, clean now and
+unchanged between H and HEAD, the file equals H's version, which the index holds.
+
+How the claim is kept true:
+- It is made by a full walk: HEAD and `git status` are read *before* the walk starts
+  (a card clean then, whose stat the walk finds unchanged, is what the index holds).
+  Suspects: every path git listed, every symlinked card (git sees the link, not its
+  target), and what the walk re-read or found gone, unless its mtime says it was last
+  written before the status started (then the status saw it as it is).
+- Moving H to a new HEAD adds diff(H, HEAD) to S; every index change outside a walk
+  (the watcher's refresh_ids) adds its paths to S. S only grows, so a path once suspect
+  is stat-checked on every search until the next walk re-anchors; past SUSPECTS_MAX,
+  or after MAX_AGE_S, or when git says anything unexpected, the next refresh walks.
+- Files git is told not to look at (assume-unchanged, skip-worktree) are suspects from
+  the start. What git cannot see at all (a clean file whose bytes changed because a
+  filter or core.autocrlf changed) is caught by the next walk, MAX_AGE_S at the latest.
+
+Only a store's own index (its root the top of a git work tree with a commit) is anchored;
+attached bases and folders without git always walk.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import time
+from typing import Iterable
+
+from .paths import NOT_CARDS
+
+META_KEY = "anchor"
+MAX_AGE_S = 600  # a full walk at least this often, for what git cannot see
+# mtimes come from the kernel's coarse clock, and some filesystems keep whole seconds
+MTIME_SLACK_NS = 2_000_000_000
+SUSPECTS_MIN = 256  # suspects allowed: max(SUSPECTS_MIN, cards // 10), then walk again
+
+# git status: every changed, untracked and ignored path, without touching .git/index
+# (a status that refreshed the index would take index.lock from under a writer's commit).
+_STATUS = ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching",
+           "--no-renames"]
+_ENV = {"GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+
+
+def usable(root: str) -> bool:
+    """A store root at the top of its own work tree (a `.git` folder or worktree file)."""
+    return os.path.exists(os.path.join(root, ".git"))
+
+
+class Status:
+    """HEAD, and a `git status` started now and read later: it runs while Python does
+    other start-up work (the search command starts it before its imports)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.started_ns = time.time_ns()
+        self.head = head(root)
+        self._listed: list[str] | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        if self.head is None:
+            return  # no commit yet (or a HEAD we cannot read): nothing to anchor to
+        try:
+            self._proc = subprocess.Popen(
+                ["git", "-C", root, *_STATUS], stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                env={**os.environ, **_ENV})
+        except OSError:
+            pass
+
+    def paths(self) -> list[str] | None:
+        """The listed paths (folders end in "/"), or None if git failed."""
+        if self._proc is not None:
+            out, _ = self._proc.communicate()
+            if self._proc.returncode == 0:
+                self._listed = [os.fsdecode(e[3:]) for e in out.split(b"\0") if len(e) > 3]
+            self._proc = None
+        return self._listed
+
+    def close(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            self._proc = None
+
+
+def head(root: str) -> str | None:
+    """HEAD's commit from the ref files (no process); None when git must be asked."""
+    git = os.path.join(root, ".git")
+    try:
+        with open(os.path.join(git, "HEAD")) as fh:
+            ref = fh.read().strip()
+        if not ref.startswith("ref: refs/"):
+            return ref if _is_oid(ref) else None
+        try:
+            with open(os.path.join(git, ref[5:])) as fh:
+                sha = fh.read().strip()
+            return sha if _is_oid(sha) else None
+        except FileNotFoundError:
+            return _packed(git, ref[5:])
+    except OSError:
+        return None
+
+
+def _packed(git: str, ref: str) -> str | None:
+    try:
+        with open(os.path.join(git, "packed-refs")) as fh:
+            for line in fh:
+                sha, _, name = line.rstrip("\n").partition(" ")
+                if name == ref and _is_oid(sha):
+                    return sha
+    except OSError:
+        pass
+    return None
+
+
+def _is_oid(s: str) -> bool:
+    return len(s) in (40, 64) and all(c in "0123456789abcdef" for c in s)
+
+
+def _git_paths(root: str, *args: str) -> list[str] | None:
+    proc = subprocess.run(["git", "-C", root, *args], stdin=subprocess.DEVNULL,
+                          capture_output=True, env={**os.environ, **_ENV})
+    if proc.returncode != 0:
+        return None
+    return [os.fsdecode(p) for p in proc.stdout.split(b"\0") if p]
+
+
+def hidden_from_git(root: str) -> list[str] | None:
+    """Tracked paths git does not compare with their files (assume-unchanged,
+    skip-worktree): status never lists them, so they are always suspects."""
+    out = _git_paths(root, "ls-files", "-v", "-z")
+    if out is None:
+        return None
+    return [p[2:] for p in out if p[:1].islower() or p[:1] == "S"]
+
+
+# --- paths to card ids ------------------------------------------------------------------
+
+def card_ids(root: str, paths: Iterable[str]) -> set[str]:
+    """Card ids of git paths; a listed folder (untracked, ignored, a nested repository)
+    is walked for its cards. Same rules as index.walk."""
+    from .index import walk
+
+    ids: set[str] = set()
+    for p in paths:
+        if p.endswith("/"):
+            folder = p.rstrip("/")
+            if any(part.startswith(".") for part in folder.split("/")):
+                continue  # a hidden folder (.cardmem/) holds no cards
+            full = os.path.join(root, folder)
+            if os.path.islink(full):
+                continue
+            ids.update(f"{folder}/{cid}" for cid, _, _ in walk(full))
+            continue
+        if not p.endswith(".md"):
+            continue
+        parts = p.split("/")
+        if any(part.startswith(".") for part in parts):
+            continue
+        if len(parts) == 1 and p in NOT_CARDS:
+            continue
+        ids.add(p[:-3])
+    return ids
+
+
+# --- the anchor in the index's meta table -----------------------------------------------
+
+class Anchor:
+    def __init__(self, head: str, suspects: set[str], at: float) -> None:
+        self.head, self.suspects, self.at = head, suspects, at
+
+    def current(self) -> bool:
+        return time.time() - self.at <= MAX_AGE_S
+
+    @classmethod
+    def load(cls, conn: sqlite3.Connection) -> "Anchor | None":
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (META_KEY,)).fetchone()
+        if row is None:
+            return None
+        try:
+            d = json.loads(row[0])
+            return cls(str(d["head"]), set(d["suspects"]), float(d["at"]))
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def dumps(self) -> str:
+        return json.dumps({"head": self.head, "suspects": sorted(self.suspects),
+                           "at": self.at})
+
+
+def save(conn: sqlite3.Connection, anchor: Anchor | None) -> None:
+    """Write (or with None, drop) the anchor, in a transaction of its own."""
+    if anchor is None and Anchor.load(conn) is None:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if anchor is None:
+            conn.execute("DELETE FROM meta WHERE key = ?", (META_KEY,))
+        else:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (META_KEY, anchor.dumps()))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def add_suspects(conn: sqlite3.Connection, ids: Iterable[str]) -> None:
+    """Index rows changed outside a walk: their cards join the suspects."""
+    ids = set(ids)
+    if not ids:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        anchor = Anchor.load(conn)
+        if anchor is not None and not ids <= anchor.suspects:
+            anchor.suspects |= ids
+            conn.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (META_KEY, anchor.dumps()))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def limit(cards: int) -> int:
+    return max(SUSPECTS_MIN, cards // 10)
+
+
+def check(root: str, conn: sqlite3.Connection, cards: int, anchor: Anchor,
+          status: Status) -> tuple[set[str], Anchor | None] | None:
+    """(ids to stat-check, the anchor to save if it moved) from git, or None: walk."""
+    listed, now = status.paths(), status.head
+    if listed is None or now is None or len(listed) > limit(cards):
+        return None
+    changed: list[str] = []
+    if now != anchor.head:
+        diff = _git_paths(root, "diff", "--name-only", "-z", "--no-renames", anchor.head,
+                          now, "--")
+        if diff is None:
+            return None  # H is gone (a rebase, a gc): walk and anchor again
+        changed = diff
+    suspects = anchor.suspects | card_ids(root, [*listed, *changed])
+    if len(suspects) > limit(cards):
+        return None
+    if now == anchor.head and suspects == anchor.suspects:
+        return suspects, None
+    return suspects, Anchor(now, suspects, anchor.at)
+
+
+def after_walk(root: str, before: Status, reread: Iterable[tuple[str, int | None]],
+               links: Iterable[str], cards: int) -> Anchor | None:
+    """The anchor a walk makes, from HEAD and git status read *before* the walk started
+    (the claim needs that order); None when this store cannot be anchored now.
+
+    reread: (id, mtime_ns, None if gone) of what the walk re-indexed. A card last
+    written before the status started was seen by it: if it is not listed, it is H's
+    version. One written since (or gone) may have changed after, so it is a suspect.
+    """
+    listed = before.paths()
+    if listed is None or before.head is None:
+        return None
+    hidden = hidden_from_git(root)
+    if hidden is None:
+        return None
+    since = before.started_ns - MTIME_SLACK_NS
+    recent = {cid for cid, mtime in reread if mtime is None or mtime >= since}
+    suspects = card_ids(root, [*listed, *hidden]) | recent | set(links)
+    if len(suspects) > limit(cards):
+        return None
+    return Anchor(before.head, suspects, time.time())
