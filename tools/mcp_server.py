@@ -6,17 +6,25 @@ Every failure a model can cause or meet (bad id, no such card, store busy, card 
 large, bad `since`) comes back as a ToolError the model can read; nothing else of the
 exception (no stack trace) leaves the server. Logs go to stderr; stdout is the wire.
 
-Start-up: the SDK costs ~1.4 s to import (bench/RESULTS.md) and is imported only here, after the store is
-found. Nothing is indexed at start-up: the index is brought up to date on the first
-search (its own cheap stat-based freshness check), not before the server answers.
+Start-up (bench/bench_mcp.py): importing the SDK is most of it, ~1.2-1.4 s here, nearly
+all pydantic building the protocol's ~600 model classes; every `mcp.*` module pays it, as
+`mcp/__init__.py` imports the client, server and HTTP stacks (so the low-level server is
+no cheaper). It is imported only after the store is found, with the cyclic GC paused
+(see _sdk_import_gc). Nothing is indexed at start-up: once the server is built, a
+background thread only opens the existing index and loads the search code
+(CardTools.warm) while the client's handshake runs; the first search still checks
+freshness itself, like every search.
 """
 import functools
+import gc
+import importlib
 import logging
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, TypeVar
 
 import click
 
@@ -83,6 +91,35 @@ class CardTools:
         # Tools run in worker threads; searches share one index file, so take turns.
         self._search_lock = threading.Lock()
         self._index: Any = None
+
+    def warm(self) -> None:
+        """Open the store's index and load the search code, ahead of the first search.
+
+        Run in a background thread while the handshake goes on. It neither indexes nor
+        checks freshness: every search does that itself when it is asked (DESIGN: every
+        read of the index first compares the tree), and a store with no index file yet
+        is left alone, its first search builds it. A failure is only logged: the first
+        search meets it again and says it.
+        """
+        started = time.perf_counter()
+        try:
+            from cardmem.store import index
+
+            importlib.import_module("cardmem.store.search")  # the query code, loaded now
+
+            with self._search_lock:
+                idx = index.Index(self.store)
+                if self._index is not None:
+                    return
+                if not idx.db_path.exists():
+                    log.info("warm-up: no index yet; the first search builds it")
+                    return
+                idx.conn  # noqa: B018 - opens (and repairs) the file now
+                self._index = idx
+        except Exception as exc:  # noqa: BLE001 - the first search reports it properly
+            log.info("warm-up: %s", exc)
+            return
+        log.info("warm-up: index opened in %.0f ms", (time.perf_counter() - started) * 1000)
 
     def search(self, query: str, limit: int = 5, type: str | None = None,
                project: str | None = None, base: str | None = None) -> dict[str, Any]:
@@ -171,8 +208,11 @@ class CardTools:
         return out
 
 
-def build_server(store: "Store") -> "MCPServer":
-    """An MCPServer with the five cardmem tools over `store`."""
+def build_server(store: "Store", warm: bool = False) -> "MCPServer":
+    """An MCPServer with the five cardmem tools over `store`.
+
+    warm: start CardTools.warm in a background thread once the tools are registered.
+    """
     # No `from __future__ import annotations` in this module: the SDK reads these
     # tools' annotations as objects, and the aliases below are local to this function.
     from typing import Annotated
@@ -249,6 +289,8 @@ def build_server(store: "Store") -> "MCPServer":
         by the agent, so a person can review or revert it. Secrets are redacted."""
         return tools.remember(title, body, type, project)
 
+    if warm:
+        threading.Thread(target=tools.warm, name="cardmem-mcp-warm", daemon=True).start()
     return server
 
 
@@ -269,6 +311,24 @@ def mcp_command(store_path: Path | None, verbose: bool) -> None:
     store = open_store(store_path)  # a missing store fails here, before the SDK loads
     logging.basicConfig(stream=sys.stderr, level=logging.INFO if verbose else logging.WARNING,
                         format="cardmem mcp: %(message)s")
-    server = build_server(store)
+    with _sdk_import_gc():
+        server = build_server(store, warm=True)
     log.info("serving %s on stdio", store.root)
     server.run("stdio")
+
+
+@contextmanager
+def _sdk_import_gc() -> Iterator[None]:
+    """Pause the cyclic GC while the SDK loads, then freeze what it made.
+
+    The import makes ~120k long-lived objects (model classes, validators, schemas) and
+    the GC, left on, walks them again and again as they pile up (~180 young and one full
+    collection here, 10-15% of the import). Almost none of it is garbage, so freezing it
+    afterwards (gc.freeze: later collections skip it) loses next to nothing.
+    """
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()

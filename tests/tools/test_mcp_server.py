@@ -116,6 +116,41 @@ def test_search_sees_a_card_written_after_start(store) -> None:
     assert [r["id"] for r in ok(second)["results"]] == ["reference/zeppelin"]
 
 
+def test_warm_up_opens_the_index_but_never_builds_one(store) -> None:
+    from cardmem.store import index
+    from cardmem.tools.mcp_server import CardTools
+
+    db = index.Index(store).db_path
+    fresh = CardTools(store)
+    fresh.warm()
+    assert fresh._index is None and not db.exists()  # nothing indexed at start-up
+    index.search(store, "anything").as_dict()  # now the store has an index file
+    tools = CardTools(store)
+    tools.warm()
+    assert tools._index is not None and tools._index.db_path == db
+    opened = tools._index
+    # A card written after the warm-up is still found: the search checks freshness itself.
+    seed(store, {"reference/zeppelin.md": "---\ntitle: Zeppelin hangar\n---\nAirships.\n"})
+    assert [r["id"] for r in tools.search("zeppelin")["results"]] == ["reference/zeppelin"]
+    assert tools._index is opened
+
+
+def test_the_sdk_loads_with_the_gc_paused_then_frozen() -> None:
+    import gc
+
+    from cardmem.tools.mcp_server import _sdk_import_gc
+
+    assert gc.isenabled()
+    try:
+        with pytest.raises(RuntimeError):
+            with _sdk_import_gc():
+                assert not gc.isenabled()
+                raise RuntimeError("the build failed")
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+
+
 @pytest.mark.parametrize("args,why", [({"query": "  "}, "query: is empty"),
                                       ({"query": "x", "limit": 0}, "greater than or equal to 1"),
                                       ({"query": "x", "limit": 500}, "less than or equal to 50"),
@@ -313,6 +348,7 @@ def test_cardmem_mcp_over_stdio(example_store, tmp_path: Path) -> None:
     assert "Cardmem-Source: mcp" in git(store, "log", "-1", "--format=%B")
     log = (tmp_path / "stderr.txt").read_text()
     assert "search done in" in log  # --verbose logs go to stderr (stdout is the protocol)
+    assert "warm-up: " in log  # the background warm-up ran beside the handshake
 
 
 def test_cardmem_mcp_without_a_store_says_so(tmp_path: Path) -> None:
