@@ -35,10 +35,12 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import time
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
+
+if TYPE_CHECKING:
+    import sqlite3
 
 from .paths import NOT_CARDS
 

@@ -6,7 +6,6 @@ Commands of other areas live in their own modules and load only when called (LAZ
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import click
 
 from cardmem.store.errors import CardmemError
+from cardmem.tools.search_text import json_text
 
 # command name -> "module:attribute" of a click command, imported on first use.
 LAZY: dict[str, str] = {
@@ -76,7 +76,7 @@ def open_store(store_path: Path | None):
 
 
 def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    click.echo(json_text(data))
 
 
 def read_body(body: str | None) -> str:

@@ -12,6 +12,7 @@ import click
 
 from cardmem.store.errors import CardmemError
 from cardmem.tools.cli import emit_json, json_option, store_option
+from cardmem.tools.search_text import lines
 
 
 class _Root:
@@ -65,18 +66,8 @@ def search(query: tuple[str, ...], limit: int, card_type: str | None, project: s
 
 
 def _print(res: Any) -> None:
-    if res.corrected:
-        fixes = ", ".join(f"{a} -> {b}" for a, b in res.corrected.items())
-        click.echo(f"(corrected: {fixes})")
-    if res.no_confident_results:
-        click.echo(f"No confident results for {res.query!r}: nothing in memory matches it well.")
-        if res.results:
-            click.echo("Weak candidates, probably not what you want:")
-    for r in res.results:
-        flag = "" if r["status"] == "active" else f"  ({r['status']})"
-        click.echo(f"{r['id']}  [{r['type'] or '?'}]  {r['title']}  — {r['confidence']}{flag}")
-        if r["snippet"]:
-            click.echo(f"    {r['snippet']}")
+    for line in lines(res):
+        click.echo(line)
 
 
 @click.command()

@@ -1,0 +1,112 @@
+"""The `cardmem` console script: `cardmem search` without click, everything else with it.
+
+An agent host may run `cardmem search` for every prompt, so it must be a quick process
+(issue 3: 150 ms at 10k cards). Importing click alone costs ~45 ms here. This entry
+parses the common forms of `cardmem search` itself, starts `git status` before its own
+imports (the freshness check, store/anchor.py, then runs on the other CPU while Python
+loads), and prints what the click command prints. Anything else, and any search
+arguments it does not fully understand (--help, --base, a bad value, an unknown option),
+go to the click CLI in tools/cli.py, which stays the one definition of the command;
+tests run both on the same arguments and compare every byte.
+"""
+from __future__ import annotations
+
+import sys
+
+# option -> parameter of tools/cli_search.py's `search`; flags take no value
+_VALUED = {"--limit": "limit", "--type": "card_type", "--project": "project",
+           "--store": "store_path"}
+_FLAGS = {"--json": "as_json"}
+
+
+def parse_search(args: list[str]) -> dict[str, object] | None:
+    """The parameters click would give `search`, or None: let click handle these args."""
+    opts: dict[str, object] = {"limit": 10, "card_type": None, "project": None,
+                               "store_path": None, "as_json": False}
+    words: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        i += 1
+        if a == "--":
+            words += args[i:]
+            break
+        if not a.startswith("-") or a == "-":
+            if a == "-":
+                return None
+            words.append(a)
+            continue
+        name, eq, value = a.partition("=")
+        if name in _FLAGS and not eq:
+            opts[_FLAGS[name]] = True
+            continue
+        if name not in _VALUED:
+            return None  # --help, --base, a typo: click says what it says
+        if not eq:
+            if i >= len(args):
+                return None
+            value = args[i]
+            i += 1
+        opts[_VALUED[name]] = value
+    if not words:
+        return None
+    try:
+        limit = int(str(opts["limit"]))
+    except ValueError:
+        return None
+    if not 1 <= limit <= 1000 or opts["store_path"] == "":
+        return None
+    opts["limit"] = limit
+    opts["query"] = " ".join(words)
+    return opts
+
+
+def search(opts: dict[str, object]) -> None:
+    from pathlib import Path
+
+    from cardmem.store.anchor import Status, usable
+    from cardmem.store.errors import CardmemError
+    from cardmem.store.paths import default_store, require_store
+
+    try:
+        # as tools/cli_search.py's store_root names it (errors quote this path)
+        root = Path(opts["store_path"] or default_store()).expanduser().absolute()
+        status = Status(str(root)) if usable(str(root)) else None  # git runs while we import
+        try:
+            from cardmem.store.index import Index
+            from cardmem.tools.search_text import json_text, lines
+
+            with Index(root=require_store(root)) as idx:
+                idx.refresh(status=status)
+                status = None  # refresh closed it
+                res = idx.search(str(opts["query"]), limit=int(str(opts["limit"])),
+                                 card_type=opts["card_type"] or None,  # type: ignore[arg-type]
+                                 project=opts["project"] or None)  # type: ignore[arg-type]
+        finally:
+            if status is not None:
+                status.close()
+        out = json_text(res.as_dict()) if opts["as_json"] else "\n".join(lines(res))
+        if out:
+            sys.stdout.write(out + "\n")
+        sys.stdout.flush()
+    except CardmemError as exc:
+        sys.stderr.write(f"cardmem: {exc}\n")
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if args[:1] == ["search"] and (opts := parse_search(args[1:])) is not None:
+        search(opts)
+        return
+    from cardmem.tools.cli import main as click_main
+
+    click_main()
+
+
+if __name__ == "__main__":
+    main()
