@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 import sqlite3
 import unicodedata
-from typing import Any
+from bisect import bisect_right
+from typing import Any, Iterable
 
-from .index import COLUMNS, INACTIVE, TOKENIZE, Index
+from .index import COLUMNS, INACTIVE, TOKENIZE, WEIGHTS, Index
 
 STOPWORDS = frozenset("""a an and are as at be but by do does did for from how i if in into is
 it its me my of on or our so that the their them then there these this to was we were what
@@ -49,6 +50,14 @@ class SearchResult:
 # --- the query's terms ------------------------------------------------------------------
 
 _READY: dict[int, sqlite3.Connection] = {}  # connections that have them (held: ids stay unique)
+# Tokens of each whitespace-separated chunk of a query, per process. unicode61 never joins
+# characters across whitespace and porter stems each token alone, so a text's tokens are
+# its chunks' tokens in order; they depend on the tokenizer only, never on the index, so
+# nothing here goes stale. A long-lived process (MCP server) asks about the same words
+# again and again; a repeated chunk costs no statement at all.
+_TOKENS: dict[str, tuple[tuple[str, str], ...]] = {}
+_TOKENS_MAX, _CHUNK_MAX = 4096, 64  # entries kept; longer chunks are tokenized, not kept
+_HIGH: dict[int, int] = {}  # per connection: highest scratch rowid written
 
 
 def _scratch(conn: sqlite3.Connection) -> None:
@@ -60,26 +69,62 @@ def _scratch(conn: sqlite3.Connection) -> None:
         CREATE VIRTUAL TABLE IF NOT EXISTS temp.q_raw_v USING fts5vocab(temp, q_raw, 'instance');
         CREATE VIRTUAL TABLE IF NOT EXISTS temp.q_stem USING fts5(x, tokenize='{TOKENIZE}');
         CREATE VIRTUAL TABLE IF NOT EXISTS temp.q_stem_v USING fts5vocab(temp, q_stem, 'instance');
+        DELETE FROM temp.q_raw;
+        DELETE FROM temp.q_stem;
     """)
     if len(_READY) > 64:
         _READY.clear()
     _READY[id(conn)] = conn
+    _HIGH[id(conn)] = 0
+
+
+def _tokenize(conn: sqlite3.Connection, chunks: list[str]) -> list[list[tuple[str, str]]]:
+    """(word, stem) of each token of each chunk: chunk i is scratch row i + 1, written with
+    INSERT OR REPLACE (no DELETE per query); rows past len(chunks) left by an earlier,
+    longer call are ignored, and cleared once there are many."""
+    _scratch(conn)
+    if _HIGH[id(conn)] > 64:
+        conn.execute("DELETE FROM temp.q_raw")
+        conn.execute("DELETE FROM temp.q_stem")
+        _HIGH[id(conn)] = 0
+    rows = list(enumerate(chunks, 1))
+    conn.executemany("INSERT OR REPLACE INTO temp.q_raw(rowid, x) VALUES (?, ?)", rows)
+    conn.executemany("INSERT OR REPLACE INTO temp.q_stem(rowid, x) VALUES (?, ?)", rows)
+    _HIGH[id(conn)] = max(_HIGH[id(conn)], len(chunks))
+    raw: list[dict[int, str]] = [{} for _ in chunks]
+    stem: list[dict[int, str]] = [{} for _ in chunks]
+    for which, doc, offset, term in conn.execute(
+            "SELECT 0, doc, offset, term FROM temp.q_raw_v WHERE doc <= ?1"
+            " UNION ALL SELECT 1, doc, offset, term FROM temp.q_stem_v WHERE doc <= ?1",
+            (len(chunks),)):
+        (stem if which else raw)[doc - 1][offset] = term
+    return [[(r[o], s[o]) for o in sorted(r)] for r, s in zip(raw, stem)]
 
 
 def tokens(conn: sqlite3.Connection, text: str) -> list[tuple[str, str]]:
     """(word, stem) of each token FTS5 sees in text, in order, duplicates dropped."""
-    _scratch(conn)
-    conn.execute("INSERT INTO temp.q_raw(rowid, x) VALUES (1, ?)", (text,))
-    conn.execute("INSERT INTO temp.q_stem(rowid, x) VALUES (1, ?)", (text,))
-    raw = conn.execute("SELECT term FROM temp.q_raw_v ORDER BY offset").fetchall()
-    stem = conn.execute("SELECT term FROM temp.q_stem_v ORDER BY offset").fetchall()
-    conn.execute("DELETE FROM temp.q_raw")
-    conn.execute("DELETE FROM temp.q_stem")
+    chunks = text.split()
+    known: dict[str, tuple[tuple[str, str], ...]] = {}
+    missing = []
+    for chunk in dict.fromkeys(chunks):
+        hit = _TOKENS.get(chunk)
+        if hit is None:
+            missing.append(chunk)
+        else:
+            known[chunk] = hit
+    if missing:
+        if len(_TOKENS) > _TOKENS_MAX:
+            _TOKENS.clear()
+        for chunk, toks in zip(missing, _tokenize(conn, missing)):
+            known[chunk] = tuple(toks)
+            if len(chunk) <= _CHUNK_MAX:
+                _TOKENS[chunk] = known[chunk]
     out, seen = [], set()
-    for (w,), (s,) in zip(raw, stem):
-        if s not in seen:
-            seen.add(s)
-            out.append((w, s))
+    for chunk in chunks:
+        for w, s in known[chunk]:
+            if s not in seen:
+                seen.add(s)
+                out.append((w, s))
     return out
 
 
@@ -92,30 +137,61 @@ def _exists(conn: sqlite3.Connection, expr: str) -> bool:
     return conn.execute("SELECT 1 FROM fts WHERE fts MATCH ? LIMIT 1", (expr,)).fetchone() is not None
 
 
+def _exist_all(conn: sqlite3.Connection, exprs: list[str]) -> list[bool]:
+    """_exists of each expression, in one statement per 50."""
+    out: list[bool] = []
+    for at in range(0, len(exprs), 50):
+        part = exprs[at:at + 50]
+        sql = "SELECT " + ", ".join(f"EXISTS(SELECT 1 FROM fts WHERE fts MATCH ?{i})"
+                                    for i in range(1, len(part) + 1))
+        out += [bool(x) for x in conn.execute(sql, part).fetchone()]
+    return out
+
+
+def _df_bounds(idx: Index, stems: list[str]) -> dict[str, tuple[int, int]]:
+    """stem -> (fewest, most) cards it can be in now, from the `terms` table and the count
+    of cards changed since it was built (each changed card moves a stem's count by at
+    most one); {} when the table was never built. Costs no FTS5 query: it tells which
+    words exist and which are rare enough to rank without the CAP bound."""
+    c = idx.conn
+    meta = dict(c.execute("SELECT key, value FROM meta WHERE key IN"
+                          " ('terms_generation', 'changed_since_terms')"))
+    if "terms_generation" not in meta or not stems:
+        return {}
+    changed = int(meta.get("changed_since_terms") or 0)
+    df: dict[str, int] = {}
+    for at in range(0, len(stems), 500):
+        part = stems[at:at + 500]
+        df.update(c.execute(f"SELECT term, df FROM terms WHERE term IN"
+                            f" ({','.join('?' * len(part))})", part))
+    return {s: (df.get(s, 0) - changed, df.get(s, 0) + changed) for s in stems}
+
+
 def max_edits(word: str) -> int:
     """Typos tolerated in a word of this length: none in short words, where one edit
     turns most nonsense into some real word."""
     return 0 if len(word) <= 4 else 1 if len(word) <= 7 else 2
 
 
-def vocabulary(idx: Index, force: bool = False) -> None:
+def vocabulary(idx: Index, force: bool = False) -> str | None:
     """Materialise fts_vocab (every indexed stem, with its document count) into `terms`.
 
     Reading fts5vocab walks every doclist: ~0.2 s at 10k cards, seconds at 100k, so it
     is not done per query. `cardmem index` builds it; a search rebuilds it only when it
     is missing or more than a few percent of the cards changed since (a stale table
     still corrects every word it knows; words new since then wait for the next build).
+    Returns the generation the table was built at.
     """
     c = idx.conn
     gen = str(idx.generation())
     meta = dict(c.execute("SELECT key, value FROM meta WHERE key IN"
                           " ('terms_generation', 'changed_since_terms')"))
     if meta.get("terms_generation") == gen:
-        return
+        return gen
     if not force and "terms_generation" in meta:
         cards = c.execute("SELECT count(*) FROM cards").fetchone()[0]
         if int(meta.get("changed_since_terms", 0)) <= max(50, cards // 50):
-            return
+            return meta["terms_generation"]
     c.execute("BEGIN IMMEDIATE")
     try:
         c.execute("DELETE FROM terms")
@@ -126,6 +202,28 @@ def vocabulary(idx: Index, force: bool = False) -> None:
     except BaseException:
         c.execute("ROLLBACK")
         raise
+    return gen
+
+
+def _vocab_bucket(idx: Index, built: str | None, first: str
+                  ) -> dict[int, tuple[list[str], list[int]]]:
+    """The `terms` rows starting with `first`, by length: read once per process for each
+    build of the table (keyed by its generation and the connection, so a rebuilt or
+    replaced index file is read again)."""
+    cache = getattr(idx, "_terms_cache", None)
+    if cache is None or cache[0] is not idx.conn or cache[1] != built:
+        cache = (idx.conn, built, {})
+        idx._terms_cache = cache  # type: ignore[attr-defined]
+    buckets: dict[str, dict[int, tuple[list[str], list[int]]]] = cache[2]
+    if first not in buckets:
+        by_len: dict[int, tuple[list[str], list[int]]] = {}
+        for term, df in idx.conn.execute("SELECT term, df FROM terms WHERE term >= ? AND term < ?",
+                                         (first, first + "\U0010ffff")):
+            terms, dfs = by_len.setdefault(len(term), ([], []))
+            terms.append(term)
+            dfs.append(df)
+        buckets[first] = by_len
+    return buckets[first]
 
 
 def correct(idx: Index, word: str, stem: str) -> str | None:
@@ -136,17 +234,16 @@ def correct(idx: Index, word: str, stem: str) -> str | None:
     from rapidfuzz import process  # lazy: only a query with an unknown term pays
     from rapidfuzz.distance import OSA
 
-    vocabulary(idx)
+    built = vocabulary(idx)
     # Typos rarely hit both of the first two letters: look where either is right.
     terms: list[str] = []
     dfs: list[int] = []
     for first in {stem[0], stem[1]}:
-        for term, df in idx.conn.execute(
-                "SELECT term, df FROM terms WHERE term >= ? AND term < ?"
-                " AND length(term) BETWEEN ? AND ?",
-                (first, first + "\U0010ffff", len(stem) - budget, len(stem) + budget)):
-            terms.append(term)
-            dfs.append(df)
+        by_len = _vocab_bucket(idx, built, first)
+        for n in range(len(stem) - budget, len(stem) + budget + 1):
+            if n in by_len:
+                terms += by_len[n][0]
+                dfs += by_len[n][1]
     cands = [(d, -dfs[j], term) for term, d, j in process.extract(
         stem, terms, scorer=OSA.distance, score_cutoff=budget, limit=None)]
     for _, _, term in sorted(cands):
@@ -174,10 +271,13 @@ class Plan:
         self.stems: list[tuple[str, bool]] = []  # (stem, is_prefix) FTS5 matches per term
         self.corrected: dict[str, str] = {}
         self.unknown: list[str] = []
+        # per term: at most how many cards it matches, where _df_bounds tells
+        self.most: list[int | None] = []
 
-    def add(self, expr: str, stem: str, prefix: bool = False) -> None:
+    def add(self, expr: str, stem: str, prefix: bool = False, most: int | None = None) -> None:
         self.terms.append(expr)
         self.stems.append((stem, prefix))
+        self.most.append(most)
 
 
 def plan(idx: Index, query: str) -> Plan:
@@ -186,9 +286,12 @@ def plan(idx: Index, query: str) -> Plan:
     content = [t for t in toks if t[0] not in STOPWORDS]
     toks = content or toks
     typing = not query.rstrip().endswith(('"', " ")) and query == query.rstrip()
+    bounds = _df_bounds(idx, [stem for _, stem in toks])
+    unsure = [quote(w) for w, s in toks if bounds.get(s, (0, 0))[0] <= 0]
+    there = dict(zip(unsure, _exist_all(idx.conn, unsure)))
     for i, (word, stem) in enumerate(toks):
-        if _exists(idx.conn, quote(word)):
-            p.add(quote(word), stem)
+        if there.get(quote(word), True):
+            p.add(quote(word), stem, most=bounds[stem][1] if stem in bounds else None)
             continue
         # The last word, still being typed: a prefix ("deplo" -> deploy, deployment).
         last = typing and i == len(toks) - 1 and len(word) >= 3
@@ -200,7 +303,8 @@ def plan(idx: Index, query: str) -> Plan:
             continue
         fixed = correct(idx, word, stem)
         if fixed is not None:
-            p.add(quote(fixed), fixed)
+            most = _df_bounds(idx, [fixed]).get(fixed, (0, None))[1]
+            p.add(quote(fixed), fixed, most=most)
             p.corrected[word] = fixed
             continue
         p.unknown.append(word)
@@ -226,18 +330,47 @@ def _filters(card_type: str | None, project: str | None) -> tuple[str, list[Any]
     return sql, args
 
 
+# bm25 with the weights the index configured as its `rank`, called directly: ORDER BY rank
+# makes FTS5 prepare a sorting statement (and one to read the weights) on every query.
+# Ties go to the lower rowid, as FTS5's own sort of rank leaves them.
+_BM25 = {"fts": "bm25(fts, {})".format(", ".join(str(w) for w in WEIGHTS)),
+         "names": f"bm25(names, {WEIGHTS[0]}, {WEIGHTS[1]})"}
+_NO_ROWID = -(2 ** 63)
+PROBE = -1  # _ranked's `bound` when the CAP bound is not known yet: found in the query
+
+
 def _ranked(c: sqlite3.Connection, table: str, expr: str, k: int, where: str,
-            args: list[Any]) -> list[tuple[int, float]]:
-    """(rowid, bm25 higher-is-better) of the best k matches of expr in table."""
-    bound = ""
-    row = c.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC"
-                    " LIMIT 1 OFFSET ?", (expr, CAP)).fetchone()
-    if row is not None:
-        bound = f" AND {table}.rowid > {int(row[0])}"
+            args: list[Any], bound: int | None = PROBE) -> list[tuple[int, float]]:
+    """(rowid, bm25 higher-is-better) of the best k matches of expr in table, among its
+    newest CAP + 1 matches: `bound` is the rowid they start after (None: there are no
+    more than CAP + 1 matches; PROBE: not known, the statement finds it)."""
+    params: list[Any] = [expr]
+    cond = ""
+    if bound == PROBE:
+        cond = (f" AND {table}.rowid > coalesce((SELECT rowid FROM {table} WHERE {table}"
+                f" MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET {CAP}), {_NO_ROWID})")
+        params.append(expr)
+    elif bound is not None:
+        cond = f" AND {table}.rowid > {int(bound)}"
     join = " JOIN cards c ON c.n = {t}.rowid".format(t=table) if where else ""
-    sql = (f"SELECT {table}.rowid, {table}.rank FROM {table}{join} WHERE {table} MATCH ?"
-           f"{bound}{where} ORDER BY {table}.rank LIMIT ?")
-    return [(r, -rank) for r, rank in c.execute(sql, (expr, *args, k))]
+    sql = (f"SELECT {table}.rowid, {_BM25[table]} AS score FROM {table}{join}"
+           f" WHERE {table} MATCH ?{cond}{where} ORDER BY score, {table}.rowid LIMIT ?")
+    return [(r, -rank) for r, rank in c.execute(sql, (*params, *args, k))]
+
+
+def _bounds(p: Plan) -> tuple[int | None, int | None, int | None]:
+    """The CAP bounds of the names, all and any tiers: None where the terms' counts show
+    that no more than CAP cards can match (an AND of terms matches no more cards than its
+    rarest term, an OR no more than all of them together, and `names` holds a subset of
+    the text `fts` holds); PROBE where the ranked query must find the bound itself."""
+    known = [n for n in p.most if n is not None]
+    every: int | None = PROBE
+    if known and min(known) <= CAP:
+        every = None
+    some: int | None = PROBE
+    if len(known) == len(p.terms) and sum(known) <= CAP:
+        some = None
+    return every, every, some
 
 
 class Candidate:
@@ -256,13 +389,15 @@ def _candidates(idx: Index, p: Plan, k: int, card_type: str | None,
     c = idx.conn
     where, args = _filters(card_type, project)
     found: dict[int, Candidate] = {}
-    tiers = [("names", "names", " AND ".join(p.terms)), ("all", "fts", " AND ".join(p.terms))]
+    names, every, some = _bounds(p)
+    tiers = [("names", "names", " AND ".join(p.terms), names),
+             ("all", "fts", " AND ".join(p.terms), every)]
     if len(p.terms) > 1:
-        tiers.append(("any", "fts", " OR ".join(p.terms)))
-    for tier, table, expr in tiers:
+        tiers.append(("any", "fts", " OR ".join(p.terms), some))
+    for tier, table, expr, bound in tiers:
         if len(found) >= k:
             break
-        rows = _ranked(c, table, expr, k, where, args)
+        rows = _ranked(c, table, expr, k, where, args, bound)
         best = max((b for _, b in rows), default=0.0)
         for n, b in rows:
             if n not in found:
@@ -310,6 +445,7 @@ class Terms:
 
     def __init__(self, p: Plan) -> None:
         self.rxs = [re.compile(_term_rx(stem, prefix)) for stem, prefix in p.stems]
+        self.ascii = all(stem.isascii() for stem, _ in p.stems)
 
     @staticmethod
     def prepare(text: str) -> str:
@@ -337,35 +473,115 @@ class Terms:
     def found(self, low: str) -> set[int]:
         return {i for _, _, i in self.hits(low, cap=len(self.rxs))}
 
+    def hits_each(self, texts: list[str], cap: int) -> list[list[tuple[int, int, int]]]:
+        """hits(prepare(text), cap) of each text, with one regex scan per term over all
+        the texts joined by newlines (offsets mapped back): a regex call costs more than
+        scanning a card's short text, and a match never crosses a newline (terms are
+        word characters) nor sees past one (a newline is neither a letter nor a digit).
+        The per-term cap of hits() does not change which `cap` hits come first."""
+        low = _prepare_joined(texts, self.ascii)
+        starts, at = [], 0
+        for text in texts:
+            starts.append(at)
+            at += len(text) + 1
+        per: list[list[tuple[int, int, int]]] = [[] for _ in texts]
+        for i, rx in enumerate(self.rxs):
+            for m in rx.finditer(low):
+                s = m.start()
+                if s and low[s - 1].isalnum():
+                    continue  # inside a word, not at its start
+                j = bisect_right(starts, s) - 1
+                per[j].append((s - starts[j], m.end() - starts[j], i))
+        for j, hits in enumerate(per):
+            if hits:
+                hits.sort()
+                del hits[cap:]
+        return per
 
-def _fields(idx: Index, p: Plan, rowids: list[int]) -> dict[int, list[set[str]]]:
+
+_LEADS = tuple(bytes([b]) for b in range(0xC3, 0xCA))  # UTF-8 lead bytes of U+00C0..U+024F
+
+
+def _fold_one(m: re.Match[str]) -> str:
+    return _FOLD.get(ord(m.group()), m.group())
+
+
+def _prepare_joined(texts: list[str], ascii_terms: bool = False) -> str:
+    """Terms.prepare of each text, joined by newlines, for offsets into the texts.
+
+    Folding is per character, and so is lowercasing once folded (U+0130, the one letter
+    whose lowercase is longer, folds to I; Greek final sigma, the one rule with context,
+    stops at a newline as at the end of a text), so it is done on the whole. When every
+    term is ASCII only ASCII letters need lowering (no other letter lowercases to ASCII
+    but the Kelvin sign, and case changes no letter's class, so the words and word starts
+    the term regexes see are the same): bytes.lower() does that at memcpy speed, where
+    str.lower() and the accent scan cost ~25 ns a character on non-ASCII text.
+    """
+    joined = "\n".join(texts)
+    if joined.isascii():
+        return joined.lower()
+    raw: bytes | None = joined.encode("utf-8", "surrogatepass")
+    if any(lead in raw for lead in _LEADS) and _ACCENTED.search(joined):
+        joined = _ACCENTED.sub(_fold_one, joined)  # as str.translate(_FOLD), much faster
+        raw = None
+    if ascii_terms and "\u212a" not in joined:
+        if raw is None:
+            raw = joined.encode("utf-8", "surrogatepass")
+        return raw.lower().decode("utf-8", "surrogatepass")
+    low = joined.lower()
+    if len(low) == len(joined):
+        return low
+    return "\n".join(Terms.prepare(t) for t in texts)
+
+
+SHORT = [c for c in COLUMNS if c != "body"]
+# A candidate's text, read once: the card's row, its FTS columns (FTS5 reads a whole row
+# anyway) and the start of the body for its snippet.
+_TEXT_SQL = ("SELECT c.n, c.id, c.title, c.type, c.status, c.project, c.description, {fts},"
+             f" substr(f.body, 1, {SNIPPET_CHARS}) FROM cards c JOIN fts f ON f.rowid = c.n"
+             " WHERE c.n IN ({{inlist}})").format(fts=", ".join(f"f.{col}" for col in SHORT))
+
+
+def _texts(idx: Index, rowids: Iterable[int]) -> dict[int, tuple[Any, ...]]:
+    inlist = ",".join(str(int(n)) for n in rowids)
+    return {row[0]: row for row in idx.conn.execute(_TEXT_SQL.format(inlist=inlist))}
+
+
+def _fields(p: Plan, texts: dict[int, tuple[Any, ...]]) -> dict[int, list[set[str]]]:
     """rowid -> for each term, the short fields (not the body) it occurs in."""
     terms = Terms(p)
-    short = [c for c in COLUMNS if c != "body"]
-    inlist = ",".join(str(int(n)) for n in rowids)
-    out: dict[int, list[set[str]]] = {n: [set() for _ in terms.rxs] for n in rowids}
-    for row in idx.conn.execute(f"SELECT rowid, {', '.join(short)} FROM fts"
-                                f" WHERE rowid IN ({inlist})"):
-        per_term = out[row[0]]
-        for name, text in zip(short, row[1:]):
+    keys, pieces = [], []
+    for n, row in texts.items():
+        for name, text in zip(SHORT, row[7:7 + len(SHORT)]):
             if text:
-                for i in terms.found(terms.prepare(text)):
-                    per_term[i].add(name)
+                keys.append((n, name))
+                pieces.append(text)
+    out: dict[int, list[set[str]]] = {n: [set() for _ in terms.rxs] for n in texts}
+    for (n, name), hits in zip(keys, terms.hits_each(pieces, len(terms.rxs))):
+        per_term = out[n]
+        for _, _, i in hits:
+            per_term[i].add(name)
     return out
 
 
-def _snippet(text: str, terms: Terms, width: int = 160) -> str | None:
-    """The window of text holding the most query words, the words in **bold**."""
-    text = text[:SNIPPET_CHARS]
-    hits = terms.hits(terms.prepare(text))
+def _snippet(text: str, hits: list[tuple[int, int, int]], width: int = 160) -> str | None:
+    """The window of text holding the most query words, the words in **bold**.
+    text is cut to SNIPPET_CHARS and hits are Terms.hits of it, prepared."""
     if not hits:
         return None
     lead = 24  # a few words of context before the first hit
     best, best_n = hits[0][0], 0
-    for start, _, _ in hits:
-        n = len({i for s, _, i in hits if start <= s < start - lead + width})
-        if n > best_n:
-            best, best_n = start, n
+    for j, (start, _, _) in enumerate(hits):
+        while j and hits[j - 1][0] == start:
+            j -= 1  # hits sharing this start come before it: count them too
+        stop = start - lead + width
+        seen = set()
+        for s, _, i in hits[j:]:
+            if s >= stop:
+                break
+            seen.add(i)
+        if len(seen) > best_n:
+            best, best_n = start, len(seen)
     lo = max(0, best - lead)
     while lo > 0 and not text[lo - 1].isspace() and best - lo < lead * 2:
         lo -= 1
@@ -382,20 +598,30 @@ def _snippet(text: str, terms: Terms, width: int = 160) -> str | None:
     return ("…" if lo > 0 else "") + snip + ("…" if hi < len(text) else "")
 
 
-def _snippets(idx: Index, p: Plan, results: list[dict[str, Any]]) -> None:
+def _snippets(idx: Index, p: Plan, results: list[dict[str, Any]],
+              texts: dict[int, tuple[Any, ...]]) -> None:
+    """Snippets of the results shown, from the body, else the description, else the title."""
     terms = Terms(p)
-    inlist = ",".join(str(int(r["_n"])) for r in results)
-    texts = {n: (body or "", desc or "", title or "") for n, body, desc, title in idx.conn.execute(
-        f"SELECT rowid, substr(body, 1, {SNIPPET_CHARS}), description, title FROM fts"
-        f" WHERE rowid IN ({inlist})")}
+    shown = {r["_n"] for r in results}
+    texts = {n: texts[n] for n in shown if n in texts}
+    if len(texts) < len(shown):  # found by name only (_fuzzy_names): not read yet
+        texts.update(_texts(idx, shown - set(texts)))
+    by_n = {n: ((row[-1] or "")[:SNIPPET_CHARS], (row[10] or "")[:SNIPPET_CHARS],
+                (row[7] or "")[:SNIPPET_CHARS]) for n, row in texts.items()}
+    order = [n for n in shown if n in by_n]
+    pieces = [t for n in order for t in by_n[n]]
+    hits = iter(terms.hits_each(pieces, 40))
+    snips = {}
+    for n in order:
+        got = [(text, next(hits)) for text in by_n[n]]
+        snips[n] = next((sn for text, h in got if (sn := _snippet(text, h))), None) or ""
     for r in results:
-        body, desc, title = texts.get(r["_n"], ("", "", ""))
-        r["snippet"] = (_snippet(body, terms) or _snippet(desc, terms)
-                        or _snippet(title, terms) or "")
+        r["snippet"] = snips.get(r["_n"], "")
     # Show corrections as words of the cards ("fixtures"), not as index stems ("fixtur").
     for word, stem in list(p.corrected.items()):
         rx = re.compile(_term_rx(stem, False))
-        for body, desc, title in texts.values():
+        for n in sorted(by_n):
+            body, desc, title = texts[n][-1] or "", texts[n][10] or "", texts[n][7] or ""
             low = Terms.prepare(f"{title}\n{desc}\n{body}")
             m = next((m for m in rx.finditer(low)
                       if not m.start() or not low[m.start() - 1].isalnum()), None)
@@ -420,17 +646,19 @@ def run(idx: Index, query: str, limit: int = 10, card_type: str | None = None,
     query = query or ""
     p = plan(idx, query)
     results: list[dict[str, Any]] = []
+    texts: dict[int, tuple[Any, ...]] = {}
     if p.terms:
         found = _candidates(idx, p, max(limit + 5, 12), card_type, project)
         if found:
-            results = _score(idx, p, found)
+            texts = _texts(idx, found)
+            results = _score(p, found, texts)
     # Whole-query fuzzy matching of names, when some words were not found (or nothing was).
     if (p.unknown or not results) and query.strip():
         _merge(results, _fuzzy_names(idx, query, limit, card_type, project))
     results.sort(key=_order)
     results = results[:limit]
     if p.terms and results:
-        _snippets(idx, p, results)
+        _snippets(idx, p, results, texts)
     for r in results:
         desc = r.pop("_desc", "")
         r.pop("_n", None)
@@ -446,15 +674,12 @@ def _order(r: dict[str, Any]) -> tuple[Any, ...]:
     return (-(CONFIDENCE.index(r["confidence"]) - inactive), inactive, -r["score"], r["id"])
 
 
-def _score(idx: Index, p: Plan, found: dict[int, Candidate]) -> list[dict[str, Any]]:
-    rowids = list(found)
-    fields = _fields(idx, p, rowids)
-    inlist = ",".join(str(r) for r in rowids)
-    rows = idx.conn.execute(f"SELECT n, id, title, type, status, project, description"
-                            f" FROM cards WHERE n IN ({inlist})").fetchall()
+def _score(p: Plan, found: dict[int, Candidate], texts: dict[int, tuple[Any, ...]]
+           ) -> list[dict[str, Any]]:
+    fields = _fields(p, texts)
     n_terms = len(p.terms)
     out = []
-    for n, cid, title, ctype, status, proj, desc in rows:
+    for n, cid, title, ctype, status, proj, desc, *_ in texts.values():
         cand, per_term = found[n], fields[n]
         in_short = sum(1 for f in per_term if f)
         # Tiers "names" and "all" matched every term; "any" at least one, maybe in the body.
