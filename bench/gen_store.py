@@ -120,6 +120,19 @@ def generate(root: Path, count: int, seed: int = 1) -> None:
         subprocess.run(["git", "init", "-q", str(root)], check=True)
 
 
+def commit_store(root: Path) -> None:
+    """Commit the generated cards once, as a real store has them (a search's freshness
+    check asks git what changed since; see store/anchor.py)."""
+    if subprocess.run(["git", "-C", str(root), "rev-parse", "-q", "--verify", "HEAD"],
+                      capture_output=True).returncode == 0:
+        return
+    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
+           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com"}
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True, env=env)
+    subprocess.run(["git", "-C", str(root), "commit", "-q", "-m", "bench cards"], check=True,
+                   env=env)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("root", type=Path)

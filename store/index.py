@@ -22,7 +22,6 @@ index fresh never pays for them.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 import stat as statmod
@@ -103,7 +102,11 @@ def walk(root: Path | str, links: set[str] | None = None
 
 
 def _hash(raw: bytes) -> str:
-    return hashlib.blake2b(raw, digest_size=16).hexdigest()
+    # hashlib loads OpenSSL (~6 ms, far more on a busy machine): only a refresh that
+    # found changed files hashes, so a search of a fresh index never imports it.
+    from hashlib import blake2b
+
+    return blake2b(raw, digest_size=16).hexdigest()
 
 
 def _text(value: Any) -> str:

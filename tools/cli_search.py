@@ -82,7 +82,7 @@ def index(full: bool, as_json: bool, store_path: Path | None) -> None:
         damage = [] if full else idx.verify()
         if damage:
             click.echo(f"cardmem: index: was damaged ({damage[0]}); rebuilt", err=True)
-        counts = idx.rebuild() if full else idx.refresh()
+        counts = idx.rebuild() if full else idx.refresh(walk=True)
         from cardmem.store.search import vocabulary
 
         vocabulary(idx, force=True)  # the typo-correction vocabulary, so searches need not

@@ -59,7 +59,7 @@ def check_index(store: Store) -> list[tuple[bool, str]]:
     idx = Index.open(store)
     try:
         wrong = idx.verify(deep=True)
-        counts = idx.refresh()
+        counts = idx.refresh(walk=True)  # every card, not only what git names
     finally:
         idx.close()
     out = [(False, f"index was damaged ({w}); rebuilt it") for w in wrong[:3]]
