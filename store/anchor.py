@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 from typing import TYPE_CHECKING, Iterable
 
@@ -64,38 +63,61 @@ def usable(root: str) -> bool:
 
 class Status:
     """HEAD, and a `git status` started now and read later: it runs while Python does
-    other start-up work (the search command starts it before its imports)."""
+    other start-up work (the search command starts it before its imports). Spawned with
+    os.posix_spawnp: importing subprocess costs a search ~6 ms."""
 
     def __init__(self, root: str) -> None:
         self.root = root
         self.started_ns = time.time_ns()
         self.head = head(root)
         self._listed: list[str] | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._pid, self._out = 0, -1
         if self.head is None:
             return  # no commit yet (or a HEAD we cannot read): nothing to anchor to
+        argv = ["git", "-C", root, *_STATUS]
+        env = {**os.environ, **_ENV}
         try:
-            self._proc = subprocess.Popen(
-                ["git", "-C", root, *_STATUS], stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                env={**os.environ, **_ENV})
+            r, w = os.pipe()
         except OSError:
-            pass
+            return
+        try:
+            null = os.open(os.devnull, os.O_RDWR)
+            try:
+                self._pid = os.posix_spawnp("git", argv, env, file_actions=[
+                    (os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, w, 1),
+                    (os.POSIX_SPAWN_DUP2, null, 2)])
+                self._out = r
+            finally:
+                os.close(null)
+        except OSError:
+            os.close(r)
+        finally:
+            os.close(w)
 
     def paths(self) -> list[str] | None:
         """The listed paths (folders end in "/"), or None if git failed."""
-        if self._proc is not None:
-            out, _ = self._proc.communicate()
-            if self._proc.returncode == 0:
+        if self._pid:
+            chunks = []
+            while chunk := os.read(self._out, 1 << 16):
+                chunks.append(chunk)
+            if self._reap() == 0:
+                out = b"".join(chunks)
                 self._listed = [os.fsdecode(e[3:]) for e in out.split(b"\0") if len(e) > 3]
-            self._proc = None
         return self._listed
 
     def close(self) -> None:
-        if self._proc is not None:
-            self._proc.kill()
-            self._proc.wait()
-            self._proc = None
+        if self._pid:
+            try:
+                os.kill(self._pid, 9)
+            except OSError:
+                pass
+            self._reap()
+
+    def _reap(self) -> int:
+        os.close(self._out)
+        _, status = os.waitpid(self._pid, 0)
+        self._pid, self._out = 0, -1
+        return os.waitstatus_to_exitcode(status)
 
 
 def head(root: str) -> str | None:
@@ -133,6 +155,8 @@ def _is_oid(s: str) -> bool:
 
 
 def _git_paths(root: str, *args: str) -> list[str] | None:
+    import subprocess
+
     proc = subprocess.run(["git", "-C", root, *args], stdin=subprocess.DEVNULL,
                           capture_output=True, env={**os.environ, **_ENV})
     if proc.returncode != 0:

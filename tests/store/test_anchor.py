@@ -231,3 +231,14 @@ def test_an_edit_racing_the_anchoring_walk_stays_suspect(repo: Path, tmp_path: P
         git(repo, "checkout", "--", "notes/n4.md")
         idx.refresh()
         assert rows(idx) == walked(repo, tmp_path)
+
+
+def test_without_a_git_program_the_refresh_walks(repo: Path, tmp_path: Path,
+                                                 monkeypatch) -> None:
+    with Index(root=repo) as idx:
+        idx.refresh()
+        monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+        write(repo, "notes/n8", "edited where git cannot run")
+        idx.refresh()
+        assert [r["id"] for r in idx.search("cannot run").results] == ["notes/n8"]
+        assert held(idx) is None  # nothing to anchor to without git
