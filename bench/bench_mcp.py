@@ -7,8 +7,10 @@ A synthetic store (bench/gen_store.py, generated once and reused) is indexed onc
 each run spawns `cardmem mcp --store ...` as a whole process through the SDK's stdio
 client and times, from just before the spawn: the connection being ready (the server
 answered the protocol handshake) and the first `search` answer. For scale it also times
-a bare `python -c pass` and `python -c "import mcp.server.mcpserver"` (the SDK's own
-import, a floor no server built on the SDK goes under), and one first search against a
+a bare `python -c pass`; `python -c "import mcp.server.mcpserver"` (the SDK's own
+import, a floor no server built on the SDK goes under), also with the cyclic GC paused
+as `cardmem mcp` loads it, and the protocol-model packages alone (`mcp_types`,
+`mcp_types.methods`); cardmem's own share in-process; and one first search against a
 store whose index is missing (the lazy refresh doing all the work). Wall-clock medians.
 """
 from __future__ import annotations
@@ -43,29 +45,42 @@ def proc_time(args: list[str], runs: int) -> float:
     return statistics.median(times)
 
 
-def sdk_import() -> tuple[float, float]:
-    """(wall, CPU) seconds from spawning Python to `import mcp.server.mcpserver` done,
-    read inside the child, so its exit (tearing down the SDK's models) is not counted."""
-    code = ("import time; import mcp.server.mcpserver; "
-            "print(time.time(), time.process_time())")
+# What each import row loads; "gc" is the SDK as `cardmem mcp` loads it (GC paused).
+IMPORTS = {
+    "sdk": "import mcp.server.mcpserver",
+    "gc": "import gc; gc.disable(); import mcp.server.mcpserver; gc.freeze(); gc.enable()",
+    "types": "import mcp_types",
+    "methods": "import mcp_types.methods",
+}
+
+
+def sdk_import(what: str) -> tuple[float, float]:
+    """(wall, CPU) seconds from spawning Python to the import IMPORTS[what] done, read
+    inside the child, so its exit (tearing down the SDK's models) is not counted."""
+    code = f"import time; {IMPORTS[what]}; print(time.time(), time.process_time())"
     t = time.time()
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                          text=True).stdout.split()
     return float(out[0]) - t, float(out[1])
 
 
-def in_process(root: Path) -> dict[str, float]:
+def in_process(root: Path, warm: bool) -> dict[str, float]:
     """cardmem's own share, in a fresh process that has imported the SDK first: open the
-    store and build the server; then one search (freshness check + query) via the tool."""
+    store and build the server; with `warm`, let its warm-up thread (which `cardmem mcp`
+    starts) finish; then two searches (freshness check + query) via the tool."""
     code = f"""
-import json, time
+import json, threading, time
 import anyio, mcp.server.mcpserver
 from mcp import Client
+import jsonschema  # the client checks results with it, loaded on its first call: not the server's cost
 t = time.perf_counter()
 from cardmem.tools.cli import open_store
 from cardmem.tools.mcp_server import build_server
-server = build_server(open_store({str(root)!r}))
+server = build_server(open_store({str(root)!r}), warm={warm!r})
 built = time.perf_counter() - t
+for th in threading.enumerate():
+    if th.name == "cardmem-mcp-warm":
+        th.join()
 async def go():
     async with Client(server) as c:
         t = time.perf_counter()
@@ -75,7 +90,13 @@ async def go():
         await c.call_tool("search", {{"query": {QUERY!r}, "limit": 5}})
         return first, time.perf_counter() - t
 first, second = anyio.run(go)
-print(json.dumps({{"build": built, "first": first, "second": second}}))
+from cardmem.store.index import Index
+idx = Index(open_store({str(root)!r}))
+idx.search({QUERY!r}, limit=5)
+t = time.perf_counter()
+idx.search({QUERY!r}, limit=5)
+query = time.perf_counter() - t
+print(json.dumps({{"build": built, "first": first, "second": second, "query": query}}))
 """
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                          text=True).stdout
@@ -141,17 +162,23 @@ def main() -> None:
     bare = proc_time([sys.executable, "-c", "pass"], a.runs)
     one_run(root)  # warm the page cache and .pyc files; not counted
     # Interleaved, so that the SDK's import and the server see the same machine.
-    runs, sdk_walls, sdk_cpus = [], [], []
+    runs: list[tuple[float, float, int, float]] = []
+    imports: dict[str, list[tuple[float, float]]] = {k: [] for k in IMPORTS}
     for _ in range(a.runs):
-        wall, cpu = sdk_import()
-        sdk_walls.append(wall)
-        sdk_cpus.append(cpu)
+        for what in IMPORTS:
+            imports[what].append(sdk_import(what))
         runs.append(one_run(root))
-    sdk, sdk_cpu = statistics.median(sdk_walls), statistics.median(sdk_cpus)
-    own = [in_process(root) for _ in range(a.runs)]
+    imp = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+           for k, v in imports.items()}
+    sdk, sdk_cpu = imp["sdk"]
+    gc_wall, gc_cpu = imp["gc"]
+    own = [in_process(root, warm=False) for _ in range(a.runs)]
+    warmed = [in_process(root, warm=True) for _ in range(a.runs)]
     build = statistics.median(o["build"] for o in own)
     search1 = statistics.median(o["first"] for o in own)
     search2 = statistics.median(o["second"] for o in own)
+    query = statistics.median(o["query"] for o in own)
+    search_w = statistics.median(o["first"] for o in warmed)
     ready = statistics.median(r[0] for r in runs)
     first = statistics.median(r[1] for r in runs)
     first_min = min(r[1] for r in runs)
@@ -174,8 +201,14 @@ def main() -> None:
         "spawn:", "",
         "| step | wall s | server CPU s |", "|---|---|---|",
         f"| `python -c pass` (interpreter start) | {bare:.2f} | |",
+        f"| `python -c \"import mcp_types\"`: the version-free protocol models "
+        f"| {imp['types'][0]:.2f} | {imp['types'][1]:.2f} |",
+        f"| `python -c \"import mcp_types.methods\"`: those plus both protocol versions' "
+        f"wire models | {imp['methods'][0]:.2f} | {imp['methods'][1]:.2f} |",
         f"| `python -c \"import mcp.server.mcpserver\"`: the SDK's import done | {sdk:.2f} "
         f"| {sdk_cpu:.2f} |",
+        f"| same, cyclic GC paused during the import (as `cardmem mcp` does) | {gc_wall:.2f} "
+        f"| {gc_cpu:.2f} |",
         f"| `cardmem mcp`: connection ready (handshake answered) | {ready:.2f} | |",
         f"| `cardmem mcp`: first `search` answered ({n} results) | {first:.2f} "
         f"(min {first_min:.2f}) | {cpu_first:.2f} |",
@@ -186,13 +219,21 @@ def main() -> None:
         f"| import cardmem's CLI and server module, open the store, build the server "
         f"| {build * 1000:.0f} |",
         f"| first `search` call (index opened, freshness check, query) | {search1 * 1000:.0f} |",
+        f"| first `search` call after the warm-up thread opened the index | "
+        f"{search_w * 1000:.0f} |",
         f"| next `search` call (freshness check, query) | {search2 * 1000:.0f} |",
+        f"| the query alone, index open, no freshness check (`Index.search`) | "
+        f"{query * 1000:.0f} |",
         "",
         f"Start to first answer: {first:.2f} s wall (min {first_min:.2f} s), {cpu_first:.2f} s "
-        f"of the server's CPU, of which {sdk_cpu:.2f} s is Python plus the `mcp` SDK's import "
-        "(pydantic models of two protocol versions), a floor for any server on this SDK. "
+        f"of the server's CPU. Python plus the `mcp` SDK's import takes {sdk:.2f} s "
+        f"({sdk_cpu:.2f} s CPU), {gc_wall:.2f} s with the GC paused: a floor for any server "
+        "on this SDK, since every `mcp.*` module first runs `mcp/__init__.py`, which loads "
+        "the client, the server, the HTTP stack and the protocol models of both versions "
+        f"(`mcp_types.methods` alone: {imp['methods'][0]:.2f} s). "
         f"cardmem's own start-up is {build * 1000:.0f} ms and its first search "
-        f"{search1 * 1000:.0f} ms, most of it the freshness check (a stat of every card). "
+        f"{search1 * 1000:.0f} ms ({search_w * 1000:.0f} ms once the warm-up has opened the "
+        "index), most of it the freshness check every search makes. "
         "Nothing is indexed at start-up: with no index at all the first search builds it "
         f"({cold_first:.1f} s) and the server was ready at {cold_ready:.2f} s. Load average "
         f"{load:.1f} at the end; wall times on a shared machine move with its load. The "
