@@ -6,8 +6,9 @@ Every failure a model can cause or meet (bad id, no such card, store busy, card 
 large, bad `since`) comes back as a ToolError the model can read; nothing else of the
 exception (no stack trace) leaves the server. Logs go to stderr; stdout is the wire.
 
-Start-up (bench/bench_mcp.py): importing the SDK is most of it, ~1.2-1.4 s here, nearly
-all pydantic building the protocol's ~600 model classes; every `mcp.*` module pays it, as
+Start-up (bench/bench_mcp.py): importing the SDK is most of it, ~1.2-1.4 s here, more than
+half of it pydantic building ~550 model classes (the protocol models of both versions in
+`mcp_types` alone are about half the import); every `mcp.*` module pays all of it, as
 `mcp/__init__.py` imports the client, server and HTTP stacks (so the low-level server is
 no cheaper). It is imported only after the store is found, with the cyclic GC paused
 (see _sdk_import_gc). Nothing is indexed at start-up: once the server is built, a
