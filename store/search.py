@@ -451,6 +451,38 @@ def _term_rx(stem: str, prefix: bool) -> str:
     return f"{base}{tail}(?!{_WORD})"
 
 
+_RUN = re.compile(f"{_WORD}*")  # the rest of a word
+_RUN6 = re.compile(f"{_WORD}{{0,6}}")  # enough of it to tell whether it is over 5 long
+
+
+def _matches(low: str, stem: str, prefix: bool) -> list[tuple[int, int]]:
+    """(start, end) of each match of re.compile(_term_rx(stem, prefix)).finditer(low),
+    without compiling a regex per stem (sre's compiler, in Python, cost more than the
+    search itself for a query's new words): str.find for the literal, then the word's end.
+    A match takes the whole rest of the word (up to 5 more letters unless a prefix);
+    after one the scan goes on from its end, after a failed start from the next place."""
+    lit, iy = (stem[:-1], True) if len(stem) > 2 and stem[-1] == "i" else (stem, False)
+    out: list[tuple[int, int]] = []
+    if not lit:
+        return out
+    size, pos, find = len(lit), 0, low.find
+    run = _RUN.match if prefix else _RUN6.match
+    while (s := find(lit, pos)) >= 0:
+        e = s + size
+        if iy:
+            if low[e:e + 1] not in ("i", "y"):
+                pos = s + 1
+                continue
+            e += 1
+        end = run(low, e).end()  # type: ignore[union-attr]
+        if not prefix and end - e > 5:
+            pos = s + 1
+            continue
+        out.append((s, end))
+        pos = end
+    return out
+
+
 def _fold_table() -> dict[int, str]:
     table = {}
     for cp in range(0xC0, 0x250):
@@ -468,8 +500,13 @@ class Terms:
     """Finds the query's terms in text (lowercased and diacritics-folded first)."""
 
     def __init__(self, p: Plan) -> None:
-        self.rxs = [re.compile(_term_rx(stem, prefix)) for stem, prefix in p.stems]
+        self.stems = list(p.stems)
         self.ascii = all(stem.isascii() for stem, _ in p.stems)
+
+    @property
+    def rxs(self) -> list[re.Pattern[str]]:
+        """The terms as regexes: what hits() uses, and what _matches() does without them."""
+        return [re.compile(_term_rx(stem, prefix)) for stem, prefix in self.stems]
 
     @staticmethod
     def prepare(text: str) -> str:
@@ -495,7 +532,7 @@ class Terms:
         return out[:cap]
 
     def found(self, low: str) -> set[int]:
-        return {i for _, _, i in self.hits(low, cap=len(self.rxs))}
+        return {i for _, _, i in self.hits(low, cap=len(self.stems))}
 
     def hits_each(self, texts: list[str], cap: int) -> list[list[tuple[int, int, int]]]:
         """hits(prepare(text), cap) of each text, with one regex scan per term over all
@@ -509,13 +546,13 @@ class Terms:
             starts.append(at)
             at += len(text) + 1
         per: list[list[tuple[int, int, int]]] = [[] for _ in texts]
-        for i, rx in enumerate(self.rxs):
-            for m in rx.finditer(low):
-                s = m.start()
+        for i, (stem, prefix) in enumerate(self.stems):
+            for s, e in _matches(low, stem, prefix):
                 if s and low[s - 1].isalnum():
                     continue  # inside a word, not at its start
                 j = bisect_right(starts, s) - 1
-                per[j].append((s - starts[j], m.end() - starts[j], i))
+                at = starts[j]
+                per[j].append((s - at, e - at, i))
         for j, hits in enumerate(per):
             if hits:
                 hits.sort()
@@ -585,8 +622,8 @@ def _fields(p: Plan, texts: dict[int, tuple[Any, ...]]) -> dict[int, list[set[st
             if text:
                 keys.append((n, name))
                 pieces.append(text)
-    out: dict[int, list[set[str]]] = {n: [set() for _ in terms.rxs] for n in texts}
-    for (n, name), hits in zip(keys, terms.hits_each(pieces, len(terms.rxs))):
+    out: dict[int, list[set[str]]] = {n: [set() for _ in terms.stems] for n in texts}
+    for (n, name), hits in zip(keys, terms.hits_each(pieces, len(terms.stems))):
         per_term = out[n]
         for _, _, i in hits:
             per_term[i].add(name)
@@ -648,14 +685,13 @@ def _snippets(idx: Index, p: Plan, results: list[dict[str, Any]],
         r["snippet"] = snips.get(r["_n"], "")
     # Show corrections as words of the cards ("fixtures"), not as index stems ("fixtur").
     for word, stem in list(p.corrected.items()):
-        rx = re.compile(_term_rx(stem, False))
         for n in sorted(by_n):
             body, desc, title = texts[n][-1] or "", texts[n][10] or "", texts[n][7] or ""
             low = Terms.prepare(f"{title}\n{desc}\n{body}")
-            m = next((m for m in rx.finditer(low)
-                      if not m.start() or not low[m.start() - 1].isalnum()), None)
+            m = next(((s, e) for s, e in _matches(low, stem, False)
+                      if not s or not low[s - 1].isalnum()), None)
             if m:
-                p.corrected[word] = m.group(0)
+                p.corrected[word] = low[m[0]:m[1]]
                 break
 
 

@@ -1,0 +1,188 @@
+"""search.py's shortcuts (issue 3 speed work) give what the plain way gives: tokens from the
+per-process cache, term hits found over joined texts without a regex per stem, ranking by
+bm25() rather than FTS5's rank, candidate texts from FTS5's content table, and the CAP bound
+skipped only when the `terms` counts prove it unneeded, however stale they are."""
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cardmem.store import search as S
+from cardmem.store.index import TOKENIZE, Index
+
+
+def write(root: Path, cid: str, title: str, body: str) -> None:
+    path = root / f"{cid}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"---\ntitle: {title}\n---\n{body}\n", encoding="utf-8")
+
+
+def ids(res) -> list[str]:
+    return [r["id"] for r in res.results]
+
+
+@pytest.fixture
+def idx(example_store):
+    with Index(example_store) as index:
+        index.refresh()
+        yield index
+
+
+# --- tokens -----------------------------------------------------------------------------
+
+def fts5_tokens(conn: sqlite3.Connection, text: str) -> list[tuple[str, str]]:
+    """The plain way: the whole text through FTS5's two tokenizers, duplicates dropped."""
+    conn.executescript(f"""
+        CREATE VIRTUAL TABLE IF NOT EXISTS temp.t_raw USING fts5(x, tokenize='unicode61 remove_diacritics 2');
+        CREATE VIRTUAL TABLE IF NOT EXISTS temp.t_raw_v USING fts5vocab(temp, t_raw, 'instance');
+        CREATE VIRTUAL TABLE IF NOT EXISTS temp.t_stem USING fts5(x, tokenize='{TOKENIZE}');
+        CREATE VIRTUAL TABLE IF NOT EXISTS temp.t_stem_v USING fts5vocab(temp, t_stem, 'instance');
+        DELETE FROM temp.t_raw; DELETE FROM temp.t_stem;""")
+    conn.execute("INSERT INTO temp.t_raw(rowid, x) VALUES (1, ?)", (text,))
+    conn.execute("INSERT INTO temp.t_stem(rowid, x) VALUES (1, ?)", (text,))
+    raw = conn.execute("SELECT term FROM temp.t_raw_v ORDER BY offset").fetchall()
+    stem = conn.execute("SELECT term FROM temp.t_stem_v ORDER BY offset").fetchall()
+    out, seen = [], set()
+    for (w,), (s,) in zip(raw, stem):
+        if s not in seen:
+            seen.add(s)
+            out.append((w, s))
+    return out
+
+
+TRICKY = "aZ09 _-'\".:\t\n\x1c\x85\xa0\u2028\u200béÉİıΣσςK\u212aﬁＡ日本😀ß"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=TRICKY, max_size=12), max_size=8))
+def test_cached_tokens_are_fts5s_tokens(parts: list[str]) -> None:
+    conn = sqlite3.connect(":memory:")
+    text = " ".join(parts)
+    want = fts5_tokens(conn, text)
+    assert S.tokens(conn, text) == want
+    assert S.tokens(conn, text) == want  # again, now from the cache
+
+
+def test_tokens_of_many_and_long_chunks(tmp_path) -> None:
+    conn = sqlite3.connect(":memory:")
+    for text in [" ".join(f"w{i}ord Deploying{i}" for i in range(40)), "x" * 5000,
+                 " ".join(["deploy"] * 300), "Café naïve résumé " * 3, ""]:
+        assert S.tokens(conn, text) == fts5_tokens(conn, text)
+
+
+# --- term hits --------------------------------------------------------------------------
+
+STEMS = ["deploi", "de", "i", "aai", "x", "k", "fi", "σα", "cafe", "ß", "1"]
+TEXT = "deploiyax DEPLOYé ÉéÀİıΣσςK\u212aﬁ×·—_-'01 \n\t日😀"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(STEMS), st.booleans(), st.text(alphabet=TEXT, max_size=40))
+def test_matches_are_the_term_regex_matches(stem: str, prefix: bool, low: str) -> None:
+    want = [(m.start(), m.end()) for m in re.finditer(S._term_rx(stem, prefix), low)]
+    assert S._matches(low, stem, prefix) == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(STEMS), st.booleans()), min_size=1, max_size=3),
+       st.lists(st.text(alphabet=TEXT, max_size=30), min_size=1, max_size=6),
+       st.sampled_from([1, 2, 40]))
+def test_hits_over_joined_texts_are_each_texts_hits(stems, texts, cap) -> None:
+    p = S.Plan()
+    for stem, prefix in stems:
+        p.add('"x"', stem, prefix)
+    terms = S.Terms(p)
+    assert terms.hits_each(texts, cap) == [terms.hits(S.Terms.prepare(t), cap) for t in texts]
+
+
+# --- ranking and candidate texts --------------------------------------------------------
+
+def test_bm25_order_is_fts5_rank_order_ties_included(example_store) -> None:
+    for i in range(6):  # identical cards: equal scores, so the tie order shows
+        write(example_store.root, f"reference/twin-{i}", "Twin gizmo", "The same gizmo text.")
+    with Index(example_store) as index:
+        index.refresh()
+        c = index.conn
+        for table, expr in [("fts", '"gizmo"'), ("fts", '"deploy" OR "gizmo" OR "tests"'),
+                            ("names", '"twin"'), ("fts", '"pytest" AND "fixtures"')]:
+            want = [(r, -rank) for r, rank in c.execute(
+                f"SELECT rowid, rank FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT 8",
+                (expr,))]
+            assert want and S._ranked(c, table, expr, 8, "", [], None) == want
+            assert S._ranked(c, table, expr, 8, "", [], S.PROBE) == want  # under CAP: no bound
+
+
+def test_candidate_texts_are_the_fts_columns(idx) -> None:
+    rows = [n for (n,) in idx.conn.execute("SELECT n FROM cards")]
+    texts = S._texts(idx, rows)
+    assert set(texts) == set(rows)
+    for n, row in texts.items():
+        fts = idx.conn.execute("SELECT title, aliases, tags, description, extra,"
+                               f" substr(body, 1, {S.SNIPPET_CHARS}) FROM fts WHERE rowid = ?",
+                               (n,)).fetchone()
+        assert tuple(row[7:]) == fts
+
+
+# --- the CAP bound and the terms counts -------------------------------------------------
+
+def search_without_counts(index: Index, query: str, monkeypatch) -> list[str]:
+    with monkeypatch.context() as m:
+        m.setattr(S, "_df_bounds", lambda idx, stems: {})
+        return ids(S.run(index, query))
+
+
+def test_stale_terms_counts_never_skip_a_needed_cap_bound(example_store, monkeypatch) -> None:
+    monkeypatch.setattr(S, "CAP", 3)  # a small cap, so a handful of cards passes it
+    root = example_store.root
+    for i in range(2):
+        write(root, f"reference/quoll-{i}", f"Note {i}", "A quoll sighting.")
+    with Index(example_store) as index:
+        index.refresh()
+        S.vocabulary(index, force=True)  # counts quoll in 2 cards: under the cap
+        assert S._df_bounds(index, ["quoll"]) == {"quoll": (2, 2)}
+        for i in range(2, 9):
+            write(root, f"reference/quoll-{i}", f"Note {i}", "Another quoll sighting.")
+        index.refresh()
+        fewest, most = S._df_bounds(index, ["quoll"])["quoll"]
+        assert fewest <= 9 <= most  # stale, yet a true bound
+        p = S.plan(index, "quoll")
+        assert S._bounds(p) == (S.PROBE, S.PROBE, S.PROBE)
+        got = ids(S.run(index, "quoll"))
+        assert got == search_without_counts(index, "quoll", monkeypatch)
+        # the cap ranks only the newest CAP + 1 matches: the old notes are left out
+        assert not {"reference/quoll-0", "reference/quoll-1"} & set(got)
+
+
+def test_rare_words_skip_the_cap_probe_and_find_the_same(idx, monkeypatch) -> None:
+    S.vocabulary(idx, force=True)
+    for query in ["pytest fixtures", "stripe webhooks", "deploy", "pytets fixtrues", "deplo"]:
+        p = S.plan(idx, query)
+        if query == "pytest fixtures":
+            assert S._bounds(p) == (None, None, None)  # no probe statement at all
+        assert ids(S.run(idx, query)) == search_without_counts(idx, query, monkeypatch)
+
+
+def test_words_new_since_the_counts_are_still_found(example_store) -> None:
+    with Index(example_store) as index:
+        index.refresh()
+        S.vocabulary(index, force=True)
+        write(example_store.root, "reference/animals", "Animals", "The bilby burrow.")
+        index.refresh()
+        assert S._df_bounds(index, ["bilbi"])["bilbi"][0] <= 0  # not known to exist
+        assert ids(index.search("bilby")) == ["reference/animals"]
+
+
+def test_the_vocabulary_cache_follows_a_rebuilt_terms_table(example_store) -> None:
+    with Index(example_store) as index:
+        index.refresh()
+        assert index.search("pytets").corrected == {"pytets": "pytest"}  # caches the "p" terms
+        write(example_store.root, "reference/pets", "Pets", "A pytheon of petunias.")
+        index.refresh()
+        assert S.correct(index, "pytheom", "pytheom") is None  # not in the table yet
+        S.vocabulary(index, force=True)
+        assert S.correct(index, "pytheom", "pytheom") == "pytheon"  # same process, new table
