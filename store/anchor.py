@@ -227,46 +227,14 @@ class Anchor:
                            "at": self.at})
 
 
-def save(conn: sqlite3.Connection, anchor: Anchor | None) -> None:
-    """Write (or with None, drop) the anchor, in a transaction of its own."""
-    if anchor is None and Anchor.load(conn) is None:
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        if anchor is None:
-            conn.execute("DELETE FROM meta WHERE key = ?", (META_KEY,))
-        else:
-            conn.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (META_KEY, anchor.dumps()))
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-
-
-def add_suspects(conn: sqlite3.Connection, ids: Iterable[str]) -> None:
-    """Index rows changed outside a walk: their cards join the suspects."""
-    ids = set(ids)
-    if not ids:
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        anchor = Anchor.load(conn)
-        if anchor is not None and not ids <= anchor.suspects:
-            anchor.suspects |= ids
-            conn.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (META_KEY, anchor.dumps()))
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-
-
 def limit(cards: int) -> int:
     return max(SUSPECTS_MIN, cards // 10)
 
 
-def check(root: str, conn: sqlite3.Connection, cards: int, anchor: Anchor,
+def check(root: str, cards: int, anchor: Anchor,
           status: Status) -> tuple[set[str], Anchor | None] | None:
-    """(ids to stat-check, the anchor to save if it moved) from git, or None: walk."""
+    """(ids to stat-check, the anchor moved to the new HEAD or grown, None if the same)
+    from git; None: walk instead."""
     listed, now = status.paths(), status.head
     if listed is None or now is None or len(listed) > limit(cards):
         return None
@@ -285,24 +253,61 @@ def check(root: str, conn: sqlite3.Connection, cards: int, anchor: Anchor,
     return suspects, Anchor(now, suspects, anchor.at)
 
 
-def after_walk(root: str, before: Status, reread: Iterable[tuple[str, int | None]],
-               links: Iterable[str], cards: int) -> Anchor | None:
+def after_walk(root: str, before: Status, links: Iterable[str]) -> Anchor | None:
     """The anchor a walk makes, from HEAD and git status read *before* the walk started
-    (the claim needs that order); None when this store cannot be anchored now.
-
-    reread: (id, mtime_ns, None if gone) of what the walk re-indexed. A card last
-    written before the status started was seen by it: if it is not listed, it is H's
-    version. One written since (or gone) may have changed after, so it is a suspect.
-    """
+    (the claim needs that order); None when this store cannot be anchored now. What
+    was written since the status started joins it in settle()."""
     listed = before.paths()
     if listed is None or before.head is None:
         return None
     hidden = hidden_from_git(root)
     if hidden is None:
         return None
-    since = before.started_ns - MTIME_SLACK_NS
-    recent = {cid for cid, mtime in reread if mtime is None or mtime >= since}
-    suspects = card_ids(root, [*listed, *hidden]) | recent | set(links)
-    if len(suspects) > limit(cards):
-        return None
-    return Anchor(before.head, suspects, time.time())
+    return Anchor(before.head, card_ids(root, [*listed, *hidden]) | set(links), time.time())
+
+
+def settle(conn: sqlite3.Connection, base: Anchor | None, new: Anchor | None,
+           touched: Iterable[str], cards: int, since_ns: int | None = None) -> None:
+    """Keep the anchor true after a refresh, in one transaction.
+
+    base: the anchor read before the refresh; new: what the refresh makes of it (a walk's
+    fresh anchor, a check's moved one, or None); touched: ids whose rows it changed or
+    removed. since_ns (a walk's status start): rows of cards written since then are
+    suspects, whoever indexed them. Suspects that other processes added since `base`
+    (the watcher's refresh_ids) are kept. If another walk re-anchored meanwhile, a check
+    adds what it touched to that anchor and a walk drops it (the next one walks again).
+    """
+    touched = set(touched)
+    walked = since_ns is not None
+    if not walked and new is None and not touched:
+        return
+    if walked and new is None and Anchor.load(conn) is None:
+        return  # nothing to drop (a store without commits walks every time)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        cur = Anchor.load(conn)
+        same = (cur is not None and base is not None
+                and (cur.head, cur.at) == (base.head, base.at))
+        final: Anchor | None
+        if walked and new is not None and (cur is None or same):
+            recent = {r[0] for q in ("cards", "problems") for r in conn.execute(
+                f"SELECT id FROM {q} WHERE mtime_ns >= ?", (since_ns - MTIME_SLACK_NS,))}
+            added = cur.suspects - base.suspects if same else set()  # type: ignore[union-attr]
+            final = Anchor(new.head, new.suspects | recent | touched | added, new.at)
+            if len(final.suspects) > limit(cards):
+                final = None
+        elif walked or cur is None:
+            final = None if walked else cur  # a walk that cannot anchor drops the old one
+        elif same and new is not None:
+            final = Anchor(new.head, new.suspects | (cur.suspects - base.suspects) | touched,
+                           cur.at)  # type: ignore[union-attr]
+        else:
+            final = Anchor(cur.head, cur.suspects | touched, cur.at)
+        if final is None:
+            conn.execute("DELETE FROM meta WHERE key = ?", (META_KEY,))
+        elif cur is None or final.dumps() != cur.dumps():
+            conn.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (META_KEY, final.dumps()))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

@@ -305,33 +305,33 @@ class Index:
         """Re-index just these ids (the watcher's call): changed, new or gone."""
         wanted = set(ids)
         counts = self._repairing(lambda: self._refresh(wanted))
-        if self._touched:
-            from . import anchor
+        if self._touched and self._files is None:
+            from . import anchor  # rows changed outside a walk: git must not vouch for them
 
-            anchor.add_suspects(self.conn, [cid for cid, _ in self._touched])
+            anchor.settle(self.conn, None, None, [cid for cid, _ in self._touched], 0)
         return counts
 
     def _fresh(self, walk: bool, status: Any) -> dict[str, int]:
         root = str(self.root)
         if self._files is not None or not os.path.exists(os.path.join(root, ".git")):
             return self._refresh(None)
-        from . import anchor as anchors  # subprocess: paid only by a store's refresh
+        from . import anchor as anchors
 
         c = self.conn
         status = status or anchors.Status(root)  # read before any walk below starts
-        held = None if walk else anchors.Anchor.load(c)
-        if held is not None and held.current():
-            found = anchors.check(root, c, self._rows(), held, status)
+        base = anchors.Anchor.load(c)
+        if base is not None and base.current() and not walk:
+            found = anchors.check(root, self._rows(), base, status)
             if found is not None:
                 ids, moved = found
                 counts = self._refresh(ids)
                 counts["unchanged"] = self._rows() - counts["added"] - counts["updated"]
-                if moved is not None:
-                    anchors.save(c, moved)
+                anchors.settle(c, base, moved, [cid for cid, _ in self._touched], 0)
                 return counts
         counts = self._refresh(None)
-        anchors.save(c, anchors.after_walk(root, status, self._touched, self._links or (),
-                                           self._rows()))
+        gone = [cid for cid, mtime in self._touched if mtime is None]
+        anchors.settle(c, base, anchors.after_walk(root, status, self._links or ()), gone,
+                       self._rows(), since_ns=status.started_ns)
         return counts
 
     def _rows(self) -> int:

@@ -61,7 +61,7 @@ GIT_BUSY = ("index.lock", "MERGE_HEAD", "rebase-merge", "rebase-apply", "CHERRY_
 
 
 class IndexLike(Protocol):
-    def refresh(self) -> Any: ...
+    def refresh(self, walk: bool = False) -> Any: ...
     def refresh_ids(self, ids: Iterable[str]) -> Any: ...
 
 
@@ -509,7 +509,7 @@ class Watcher:
                 # start they may predate us and are not ours to commit.
                 track = self.autocommit and reason != "start"
                 before = _hashes(self._index) if track else None
-                self._index.refresh()
+                self._index.refresh(walk=True)  # a full stat walk, whatever git says
                 self.stats.rescans[reason] += 1
                 after = _hashes(self._index) if before is not None else None
                 if before is not None and after is not None:

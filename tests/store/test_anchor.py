@@ -6,6 +6,7 @@ import json
 import os
 import random
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -242,3 +243,22 @@ def test_without_a_git_program_the_refresh_walks(repo: Path, tmp_path: Path,
         idx.refresh()
         assert [r["id"] for r in idx.search("cannot run").results] == ["notes/n8"]
         assert held(idx) is None  # nothing to anchor to without git
+
+
+def test_suspects_another_process_added_meanwhile_are_kept(repo: Path, tmp_path: Path) -> None:
+    """A check or walk that read the anchor before the watcher (another connection) added
+    a suspect must not write that suspect away."""
+    with Index(root=repo) as idx, Index(root=repo) as watcher:
+        idx.refresh()
+        base = held(idx)
+        write(repo, "notes/n1", "seen by the watcher")
+        watcher.refresh_ids(["notes/n1"])
+        moved = anchor.Anchor(base.head, base.suspects | {"notes/n2"}, base.at)
+        anchor.settle(idx.conn, base, moved, [], 13)
+        assert {"notes/n1", "notes/n2"} <= held(idx).suspects
+        fresh = anchor.Anchor(base.head, set(), base.at + 1)
+        base = held(idx)
+        write(repo, "notes/n3", "seen by the watcher during a walk")
+        watcher.refresh_ids(["notes/n3"])
+        anchor.settle(idx.conn, base, fresh, [], 13, since_ns=time.time_ns() + 10**10)
+        assert "notes/n3" in held(idx).suspects
