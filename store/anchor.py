@@ -1,9 +1,10 @@
 """Freshness from git: which cards may differ from the index, without a stat of each card.
 
-A walk stats every card before each search (10k cards: ~100 ms here, most of it system
-calls). In a store, git already knows which files differ from HEAD, and `git status`
-finds out in C, with threads, in about a third of that. So the index keeps an *anchor*
-in its meta table: a commit H and a set S of paths ("suspects"), with the claim
+A walk stats every card before each search (10k cards: ~100 ms here, nearly all of it
+system calls). In a store, git already knows which files differ from HEAD, and
+`git status` can run in a separate process while the search process starts up. So the
+index keeps an *anchor* in its meta table: a commit H and a set S of card ids
+("suspects"), with the claim
 
     every card file outside S has the content it has in H, and the index holds it.
 
@@ -11,22 +12,23 @@ Then the only cards that may have changed since are
 
     S ∪ (what git status lists now) ∪ (git diff --name-only H HEAD)
 
-and those get the ordinary stat-then-hash check. For every other card, clean now and
-unchanged between H and HEAD, the file equals H's version, which the index holds.
+and those get the ordinary stat-then-hash check. Every other card is clean now and
+unchanged between H and HEAD, so the file is H's version, which the index holds.
 
 How the claim is kept true:
-- It is made by a full walk: HEAD and `git status` are read *before* the walk starts
-  (a card clean then, whose stat the walk finds unchanged, is what the index holds).
-  Suspects: every path git listed, every symlinked card (git sees the link, not its
-  target), and what the walk re-read or found gone, unless its mtime says it was last
-  written before the status started (then the status saw it as it is).
-- Moving H to a new HEAD adds diff(H, HEAD) to S; every index change outside a walk
-  (the watcher's refresh_ids) adds its paths to S. S only grows, so a path once suspect
-  is stat-checked on every search until the next walk re-anchors; past SUSPECTS_MAX,
-  or after MAX_AGE_S, or when git says anything unexpected, the next refresh walks.
-- Files git is told not to look at (assume-unchanged, skip-worktree) are suspects from
-  the start. What git cannot see at all (a clean file whose bytes changed because a
-  filter or core.autocrlf changed) is caught by the next walk, MAX_AGE_S at the latest.
+- A full walk makes it, with HEAD and `git status` read *before* the walk starts: a card
+  clean then, whose stat the walk finds as indexed, is H's version. Suspects: every path
+  git listed, every symlinked card (git sees the link, not its target), cards git is told
+  not to look at (assume-unchanged, skip-worktree), cards the walk found gone, and every
+  card whose indexed mtime is later than the status's start, whoever indexed it.
+- A check moves H to the new HEAD by adding diff(H, HEAD) to S; every index change
+  outside a walk (the watcher's refresh_ids) adds its ids to S. S only grows, so a card
+  once suspect is stat-checked on every search until a walk anchors anew: past
+  limit(cards) suspects, after MAX_AGE_S, or when git fails or says anything unexpected.
+- All of it happens in one transaction per refresh (settle), which keeps suspects other
+  processes added meanwhile.
+- What git cannot see (a clean file whose bytes changed because a filter or
+  core.autocrlf changed, a touch) is caught by the next walk, MAX_AGE_S at the latest.
 
 Only a store's own index (its root the top of a git work tree with a commit) is anchored;
 attached bases and folders without git always walk.
@@ -36,6 +38,7 @@ from __future__ import annotations
 import json
 import os
 import time
+
 TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
 if TYPE_CHECKING:
     import sqlite3
