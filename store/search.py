@@ -1,7 +1,7 @@
 """Search over the lexical index: safe queries, typo correction, ranking, confidence.
 
 User text never reaches FTS5 syntax: the query is tokenized by FTS5's own tokenizers
-(a scratch table per connection), and every term goes into the MATCH expression as a
+(scratch tables per connection; words seen before are cached per process), and every term goes into the MATCH expression as a
 double-quoted string, so quotes, hyphens, colons, parentheses, AND/OR/NOT/NEAR, `*`, `^`,
 non-Latin text and emoji are all just text. A term missing from the index vocabulary is
 corrected against it (rapidfuzz, loaded only then) before the query runs.
@@ -229,25 +229,27 @@ def vocabulary(idx: Index, force: bool = False) -> str | None:
     return gen
 
 
-def _vocab_bucket(idx: Index, built: str | None, first: str
-                  ) -> dict[int, tuple[list[str], list[int]]]:
-    """The `terms` rows starting with `first`, by length: read once per process for each
-    build of the table (keyed by its generation and the connection, so a rebuilt or
-    replaced index file is read again)."""
+def _vocab_near(idx: Index, built: str | None, first: str, lo: int, hi: int
+                ) -> tuple[list[str], list[int]]:
+    """The `terms` rows starting with `first`, lo to hi characters long (and their
+    document counts). Kept per process for each build of the table (keyed by its
+    generation and the connection, so a rebuilt or replaced index file is read again):
+    a long-lived process corrects the same words, and words of the same length, often."""
     cache = getattr(idx, "_terms_cache", None)
-    if cache is None or cache[0] is not idx.conn or cache[1] != built:
+    if cache is None or cache[0] is not idx.conn or cache[1] != built or len(cache[2]) > 512:
         cache = (idx.conn, built, {})
         idx._terms_cache = cache  # type: ignore[attr-defined]
-    buckets: dict[str, dict[int, tuple[list[str], list[int]]]] = cache[2]
-    if first not in buckets:
-        by_len: dict[int, tuple[list[str], list[int]]] = {}
-        for term, df in idx.conn.execute("SELECT term, df FROM terms WHERE term >= ? AND term < ?",
-                                         (first, first + "\U0010ffff")):
-            terms, dfs = by_len.setdefault(len(term), ([], []))
+    got = cache[2].get((first, lo, hi))
+    if got is None:
+        terms: list[str] = []
+        dfs: list[int] = []
+        for term, df in idx.conn.execute(
+                "SELECT term, df FROM terms WHERE term >= ? AND term < ?"
+                " AND length(term) BETWEEN ? AND ?", (first, first + "\U0010ffff", lo, hi)):
             terms.append(term)
             dfs.append(df)
-        buckets[first] = by_len
-    return buckets[first]
+        got = cache[2][(first, lo, hi)] = (terms, dfs)
+    return got
 
 
 def correct(idx: Index, word: str, stem: str) -> str | None:
@@ -263,11 +265,9 @@ def correct(idx: Index, word: str, stem: str) -> str | None:
     terms: list[str] = []
     dfs: list[int] = []
     for first in {stem[0], stem[1]}:
-        by_len = _vocab_bucket(idx, built, first)
-        for n in range(len(stem) - budget, len(stem) + budget + 1):
-            if n in by_len:
-                terms += by_len[n][0]
-                dfs += by_len[n][1]
+        near = _vocab_near(idx, built, first, len(stem) - budget, len(stem) + budget)
+        terms += near[0]
+        dfs += near[1]
     cands = [(d, -dfs[j], term) for term, d, j in process.extract(
         stem, terms, scorer=OSA.distance, score_cutoff=budget, limit=None)]
     for _, _, term in sorted(cands):
@@ -433,10 +433,11 @@ def _candidates(idx: Index, p: Plan, k: int, card_type: str | None,
 # --- which words matched where, and snippets: on the few candidates only ---------------
 #
 # FTS5 said which cards match; which field each word sits in, and where to cut a snippet,
-# is found in Python on the candidates' text, with one regex per term that accepts the
-# forms porter folds into its stem (deploy/deploys/deployed -> "deploi"). This is for
-# labels and display only, never for what matches. (Re-running FTS5 per candidate, or
-# loading candidates into a scratch FTS table, cost more than the search itself.)
+# is found in Python on the candidates' text, with a pattern per term that accepts the
+# forms porter folds into its stem (deploy/deploys/deployed -> "deploi"), scanned once per
+# term over all the candidates' texts joined. This is for labels and display only, never
+# for what matches. (Re-running FTS5 per candidate, or loading candidates into a scratch
+# FTS table, cost more than the search itself.)
 
 _WORD = r"[^\W_]"
 
@@ -576,7 +577,7 @@ def _prepare_joined(texts: list[str], ascii_terms: bool = False) -> str:
     term is ASCII only ASCII letters need lowering (no other letter lowercases to ASCII
     but the Kelvin sign, and case changes no letter's class, so the words and word starts
     the term regexes see are the same): bytes.lower() does that at memcpy speed, where
-    str.lower() and the accent scan cost ~25 ns a character on non-ASCII text.
+    str.lower() and the accent scan together cost ~25 ns a character on non-ASCII text.
     """
     joined = "\n".join(texts)
     if joined.isascii():
@@ -596,11 +597,11 @@ def _prepare_joined(texts: list[str], ascii_terms: bool = False) -> str:
 
 
 SHORT = [c for c in COLUMNS if c != "body"]
-# A candidate's text, read once: the card's row, its FTS columns (FTS5 reads a whole row
-# anyway) and the start of the body for its snippet.
-# The FTS columns are read from FTS5's own content table (fts_content: id, then c0, c1...
-# in COLUMNS order): the same values, without FTS5 copying every column of every row
-# through its virtual-table cursor, which cost ~40% more here.
+# A candidate's text, read once: its card row, its short FTS columns (for the fields its
+# words are in) and the start of its body (for a snippet). They come from FTS5's content
+# table (fts_content: id, then c0, c1... in COLUMNS order), the values the fts table
+# returns, without FTS5 fetching each row through its own cursor (measurably slower).
+# This leans on FTS5's shadow-table layout: tests/store/test_search.py checks they agree.
 _TEXT_SQL = ("SELECT c.n, c.id, c.title, c.type, c.status, c.project, c.description, {fts},"
              " substr(f.c{body}, 1, {chars}) FROM cards c JOIN fts_content f ON f.id = c.n"
              " WHERE c.n IN ({{inlist}})").format(

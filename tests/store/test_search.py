@@ -180,9 +180,9 @@ def test_words_new_since_the_counts_are_still_found(example_store) -> None:
 def test_the_vocabulary_cache_follows_a_rebuilt_terms_table(example_store) -> None:
     with Index(example_store) as index:
         index.refresh()
-        assert index.search("pytets").corrected == {"pytets": "pytest"}  # caches the "p" terms
+        assert S.correct(index, "pytheom", "pytheom") is None  # builds the table, caches
         write(example_store.root, "reference/pets", "Pets", "A pytheon of petunias.")
         index.refresh()
-        assert S.correct(index, "pytheom", "pytheom") is None  # not in the table yet
+        assert S.correct(index, "pytheom", "pytheom") is None  # the table has not changed
         S.vocabulary(index, force=True)
         assert S.correct(index, "pytheom", "pytheom") == "pytheon"  # same process, new table
