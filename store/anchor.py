@@ -52,10 +52,14 @@ MAX_AGE_S = 600  # a full walk at least this often, for what git cannot see
 MTIME_SLACK_NS = 2_000_000_000
 SUSPECTS_MIN = 256  # suspects allowed: max(SUSPECTS_MIN, cards // 10), then walk again
 
-# git status: every changed, untracked and ignored path, without touching .git/index
-# (a status that refreshed the index would take index.lock from under a writer's commit).
-_STATUS = ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching",
-           "--no-renames"]
+# git status without touching .git/index (a status that refreshed it would take
+# index.lock from under a writer's commit), in one thread (threads cost more CPU than
+# they save here). A walk's status lists untracked and ignored paths too; a check's
+# only tracked ones: new files show in their folder's mtime (check_dirs), which spares
+# git a read of every folder.
+_STATUS = ["-c", "core.preloadIndex=false", "status", "--porcelain=v1", "-z", "--no-renames"]
+_FULL = ["--untracked-files=all", "--ignored=matching"]
+_TRACKED = ["--untracked-files=no"]
 _ENV = {"GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
 
 
@@ -69,15 +73,15 @@ class Status:
     other start-up work (the search command starts it before its imports). Spawned with
     os.posix_spawnp: importing subprocess costs a search ~6 ms."""
 
-    def __init__(self, root: str) -> None:
-        self.root = root
+    def __init__(self, root: str, full: bool = False) -> None:
+        self.root, self.full = root, full
         self.started_ns = time.time_ns()
         self.head = head(root)
         self._listed: list[str] | None = None
         self._pid, self._out = 0, -1
         if self.head is None:
             return  # no commit yet (or a HEAD we cannot read): nothing to anchor to
-        argv = ["git", "-C", root, *_STATUS]
+        argv = ["git", "-C", root, *_STATUS, *(_FULL if full else _TRACKED)]
         env = {**os.environ, **_ENV}
         try:
             r, w = os.pipe()
@@ -208,8 +212,12 @@ def card_ids(root: str, paths: Iterable[str]) -> set[str]:
 # --- the anchor in the index's meta table -----------------------------------------------
 
 class Anchor:
-    def __init__(self, head: str, suspects: set[str], at: float) -> None:
-        self.head, self.suspects, self.at = head, suspects, at
+    """head: H; suspects: S; at: when a walk made it; dirs: folder -> mtime_ns when its
+    entries were last known (RACY: changed too recently to trust, listed every time)."""
+
+    def __init__(self, head: str, suspects: set[str], at: float,
+                 dirs: dict[str, int]) -> None:
+        self.head, self.suspects, self.at, self.dirs = head, suspects, at, dirs
 
     def current(self) -> bool:
         return time.time() - self.at <= MAX_AGE_S
@@ -221,23 +229,98 @@ class Anchor:
             return None
         try:
             d = json.loads(row[0])
-            return cls(str(d["head"]), set(d["suspects"]), float(d["at"]))
+            return cls(str(d["head"]), set(d["suspects"]), float(d["at"]), dict(d["dirs"]))
         except (ValueError, KeyError, TypeError):
             return None
 
     def dumps(self) -> str:
         return json.dumps({"head": self.head, "suspects": sorted(self.suspects),
-                           "at": self.at})
+                           "at": self.at, "dirs": self.dirs}, sort_keys=True)
 
 
 def limit(cards: int) -> int:
     return max(SUSPECTS_MIN, cards // 10)
 
 
-def check(root: str, cards: int, anchor: Anchor,
+RACY = -1
+
+
+def _trusted(dirs: dict[str, int], since_ns: int) -> dict[str, int]:
+    """Folder mtimes as an anchor keeps them: one too close to since_ns may hide a later
+    change within the same clock tick, so it is RACY (listed on every check)."""
+    return {d: (m if m < since_ns - MTIME_SLACK_NS else RACY) for d, m in dirs.items()}
+
+
+def check_dirs(root: str, conn: sqlite3.Connection, dirs: dict[str, int],
+               since_ns: int) -> tuple[set[str], dict[str, int]]:
+    """Cards added, removed or renamed since the anchor, from one stat per folder: what
+    `git status -uall` would list as untracked, without git reading every folder.
+
+    A folder whose mtime moved is listed; the cards named there but not in the index,
+    and those in the index but no longer there, are returned. A new folder is walked
+    whole; a gone one gives all its indexed cards. Edits of names that stayed are
+    git status's business (tracked) or already suspects (untracked at the walk, or new
+    since: returned here when they appeared). Returns (ids, folder mtimes to keep).
+    """
+    import stat as statmod
+
+    from .index import walk
+
+    found: set[str] = set()
+    kept = dict(dirs)
+    for rel in sorted(dirs):
+        full = os.path.join(root, rel) if rel else root
+        try:
+            st = os.lstat(full)
+            mtime = st.st_mtime_ns if statmod.S_ISDIR(st.st_mode) else None
+        except OSError:
+            mtime = None
+        if mtime is not None and mtime == dirs[rel]:
+            continue
+        prefix = rel + "/" if rel else ""
+        indexed = _indexed_in(conn, prefix)
+        if mtime is None:  # gone (or no longer a folder): the parent lists what is new
+            found |= indexed
+            del kept[rel]
+            continue
+        kept[rel] = mtime  # taken before the listing: a later change moves it again
+        listed = set()
+        try:
+            with os.scandir(full) as it:
+                entries = [(e.name, e.is_dir(follow_symlinks=False), e.path) for e in it
+                           if e.name[0] != "."]
+        except OSError:
+            entries = []
+        for name, is_dir, path in entries:
+            if not is_dir:
+                if name.endswith(".md") and (prefix or name not in NOT_CARDS):
+                    listed.add(prefix + name[:-3])
+            elif prefix + name not in dirs:  # a new folder: all of it
+                new: dict[str, int] = {}
+                found.update(cid for cid, _, _ in walk(path, None, new, prefix + name + "/"))
+                kept.update(new)
+        found |= listed ^ indexed
+    return found, _trusted(kept, since_ns)
+
+
+def _indexed_in(conn: sqlite3.Connection, prefix: str) -> set[str]:
+    """Ids the index holds (cards and problem files) directly in the folder `prefix`."""
+    out = set()
+    for table in ("cards", "problems"):
+        if prefix:
+            rows = conn.execute(f"SELECT id FROM {table} WHERE id > ? AND id < ?",
+                                (prefix, prefix[:-1] + "0"))  # "0" sorts right after "/"
+        else:
+            rows = conn.execute(f"SELECT id FROM {table} WHERE instr(id, '/') = 0")
+        out.update(r[0] for r in rows if "/" not in r[0][len(prefix):])
+    return out
+
+
+def check(root: str, conn: sqlite3.Connection, cards: int, anchor: Anchor,
           status: Status) -> tuple[set[str], Anchor | None] | None:
     """(ids to stat-check, the anchor moved to the new HEAD or grown, None if the same)
-    from git; None: walk instead."""
+    from git and the folders' mtimes; None: walk instead."""
+    found, dirs = check_dirs(root, conn, anchor.dirs, status.started_ns)
     listed, now = status.paths(), status.head
     if listed is None or now is None or len(listed) > limit(cards):
         return None
@@ -248,25 +331,28 @@ def check(root: str, cards: int, anchor: Anchor,
         if diff is None:
             return None  # H is gone (a rebase, a gc): walk and anchor again
         changed = diff
-    suspects = anchor.suspects | card_ids(root, [*listed, *changed])
+    suspects = anchor.suspects | card_ids(root, [*listed, *changed]) | found
     if len(suspects) > limit(cards):
         return None
-    if now == anchor.head and suspects == anchor.suspects:
+    if now == anchor.head and suspects == anchor.suspects and dirs == anchor.dirs:
         return suspects, None
-    return suspects, Anchor(now, suspects, anchor.at)
+    return suspects, Anchor(now, suspects, anchor.at, dirs)
 
 
-def after_walk(root: str, before: Status, links: Iterable[str]) -> Anchor | None:
-    """The anchor a walk makes, from HEAD and git status read *before* the walk started
-    (the claim needs that order); None when this store cannot be anchored now. What
-    was written since the status started joins it in settle()."""
+def after_walk(root: str, before: Status, links: Iterable[str],
+               dirs: dict[str, int]) -> Anchor | None:
+    """The anchor a walk makes, from HEAD and a full git status read *before* the walk
+    started (the claim needs that order), and the folder mtimes the walk took; None
+    when this store cannot be anchored now. What was written since the status started
+    joins it in settle()."""
     listed = before.paths()
-    if listed is None or before.head is None:
+    if listed is None or before.head is None or not before.full:
         return None
     hidden = hidden_from_git(root)
     if hidden is None:
         return None
-    return Anchor(before.head, card_ids(root, [*listed, *hidden]) | set(links), time.time())
+    return Anchor(before.head, card_ids(root, [*listed, *hidden]) | set(links), time.time(),
+                  _trusted(dirs, before.started_ns))
 
 
 def settle(conn: sqlite3.Connection, base: Anchor | None, new: Anchor | None,
@@ -296,16 +382,16 @@ def settle(conn: sqlite3.Connection, base: Anchor | None, new: Anchor | None,
             recent = {r[0] for q in ("cards", "problems") for r in conn.execute(
                 f"SELECT id FROM {q} WHERE mtime_ns >= ?", (since_ns - MTIME_SLACK_NS,))}
             added = cur.suspects - base.suspects if same else set()  # type: ignore[union-attr]
-            final = Anchor(new.head, new.suspects | recent | touched | added, new.at)
+            final = Anchor(new.head, new.suspects | recent | touched | added, new.at, new.dirs)
             if len(final.suspects) > limit(cards):
                 final = None
         elif walked or cur is None:
             final = None if walked else cur  # a walk that cannot anchor drops the old one
         elif same and new is not None:
             final = Anchor(new.head, new.suspects | (cur.suspects - base.suspects) | touched,
-                           cur.at)  # type: ignore[union-attr]
+                           cur.at, new.dirs)  # type: ignore[union-attr]
         else:
-            final = Anchor(cur.head, cur.suspects | touched, cur.at)
+            final = Anchor(cur.head, cur.suspects | touched, cur.at, cur.dirs)
         if final is None:
             conn.execute("DELETE FROM meta WHERE key = ?", (META_KEY,))
         elif cur is None or final.dumps() != cur.dumps():

@@ -66,20 +66,24 @@ CREATE TABLE IF NOT EXISTS terms(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WIT
 Stat = tuple[int, int]  # (mtime_ns, size)
 
 
-def walk(root: Path | str, links: set[str] | None = None
-         ) -> Iterator[tuple[str, str, os.stat_result]]:
+def walk(root: Path | str, links: set[str] | None = None, dirs: dict[str, int] | None = None,
+         prefix: str = "") -> Iterator[tuple[str, str, os.stat_result]]:
     """(id, path, stat) of every card file under root, in no particular order.
 
     The same files as Store.card_files() (hidden folders and files skipped, `.md` only,
     a top-level README.md is no card), with os.scandir and no Path objects: this walk
     runs before every search, so it costs one stat per file and little else. Ids of
-    symlinked cards are added to `links` (they must be checked before they are read).
+    symlinked cards are added to `links` (they must be checked before they are read);
+    `dirs` gets each folder's mtime, taken before it is listed (store/anchor.py).
+    `prefix`: root's own id prefix ("a/b/"), when walking a folder inside a store.
     """
-    stack = [(str(root), "")]
+    stack = [(str(root), prefix)]
     isreg = statmod.S_ISREG
     while stack:
         folder, prefix = stack.pop()
         try:
+            if dirs is not None:
+                dirs[prefix[:-1]] = os.stat(folder).st_mtime_ns
             it = os.scandir(folder)
         except OSError:
             continue
@@ -153,6 +157,7 @@ class Index:
         self.db_path = Path(db_path)
         self._files = files
         self._links: set[str] | None = None  # symlinked ids seen by the last walk
+        self._dirs: dict[str, int] = {}  # folder -> mtime_ns, of the last walk
         # (id, mtime_ns or None if gone) of what the last _refresh found changed or gone
         self._touched: list[tuple[str, int | None]] = []
         self._conn: sqlite3.Connection | None = None
@@ -255,8 +260,8 @@ class Index:
 
     def _stat_files(self) -> Iterator[tuple[str, str, os.stat_result]]:
         if self._files is None:
-            self._links = set()
-            yield from walk(self.root, self._links)
+            self._links, self._dirs = set(), {}
+            yield from walk(self.root, self._links, self._dirs)
             return
         self._links = None  # unknown: each changed file is checked with lstat
         for cid, path in self._files():
@@ -318,20 +323,28 @@ class Index:
         from . import anchor as anchors
 
         c = self.conn
-        status = status or anchors.Status(root)  # read before any walk below starts
         base = anchors.Anchor.load(c)
         if base is not None and base.current() and not walk:
-            found = anchors.check(root, self._rows(), base, status)
+            status = status or anchors.Status(root)
+            found = anchors.check(root, c, self._rows(), base, status)
             if found is not None:
                 ids, moved = found
                 counts = self._refresh(ids)
                 counts["unchanged"] = self._rows() - counts["added"] - counts["updated"]
                 anchors.settle(c, base, moved, [cid for cid, _ in self._touched], 0)
                 return counts
-        counts = self._refresh(None)
-        gone = [cid for cid, mtime in self._touched if mtime is None]
-        anchors.settle(c, base, anchors.after_walk(root, status, self._links or ()), gone,
-                       self._rows(), since_ns=status.started_ns)
+        if status is None or not status.full:  # a walk anchors on a full status, read first
+            if status is not None:
+                status.close()
+            status = anchors.Status(root, full=True)
+            status.paths()
+        try:
+            counts = self._refresh(None)
+            gone = [cid for cid, mtime in self._touched if mtime is None]
+            made = anchors.after_walk(root, status, self._links or (), self._dirs)
+            anchors.settle(c, base, made, gone, self._rows(), since_ns=status.started_ns)
+        finally:
+            status.close()
         return counts
 
     def _rows(self) -> int:

@@ -53,11 +53,18 @@ def repo(tmp_path: Path) -> Path:
     for i in range(12):
         write(root, f"notes/n{i}", f"note number {i}")
     write(root, "people/ada", "ada lovelace")
-    for p in root.rglob("*.md"):  # written an hour ago: not suspect for being just written
-        os.utime(p, (p.stat().st_atime - 3600, p.stat().st_mtime - 3600))
     git(root, "add", "-A")
     git(root, "commit", "-qm", "start")
+    age(root)
     return root
+
+
+def age(root: Path, by: float = 3600) -> None:
+    """Files and folders written an hour ago: neither a suspect nor a racy folder for
+    having been written in the last seconds."""
+    for p in [root, *root.rglob("*")]:
+        if ".git" not in p.relative_to(root).parts and not p.is_symlink():
+            os.utime(p, (p.stat().st_atime - by, p.stat().st_mtime - by))
 
 
 def test_a_walk_anchors_and_the_next_refresh_uses_git(repo: Path) -> None:
@@ -146,13 +153,15 @@ def test_walks_when_git_cannot_say(repo: Path, tmp_path: Path, monkeypatch) -> N
         idx.refresh()
         b = held(idx)
         idx.conn.execute("UPDATE meta SET value = ? WHERE key = 'anchor'",
-                         (json.dumps({"head": b.head, "suspects": [], "at": b.at - 3600}),))
+                         (json.dumps({"head": b.head, "suspects": [], "at": b.at - 3600,
+                                      "dirs": b.dirs}),))
         write(repo, "notes/n9", "touched under an old anchor")
         idx.refresh()
         assert held(idx).at > b.at - 3600 and rows(idx) == walked(repo, tmp_path)
         # the anchor's commit gone (a rewritten history): walk
         idx.conn.execute("UPDATE meta SET value = ? WHERE key = 'anchor'",
-                         (json.dumps({"head": "0" * 40, "suspects": [], "at": b.at}),))
+                         (json.dumps({"head": "0" * 40, "suspects": [], "at": b.at,
+                                      "dirs": b.dirs}),))
         idx.refresh()
         assert held(idx).head == git(repo, "rev-parse", "HEAD").strip()
 
@@ -169,7 +178,8 @@ def test_a_folder_without_git_always_walks(tmp_path: Path) -> None:
 
 
 OPS = ("edit", "edit", "new", "delete", "commit", "checkout-old", "checkout-main",
-       "reset-hard", "stash", "rename", "touch", "watcher", "untracked-dir")
+       "reset-hard", "stash", "rename", "touch", "watcher", "untracked-dir", "rmdir",
+       "age", "age")
 
 
 def test_random_histories_match_a_full_walk(repo: Path, tmp_path: Path) -> None:
@@ -211,6 +221,12 @@ def test_random_histories_match_a_full_walk(repo: Path, tmp_path: Path) -> None:
                 idx.refresh_ids([pick])
             elif op == "untracked-dir":
                 write(repo, f"drafts/d{step}/card", f"draft {step}")
+            elif op == "rmdir" and pick and "/" in pick:
+                import shutil
+
+                shutil.rmtree(repo / pick.rsplit("/", 1)[0])
+            elif op == "age":  # folders old enough to trust their mtimes again
+                age(repo, 3600 + step)
             before = held(idx)
             idx.refresh()
             after = held(idx)
@@ -224,7 +240,7 @@ def test_an_edit_racing_the_anchoring_walk_stays_suspect(repo: Path, tmp_path: P
     back to its committed text, must not be taken for what the index holds."""
     with Index(root=repo) as idx:
         idx.refresh()
-        status = anchor.Status(str(repo))
+        status = anchor.Status(str(repo), full=True)
         status.paths()  # git has looked: n4 is clean
         write(repo, "notes/n4", "written while the walk ran")
         idx.refresh(walk=True, status=status)
@@ -253,12 +269,28 @@ def test_suspects_another_process_added_meanwhile_are_kept(repo: Path, tmp_path:
         base = held(idx)
         write(repo, "notes/n1", "seen by the watcher")
         watcher.refresh_ids(["notes/n1"])
-        moved = anchor.Anchor(base.head, base.suspects | {"notes/n2"}, base.at)
+        moved = anchor.Anchor(base.head, base.suspects | {"notes/n2"}, base.at, base.dirs)
         anchor.settle(idx.conn, base, moved, [], 13)
         assert {"notes/n1", "notes/n2"} <= held(idx).suspects
-        fresh = anchor.Anchor(base.head, set(), base.at + 1)
+        fresh = anchor.Anchor(base.head, set(), base.at + 1, base.dirs)
         base = held(idx)
         write(repo, "notes/n3", "seen by the watcher during a walk")
         watcher.refresh_ids(["notes/n3"])
         anchor.settle(idx.conn, base, fresh, [], 13, since_ns=time.time_ns() + 10**10)
         assert "notes/n3" in held(idx).suspects
+
+
+def test_a_folder_changed_twice_in_one_clock_tick_is_listed_again(repo: Path,
+                                                                  tmp_path: Path) -> None:
+    """Folder mtimes are only as fine as the kernel's clock (or the filesystem's): a
+    folder whose mtime is recent when recorded is listed on every check."""
+    with Index(root=repo) as idx:
+        idx.refresh()
+        write(repo, "notes/x", "first new card")
+        tick = (repo / "notes").stat().st_mtime_ns
+        idx.refresh()
+        assert held(idx).dirs["notes"] == anchor.RACY
+        write(repo, "notes/y", "second new card, same tick")
+        os.utime(repo / "notes", ns=(tick, tick))  # as a coarse clock would leave it
+        idx.refresh()
+        assert rows(idx) == walked(repo, tmp_path)
