@@ -58,7 +58,7 @@ def fts5_tokens(conn: sqlite3.Connection, text: str) -> list[tuple[str, str]]:
 TRICKY = "aZ09 _-'\".:\t\n\x1c\x85\xa0\u2028\u200béÉİıΣσςK\u212aﬁＡ日本😀ß"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.text(alphabet=TRICKY, max_size=12), max_size=8))
 def test_cached_tokens_are_fts5s_tokens(parts: list[str]) -> None:
     conn = sqlite3.connect(":memory:")
@@ -81,14 +81,14 @@ STEMS = ["deploi", "de", "i", "aai", "x", "k", "fi", "σα", "cafe", "ß", "1"]
 TEXT = "deploiyax DEPLOYé ÉéÀİıΣσςK\u212aﬁ×·—_-'01 \n\t日😀"
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.sampled_from(STEMS), st.booleans(), st.text(alphabet=TEXT, max_size=40))
 def test_matches_are_the_term_regex_matches(stem: str, prefix: bool, low: str) -> None:
     want = [(m.start(), m.end()) for m in re.finditer(S._term_rx(stem, prefix), low)]
     assert S._matches(low, stem, prefix) == want
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(STEMS), st.booleans()), min_size=1, max_size=3),
        st.lists(st.text(alphabet=TEXT, max_size=30), min_size=1, max_size=6),
        st.sampled_from([1, 2, 40]))
