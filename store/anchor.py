@@ -35,16 +35,13 @@ attached bases and folders without git always walk.
 """
 from __future__ import annotations
 
-import json
-import os
+import os  # and only time at load: the search command spawns git before loading more
 import time
 
 TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
 if TYPE_CHECKING:
     import sqlite3
     from typing import Iterable
-
-from .paths import NOT_CARDS
 
 META_KEY = "anchor"
 MAX_AGE_S = 600  # a full walk at least this often, for what git cannot see
@@ -186,6 +183,7 @@ def card_ids(root: str, paths: Iterable[str]) -> set[str]:
     """Card ids of git paths; a listed folder (untracked, ignored, a nested repository)
     is walked for its cards. Same rules as index.walk."""
     from .index import walk
+    from .paths import NOT_CARDS
 
     ids: set[str] = set()
     for p in paths:
@@ -228,12 +226,16 @@ class Anchor:
         if row is None:
             return None
         try:
+            import json
+
             d = json.loads(row[0])
             return cls(str(d["head"]), set(d["suspects"]), float(d["at"]), dict(d["dirs"]))
         except (ValueError, KeyError, TypeError):
             return None
 
     def dumps(self) -> str:
+        import json
+
         return json.dumps({"head": self.head, "suspects": sorted(self.suspects),
                            "at": self.at, "dirs": self.dirs}, sort_keys=True)
 
@@ -265,6 +267,7 @@ def check_dirs(root: str, conn: sqlite3.Connection, dirs: dict[str, int],
     import stat as statmod
 
     from .index import walk
+    from .paths import NOT_CARDS
 
     found: set[str] = set()
     kept = dict(dirs)

@@ -11,6 +11,7 @@ import re
 import unicodedata
 from pathlib import Path
 
+from . import where
 from .errors import BadId, CardmemError
 
 MAX_ID_LEN = 200
@@ -22,10 +23,7 @@ NOT_CARDS = {"README.md"}
 
 def default_store() -> Path:
     """$CARDMEM_STORE, else $XDG_DATA_HOME/cardmem, else ~/.local/share/cardmem."""
-    if env := os.environ.get("CARDMEM_STORE"):
-        return Path(env).expanduser()
-    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data) / "cardmem"
+    return Path(where.default_store())
 
 
 def require_store(root: Path) -> Path:

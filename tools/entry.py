@@ -62,17 +62,24 @@ def parse_search(args: list[str]) -> dict[str, object] | None:
 
 
 def search(opts: dict[str, object]) -> None:
-    from pathlib import Path
+    import os
 
+    from cardmem.store import where
     from cardmem.store.anchor import Status, usable
-    from cardmem.store.errors import CardmemError
-    from cardmem.store.paths import default_store, require_store
 
+    # git status first (os only so far): it runs on the other CPU while Python loads
+    spot = os.path.join(os.getcwd(), os.path.expanduser(str(opts["store_path"]
+                                                            or where.default_store())))
+    status = Status(spot) if usable(spot) else None
     try:
-        # as tools/cli_search.py's store_root names it (errors quote this path)
-        root = Path(opts["store_path"] or default_store()).expanduser().absolute()
-        status = Status(str(root)) if usable(str(root)) else None  # git runs while we import
+        from pathlib import Path
+
+        from cardmem.store.errors import CardmemError
+        from cardmem.store.paths import require_store
+
         try:
+            # the store as tools/cli_search.py's store_root names it (errors quote it)
+            root = Path(opts["store_path"] or where.default_store()).expanduser().absolute()
             from cardmem.store.index import Index
             from cardmem.tools.search_text import json_text, lines
 
@@ -82,20 +89,20 @@ def search(opts: dict[str, object]) -> None:
                 res = idx.search(str(opts["query"]), limit=int(str(opts["limit"])),
                                  card_type=opts["card_type"] or None,  # type: ignore[arg-type]
                                  project=opts["project"] or None)  # type: ignore[arg-type]
-        finally:
-            if status is not None:
-                status.close()
-        out = json_text(res.as_dict()) if opts["as_json"] else "\n".join(lines(res))
-        if out:
-            sys.stdout.write(out + "\n")
-        sys.stdout.flush()
-    except CardmemError as exc:
-        sys.stderr.write(f"cardmem: {exc}\n")
-        sys.exit(exc.exit_code)
+            out = json_text(res.as_dict()) if opts["as_json"] else "\n".join(lines(res))
+            if out:
+                sys.stdout.write(out + "\n")
+            sys.stdout.flush()
+        except CardmemError as exc:
+            sys.stderr.write(f"cardmem: {exc}\n")
+            sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    finally:
+        if status is not None:
+            status.close()
 
 
 def main() -> None:
