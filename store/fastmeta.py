@@ -8,6 +8,10 @@ and returns None for anything else (nesting, block lists, escapes, anchors, comm
 after values, numbers, nulls, booleans...), so the caller falls back to card.parse. The
 values it accepts are strings, decided with the card loader's own implicit resolvers, so
 the result equals what card.parse would give (tests/store/test_index.py holds this).
+
+A cold index runs this once per card, so it is written for speed: keys and plain values
+repeat across cards (type, status, tags, dates) and are memoised; a line of printable
+characters skips the unsafe-character regex.
 """
 from __future__ import annotations
 
@@ -17,29 +21,34 @@ from typing import Any
 from .card import Card, _Loader, from_meta
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
-# Characters YAML refuses or treats specially anywhere in a line: fall back.
-_UNSAFE = re.compile(r"[\t\\\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufeff\ufffe\uffff]")
-_INDICATORS = set("-?:,[]{}#&*!|>'\"%@`")
+# Characters YAML refuses or treats specially anywhere in a line, and the line breaks
+# other than \n that YAML or str.splitlines know (\r, \x85, \u2028...): fall back.
+_UNSAFE = re.compile(
+    r"[\t\\\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]")
+_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
 # The card loader's implicit resolvers (int, float, null, bool...), one regex per first
 # character, as YAML looks them up.
 _RESOLVERS = {first: tuple(rx for _, rx in resolvers)
               for first, resolvers in _Loader.yaml_implicit_resolvers.items() if resolvers}
 _FLOW_SPECIAL = re.compile(r"[,\[\]{}]")
+_FLOW_QUOTED = re.compile(r"""\s*("[^"]*"|'[^']*'|[^,'"]+)\s*(?:,|$)""")
 
-
-_SEEN: dict[tuple[str, bool], str | None] = {}  # keys, types and tags repeat across cards
+# Memos (keys, types, tags and dates repeat across cards), cleared when they grow large.
+_MISS = object()
+_SEEN_BLOCK: dict[str, str | None] = {}  # plain scalar -> itself or None, as a mapping value
+_SEEN_FLOW: dict[str, str | None] = {}  # the same inside a flow list [a, b]
+_KEYS: dict[str, bool] = {}  # key -> whether it is a plain, simple key
 
 
 def _plain(value: str, flow: bool) -> str | None:
     """A plain scalar that YAML reads as this very string, else None (memoised)."""
-    try:
-        return _SEEN[value, flow]
-    except KeyError:
-        pass
-    if len(_SEEN) > 50_000:
-        _SEEN.clear()
-    out = _SEEN[value, flow] = _plain_uncached(value, flow)
-    return out
+    seen = _SEEN_FLOW if flow else _SEEN_BLOCK
+    out = seen.get(value, _MISS)
+    if out is _MISS:
+        if len(seen) > 50_000:
+            seen.clear()
+        out = seen[value] = _plain_uncached(value, flow)
+    return out  # type: ignore[return-value]
 
 
 def _plain_uncached(value: str, flow: bool) -> str | None:
@@ -51,6 +60,15 @@ def _plain_uncached(value: str, flow: bool) -> str | None:
         if rx.match(value):
             return None  # a number, null, bool, merge key...: let YAML decide
     return value
+
+
+def _key_ok(key: str) -> bool:
+    ok = _KEYS.get(key)
+    if ok is None:
+        if len(_KEYS) > 10_000:
+            _KEYS.clear()
+        ok = _KEYS[key] = bool(_KEY.fullmatch(key)) and _plain_uncached(key, False) is not None
+    return ok
 
 
 def _quoted(value: str) -> str | None:
@@ -72,55 +90,126 @@ def _scalar(value: str, flow: bool = False) -> str | None:
 
 
 def _flow_list(value: str) -> list[str] | None:
-    inner = value[1:-1].strip()
+    # Only spaces are YAML's white space here (str.strip() would also eat a no-break space).
+    inner = value[1:-1].strip(" ")
     if not inner:
         return []
     if "'" in inner or '"' in inner:  # commas inside quotes: split only simple cases
-        parts = re.findall(r"""\s*("[^"]*"|'[^']*'|[^,'"]+)\s*(?:,|$)""", inner)
+        parts = _FLOW_QUOTED.findall(inner)
         if ",".join(parts).replace(" ", "") != inner.replace(" ", "").rstrip(","):
             return None
     else:
         parts = inner.split(",")
-        if parts[-1].strip() == "":
+        if parts[-1].strip(" ") == "":
             parts.pop()  # YAML allows one trailing comma
     out = []
+    seen = _SEEN_FLOW
     for p in parts:
-        item = _scalar(p.strip(), flow=True)
+        p = p.strip(" ")
+        item = seen.get(p, _MISS)
+        if item is _MISS:
+            item = _scalar(p, flow=True)
         if item is None:
             return None
         out.append(item)
     return out
 
 
+# One `key: value` line (the text after "\n"): a key as _KEY, then the value, read here
+# when it is a whole "double-quoted" string or [flow list], else kept raw for _value.
+_SIMPLE_LINE = re.compile(
+    r'\n([A-Za-z_][A-Za-z0-9_-]*): +(?:"([^"\n]*)" *(?=\n)|(\[[^\n]*\]) *(?=\n)|([^\n]+))')
+
+
 def quick_meta(block: str) -> dict[str, Any] | None:
     """The frontmatter mapping if it is flat and simple, else None (use YAML)."""
-    if _UNSAFE.search(block):
-        return None
+    # The usual block: every line `key: value`, printable, no backslash, no \r: one
+    # regex finds them all. Anything else (blank or comment lines, CRLF...) goes line
+    # by line; both read each line alike.
+    if "\\" not in block and block.replace("\n", " ").isprintable():
+        found = _SIMPLE_LINE.findall("\n" + block)
+        if len(found) == block.count("\n"):
+            meta: dict[str, Any] = {}
+            keys = _KEYS
+            for key, quoted, flow, raw in found:
+                ok = keys.get(key)
+                if not (ok if ok is not None else _key_ok(key)):
+                    return None
+                if raw:
+                    value = _value(raw.strip(" "))
+                elif flow:
+                    value = _flow_list(flow)
+                else:
+                    value = quoted  # the regex checked it: no quote or backslash inside
+                if value is None:
+                    return None
+                meta[key] = value
+            return meta
+    return _by_line(block)
+
+
+def _value(value: str) -> Any:
+    """The string or list of strings a stripped `key: value` value is, or None."""
+    if not value:
+        return None  # `key:` is null in YAML
+    first = value[0]
+    if first == '"' or first == "'":
+        return _quoted(value)
+    if first == "[":
+        return _flow_list(value) if value[-1] == "]" else None
+    return _plain(value, False)
+
+
+def _by_line(block: str) -> dict[str, Any] | None:
     meta: dict[str, Any] = {}
-    for line in block.splitlines():
-        if not line.strip() or line.startswith("#"):
+    keys, unsafe = _KEYS, _UNSAFE.search
+    for line in block.split("\n"):
+        if line[-1:] == "\r":
+            line = line[:-1]
+        # isprintable() is False for every character _UNSAFE names (and for a few YAML
+        # accepts, such as a no-break space): only those lines pay for the regex.
+        if "\\" in line or (not line.isprintable() and unsafe(line)):
+            return None
+        if not line.strip(" ") or line[0] == "#":
             continue
         key, colon, value = line.partition(":")
-        if not colon or not _KEY.fullmatch(key) or _plain(key, False) is None:
-            return None
-        if value[:1] != " ":
+        if not colon or value[:1] != " ":
             return None  # `key:` is null in YAML and `a:b` a plain string: let YAML say so
-        value = value.strip(" ")
-        if not value:
+        ok = keys.get(key)
+        if not (ok if ok is not None else _key_ok(key)):
             return None
-        if value[0] == "[" and value[-1] == "]":
-            parsed: Any = _flow_list(value)
-        else:
-            parsed = _scalar(value)
+        parsed = _value(value.strip(" "))
         if parsed is None:
             return None
         meta[key] = parsed
     return meta
 
 
+_FM_OPEN = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n")
+# card._FM_CLOSE (`^(?:---|\.\.\.)...$`, multi-line) anchored on the newline before it:
+# the regex engine then tries a match at each newline, not at each character.
+_FM_CLOSE_NL = re.compile(r"\n(?:---|\.\.\.)[ \t]*\r?$", re.M)
+
+
+def split(text: str) -> tuple[int, int, int] | None:
+    """card.split, faster: (yaml start, yaml end, body start) of the frontmatter, or None."""
+    m = _FM_OPEN.match(text)
+    if not m:
+        return None
+    close = _FM_CLOSE_NL.search(text, m.end() - 1)  # from the newline ending `---`
+    if not close:
+        return None
+    body_start = close.end()
+    if text.startswith("\r\n", body_start):
+        body_start += 2
+    elif text.startswith("\n", body_start):
+        body_start += 1
+    return m.end(), close.start() + 1, body_start
+
+
 def parse(cardlib: Any, text: str, card_id: str, path: Any = None) -> Card:
     """card.parse, through the fast path when the frontmatter allows it."""
-    span = cardlib.split(text)
+    span = split(text)
     meta = quick_meta(text[span[0]:span[1]]) if span else None
     if meta is None:
         return cardlib.parse(text, card_id, path)
