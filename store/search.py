@@ -604,14 +604,15 @@ SHORT = [c for c in COLUMNS if c != "body"]
 # This leans on FTS5's shadow-table layout: tests/store/test_search.py checks they agree.
 _TEXT_SQL = ("SELECT c.n, c.id, c.title, c.type, c.status, c.project, c.description, {fts},"
              " substr(f.c{body}, 1, {chars}) FROM cards c JOIN fts_content f ON f.id = c.n"
-             " WHERE c.n IN ({{inlist}})").format(
+             " WHERE c.n IN (SELECT value FROM json_each(?))").format(
     fts=", ".join(f"f.c{COLUMNS.index(col)}" for col in SHORT),
     body=COLUMNS.index("body"), chars=SNIPPET_CHARS)
 
 
 def _texts(idx: Index, rowids: Iterable[int]) -> dict[int, tuple[Any, ...]]:
-    inlist = ",".join(str(int(n)) for n in rowids)
-    return {row[0]: row for row in idx.conn.execute(_TEXT_SQL.format(inlist=inlist))}
+    # the ids as one JSON parameter: the same SQL every time, prepared once per connection
+    ids = "[" + ",".join(str(int(n)) for n in rowids) + "]"
+    return {row[0]: row for row in idx.conn.execute(_TEXT_SQL, (ids,))}
 
 
 def _fields(p: Plan, texts: dict[int, tuple[Any, ...]]) -> dict[int, list[set[str]]]:
@@ -807,11 +808,11 @@ def _fuzzy_names(idx: Index, query: str, limit: int, card_type: str | None,
     if not best:
         return []
     where, args = _filters(card_type, project)
-    inlist = ",".join(str(n) for n in best)
+    ids = "[" + ",".join(str(int(n)) for n in best) + "]"
     out = []
     for n, cid, title, ctype, status, proj, desc in idx.conn.execute(
             "SELECT n, id, title, type, status, project, description FROM cards c"
-            f" WHERE n IN ({inlist}){where}", args):
+            f" WHERE n IN (SELECT value FROM json_each(?)){where}", (ids, *args)):
         score = best[n]
         out.append({"id": cid, "title": title, "type": ctype,
                     "score": round(0.8 * score / 100, 4),
