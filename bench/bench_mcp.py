@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench_search import machine  # noqa: E402
-from gen_store import generate  # noqa: E402
+from gen_store import commit_store, generate  # noqa: E402
 
 CARDMEM = str(Path(sys.executable).with_name("cardmem"))
 QUERY = "deploy rollback"
@@ -152,10 +152,11 @@ def main() -> None:
     if not root.exists():
         print(f"generating {a.cards} cards in {root} ...", flush=True)
         generate(root, a.cards)
+    commit_store(root)  # a real store: committed, so freshness comes from git
     store = Store(root)
     t = time.perf_counter()
     idx = Index(store)
-    idx.refresh()
+    idx.refresh(walk=True)  # as `cardmem index` does: a full walk anchors git's check
     idx.close()
     print(f"index brought up to date in {time.perf_counter() - t:.1f} s", flush=True)
 
