@@ -65,21 +65,12 @@ def usable(root: str) -> bool:
     return os.path.exists(os.path.join(root, ".git"))
 
 
-class Status:
-    """HEAD, and a `git status` started now and read later: it runs while Python does
-    other start-up work (the search command starts it before its imports). Spawned with
-    os.posix_spawnp: importing subprocess costs a search ~6 ms."""
+class Git:
+    """A git command started now, its output read later, so it runs beside other work.
+    Spawned with os.posix_spawnp: importing subprocess costs a search ~6 ms."""
 
-    def __init__(self, root: str, full: bool = False) -> None:
-        self.root, self.full = root, full
-        self.started_ns = time.time_ns()
-        self.head = head(root)
-        self._listed: list[str] | None = None
+    def __init__(self, root: str, args: list[str]) -> None:
         self._pid, self._out = 0, -1
-        if self.head is None:
-            return  # no commit yet (or a HEAD we cannot read): nothing to anchor to
-        argv = ["git", "-C", root, *_STATUS, *(_FULL if full else _TRACKED)]
-        env = {**os.environ, **_ENV}
         try:
             r, w = os.pipe()
         except OSError:
@@ -87,7 +78,8 @@ class Status:
         try:
             null = os.open(os.devnull, os.O_RDWR)
             try:
-                self._pid = os.posix_spawnp("git", argv, env, file_actions=[
+                self._pid = os.posix_spawnp("git", ["git", "-C", root, *args],
+                                            {**os.environ, **_ENV}, file_actions=[
                     (os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, w, 1),
                     (os.POSIX_SPAWN_DUP2, null, 2)])
                 self._out = r
@@ -99,15 +91,15 @@ class Status:
             os.close(w)
 
     def paths(self) -> list[str] | None:
-        """The listed paths (folders end in "/"), or None if git failed."""
-        if self._pid:
-            chunks = []
-            while chunk := os.read(self._out, 1 << 16):
-                chunks.append(chunk)
-            if self._reap() == 0:
-                out = b"".join(chunks)
-                self._listed = [os.fsdecode(e[3:]) for e in out.split(b"\0") if len(e) > 3]
-        return self._listed
+        """Its NUL-separated output, or None if it could not run or failed."""
+        if not self._pid:
+            return None
+        chunks = []
+        while chunk := os.read(self._out, 1 << 16):
+            chunks.append(chunk)
+        if self._reap() != 0:
+            return None
+        return [os.fsdecode(p) for p in b"".join(chunks).split(b"\0") if p]
 
     def close(self) -> None:
         if self._pid:
@@ -122,6 +114,47 @@ class Status:
         _, status = os.waitpid(self._pid, 0)
         self._pid, self._out = 0, -1
         return os.waitstatus_to_exitcode(status)
+
+
+class Status:
+    """HEAD, and a `git status` started now and read later: it runs while Python does
+    other start-up work (the search command starts it before its imports). A full one
+    (for a walk) also starts `git ls-files -v`, read after the walk."""
+
+    def __init__(self, root: str, full: bool = False) -> None:
+        self.root, self.full = root, full
+        self.started_ns = time.time_ns()
+        self.head = head(root)
+        self._read = False
+        self._listed: list[str] | None = None
+        self._git: Git | None = None
+        self._flags: Git | None = None
+        if self.head is None:
+            return  # no commit yet (or a HEAD we cannot read): nothing to anchor to
+        self._git = Git(root, [*_STATUS, *(_FULL if full else _TRACKED)])
+        if full:
+            self._flags = Git(root, ["ls-files", "-v", "-z"])
+
+    def paths(self) -> list[str] | None:
+        """The listed paths (folders end in "/"), or None if git failed."""
+        if not self._read and self._git is not None:
+            self._read = True
+            out = self._git.paths()
+            self._listed = None if out is None else [e[3:] for e in out if len(e) > 3]
+        return self._listed
+
+    def hidden(self) -> list[str] | None:
+        """Tracked paths git does not compare with their files (assume-unchanged,
+        skip-worktree): status never lists them, so they are always suspects."""
+        out = self._flags.paths() if self._flags is not None else None
+        if out is None:
+            return None
+        return [p[2:] for p in out if p[:1].islower() or p[:1] == "S"]
+
+    def close(self) -> None:
+        for g in (self._git, self._flags):
+            if g is not None:
+                g.close()
 
 
 def head(root: str) -> str | None:
@@ -156,25 +189,6 @@ def _packed(git: str, ref: str) -> str | None:
 
 def _is_oid(s: str) -> bool:
     return len(s) in (40, 64) and all(c in "0123456789abcdef" for c in s)
-
-
-def _git_paths(root: str, *args: str) -> list[str] | None:
-    import subprocess
-
-    proc = subprocess.run(["git", "-C", root, *args], stdin=subprocess.DEVNULL,
-                          capture_output=True, env={**os.environ, **_ENV})
-    if proc.returncode != 0:
-        return None
-    return [os.fsdecode(p) for p in proc.stdout.split(b"\0") if p]
-
-
-def hidden_from_git(root: str) -> list[str] | None:
-    """Tracked paths git does not compare with their files (assume-unchanged,
-    skip-worktree): status never lists them, so they are always suspects."""
-    out = _git_paths(root, "ls-files", "-v", "-z")
-    if out is None:
-        return None
-    return [p[2:] for p in out if p[:1].islower() or p[:1] == "S"]
 
 
 # --- paths to card ids ------------------------------------------------------------------
@@ -329,8 +343,8 @@ def check(root: str, conn: sqlite3.Connection, cards: int, anchor: Anchor,
         return None
     changed: list[str] = []
     if now != anchor.head:
-        diff = _git_paths(root, "diff", "--name-only", "-z", "--no-renames", anchor.head,
-                          now, "--")
+        diff = Git(root, ["diff", "--name-only", "-z", "--no-renames", anchor.head, now,
+                          "--"]).paths()
         if diff is None:
             return None  # H is gone (a rebase, a gc): walk and anchor again
         changed = diff
@@ -351,7 +365,7 @@ def after_walk(root: str, before: Status, links: Iterable[str],
     listed = before.paths()
     if listed is None or before.head is None or not before.full:
         return None
-    hidden = hidden_from_git(root)
+    hidden = before.hidden()
     if hidden is None:
         return None
     return Anchor(before.head, card_ids(root, [*listed, *hidden]) | set(links), time.time(),
