@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .card import Card, _Loader, from_meta
+from .card import Card, _Loader, from_meta, split
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 # Characters YAML refuses or treats specially anywhere in a line, and the line breaks
@@ -183,28 +183,6 @@ def _by_line(block: str) -> dict[str, Any] | None:
             return None
         meta[key] = parsed
     return meta
-
-
-_FM_OPEN = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n")
-# card._FM_CLOSE (`^(?:---|\.\.\.)...$`, multi-line) anchored on the newline before it:
-# the regex engine then tries a match at each newline, not at each character.
-_FM_CLOSE_NL = re.compile(r"\n(?:---|\.\.\.)[ \t]*\r?$", re.M)
-
-
-def split(text: str) -> tuple[int, int, int] | None:
-    """card.split, faster: (yaml start, yaml end, body start) of the frontmatter, or None."""
-    m = _FM_OPEN.match(text)
-    if not m:
-        return None
-    close = _FM_CLOSE_NL.search(text, m.end() - 1)  # from the newline ending `---`
-    if not close:
-        return None
-    body_start = close.end()
-    if text.startswith("\r\n", body_start):
-        body_start += 2
-    elif text.startswith("\n", body_start):
-        body_start += 1
-    return m.end(), close.start() + 1, body_start
 
 
 def parse(cardlib: Any, text: str, card_id: str, path: Any = None) -> Card:

@@ -172,7 +172,7 @@ def _text_row(cardlib: Any, fastmeta: Any, text: str, cid: str
               ) -> tuple[tuple[Any, ...], tuple[str, ...]]:
     """_row(fastmeta.parse(...)) without building the Card when the frontmatter is simple
     and names its title and type (card.from_meta's rules otherwise)."""
-    span = fastmeta.split(text)
+    span = cardlib.split(text)
     meta = fastmeta.quick_meta(text[span[0]:span[1]]) if span else None
     if meta is None:
         return _row(cardlib.parse(text, cid, None))  # YAML, or no frontmatter

@@ -4,6 +4,7 @@ the row of the parsed Card, and the raw file read returns the whole file."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import yaml
@@ -56,9 +57,20 @@ _doc_chars = st.sampled_from(list("-.ab \t\r\n\ufeff#:"))
 @example("---\r\nx: y\r\n...\r\nbody")
 @example("---\na: b\n----\n--- \t\nbody")
 @example("\ufeff---\n---")
-def test_split_is_card_split(text: str) -> None:
-    assert fastmeta.split(text) == cardlib.split(text)
-    assert fastmeta.split("---\n" + text) == cardlib.split("---\n" + text)
+def test_split_finds_the_closing_line_as_the_plain_rule_does(text: str) -> None:
+    """card.split matches the closing line with the newline before it (for speed): the
+    same offsets as the plain multi-line rule `^(---|...)[ \t]*\r?$` after the opening."""
+    def plain(text: str):
+        m = re.match(r"\A(?:\ufeff)?---[ \t]*\r?\n", text)
+        close = m and re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.M).search(text, m.end())
+        if not close:
+            return None
+        body = close.end() + (2 if text.startswith("\r\n", close.end())
+                              else 1 if text.startswith("\n", close.end()) else 0)
+        return m.end(), close.start(), body
+
+    assert cardlib.split(text) == plain(text)
+    assert cardlib.split("---\n" + text) == plain("---\n" + text)
 
 
 @settings(max_examples=300, deadline=None)
