@@ -42,13 +42,6 @@ def ids(res) -> list[str]:
     return [r["id"] for r in res.results]
 
 
-@pytest.fixture
-def idx(example_store):
-    with Index(example_store) as index:
-        index.refresh()
-        yield index
-
-
 # --- indexing ---------------------------------------------------------------------------
 
 def test_walk_finds_the_files_store_card_files_does(example_store) -> None:

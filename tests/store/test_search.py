@@ -8,7 +8,6 @@ import re
 import sqlite3
 from pathlib import Path
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,13 +23,6 @@ def write(root: Path, cid: str, title: str, body: str) -> None:
 
 def ids(res) -> list[str]:
     return [r["id"] for r in res.results]
-
-
-@pytest.fixture
-def idx(example_store):
-    with Index(example_store) as index:
-        index.refresh()
-        yield index
 
 
 # --- tokens -----------------------------------------------------------------------------
