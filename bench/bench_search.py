@@ -144,9 +144,9 @@ def child(args: list[str]) -> tuple[float, float, float]:
 
 
 def wheel_install(where: Path) -> str:
-    """`cardmem` installed from a wheel of this checkout, as a user gets it (the dev
-    install's editable-import finder costs every process ~25 ms here), in a venv of its
-    own whose dependencies are this interpreter's. Built anew each run."""
+    """`cardmem` installed from a wheel of this checkout, as a user gets it (every process
+    of the dev install loads its editable-import finder), in a venv of its own whose
+    dependencies are this interpreter's. Built anew each run."""
     import sysconfig
 
     venv = where / "wheel-venv"

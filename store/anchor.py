@@ -38,6 +38,8 @@ from __future__ import annotations
 import os  # and only time at load: the search command spawns git before loading more
 import time
 
+from .refs import head
+
 TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
 if TYPE_CHECKING:
     import sqlite3
@@ -157,47 +159,13 @@ class Status:
                 g.close()
 
 
-def head(root: str) -> str | None:
-    """HEAD's commit from the ref files (no process); None when git must be asked."""
-    git = os.path.join(root, ".git")
-    try:
-        with open(os.path.join(git, "HEAD")) as fh:
-            ref = fh.read().strip()
-        if not ref.startswith("ref: refs/"):
-            return ref if _is_oid(ref) else None
-        try:
-            with open(os.path.join(git, ref[5:])) as fh:
-                sha = fh.read().strip()
-            return sha if _is_oid(sha) else None
-        except FileNotFoundError:
-            return _packed(git, ref[5:])
-    except OSError:
-        return None
-
-
-def _packed(git: str, ref: str) -> str | None:
-    try:
-        with open(os.path.join(git, "packed-refs")) as fh:
-            for line in fh:
-                sha, _, name = line.rstrip("\n").partition(" ")
-                if name == ref and _is_oid(sha):
-                    return sha
-    except OSError:
-        pass
-    return None
-
-
-def _is_oid(s: str) -> bool:
-    return len(s) in (40, 64) and all(c in "0123456789abcdef" for c in s)
-
-
 # --- paths to card ids ------------------------------------------------------------------
 
 def card_ids(root: str, paths: Iterable[str]) -> set[str]:
     """Card ids of git paths; a listed folder (untracked, ignored, a nested repository)
     is walked for its cards. Same rules as index.walk."""
     from .index import walk
-    from .paths import NOT_CARDS
+    from .paths import id_of_path
 
     ids: set[str] = set()
     for p in paths:
@@ -206,18 +174,10 @@ def card_ids(root: str, paths: Iterable[str]) -> set[str]:
             if any(part.startswith(".") for part in folder.split("/")):
                 continue  # a hidden folder (.cardmem/) holds no cards
             full = os.path.join(root, folder)
-            if os.path.islink(full):
-                continue
-            ids.update(f"{folder}/{cid}" for cid, _, _ in walk(full))
-            continue
-        if not p.endswith(".md"):
-            continue
-        parts = p.split("/")
-        if any(part.startswith(".") for part in parts):
-            continue
-        if len(parts) == 1 and p in NOT_CARDS:
-            continue
-        ids.add(p[:-3])
+            if not os.path.islink(full):
+                ids.update(cid for cid, _, _ in walk(full, prefix=folder + "/"))
+        elif (cid := id_of_path(p)) is not None:
+            ids.add(cid)
     return ids
 
 
@@ -281,7 +241,7 @@ def check_dirs(root: str, conn: sqlite3.Connection, dirs: dict[str, int],
     import stat as statmod
 
     from .index import walk
-    from .paths import NOT_CARDS
+    from .paths import id_of_path
 
     found: set[str] = set()
     kept = dict(dirs)
@@ -310,8 +270,8 @@ def check_dirs(root: str, conn: sqlite3.Connection, dirs: dict[str, int],
             entries = []
         for name, is_dir, path in entries:
             if not is_dir:
-                if name.endswith(".md") and (prefix or name not in NOT_CARDS):
-                    listed.add(prefix + name[:-3])
+                if (cid := id_of_path(prefix + name)) is not None:
+                    listed.add(cid)
             elif prefix + name not in dirs:  # a new folder: all of it
                 new: dict[str, int] = {}
                 found.update(cid for cid, _, _ in walk(path, None, new, prefix + name + "/"))
@@ -378,7 +338,7 @@ def settle(conn: sqlite3.Connection, base: Anchor | None, new: Anchor | None,
 
     base: the anchor read before the refresh; new: what the refresh makes of it (a walk's
     fresh anchor, a check's moved one, or None); touched: ids whose rows it changed or
-    removed. since_ns (a walk's status start): rows of cards written since then are
+    removed (a walk passes those it found gone: its re-read rows come from since_ns). since_ns (a walk's status start): rows of cards written since then are
     suspects, whoever indexed them. Suspects that other processes added since `base`
     (the watcher's refresh_ids) are kept. If another walk re-anchored meanwhile, a check
     adds what it touched to that anchor and a walk drops it (the next one walks again).

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import refs
 from .errors import CardmemError
 
 AGENT_NAME = "cardmem-agent"
@@ -74,16 +75,8 @@ def detached(root: Path) -> bool:
 
 
 def head_fast(root: Path) -> str | None:
-    """HEAD's commit right after a commit: its branch's loose ref file, else rev-parse."""
-    try:
-        ref = (root / ".git" / "HEAD").read_text().strip()
-        if ref.startswith("ref: refs/"):
-            sha = (root / ".git" / ref[5:]).read_text().strip()
-            if re.fullmatch(r"[0-9a-f]{40}(?:[0-9a-f]{24})?", sha):
-                return sha
-    except OSError:
-        pass
-    return head(root)
+    """HEAD's commit right after a commit: read from the ref files, else rev-parse."""
+    return refs.head(str(root)) or head(root)
 
 
 AGENT_ENV = {"GIT_AUTHOR_NAME": AGENT_NAME, "GIT_AUTHOR_EMAIL": AGENT_EMAIL,

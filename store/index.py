@@ -224,8 +224,8 @@ class Index:
         self._files = files
         self._links: set[str] | None = None  # symlinked ids seen by the last walk
         self._dirs: dict[str, int] = {}  # folder -> mtime_ns, of the last walk
-        # (id, mtime_ns or None if gone) of what the last _refresh found changed or gone
-        self._touched: list[tuple[str, int | None]] = []
+        self._touched: list[str] = []  # ids the last _refresh re-read or found gone
+        self._gone: list[str] = []  # of those, the ones found gone
         self._conn: sqlite3.Connection | None = None
         self._ino: int | None = None
 
@@ -379,15 +379,15 @@ class Index:
         if self._touched and self._files is None:
             from . import anchor  # rows changed outside a walk: git must not vouch for them
 
-            anchor.settle(self.conn, None, None, [cid for cid, _ in self._touched], 0)
+            anchor.settle(self.conn, None, None, self._touched, 0)
         return counts
 
     def _fresh(self, walk: bool, status: Any) -> dict[str, int]:
-        root = str(self.root)
-        if self._files is not None or not os.path.exists(os.path.join(root, ".git")):
-            return self._refresh(None)
-        from . import anchor as anchors
+        from . import anchor as anchors  # os and time only, until git is asked
 
+        root = str(self.root)
+        if self._files is not None or not anchors.usable(root):
+            return self._refresh(None)
         c = self.conn
         base = anchors.Anchor.load(c)
         if base is not None and base.current() and not walk:
@@ -397,7 +397,7 @@ class Index:
                 ids, moved = found
                 counts = self._refresh(ids)
                 counts["unchanged"] = self._rows() - counts["added"] - counts["updated"]
-                anchors.settle(c, base, moved, [cid for cid, _ in self._touched], 0)
+                anchors.settle(c, base, moved, self._touched, 0)
                 return counts
         if status is None or not status.full:  # a walk anchors on a full status, read first
             if status is not None:
@@ -406,9 +406,8 @@ class Index:
             status.paths()
         try:
             counts = self._refresh(None)
-            gone = [cid for cid, mtime in self._touched if mtime is None]
             made = anchors.after_walk(root, status, self._links or (), self._dirs)
-            anchors.settle(c, base, made, gone, self._rows(), since_ns=status.started_ns)
+            anchors.settle(c, base, made, self._gone, self._rows(), since_ns=status.started_ns)
         finally:
             status.close()
         return counts
@@ -434,7 +433,7 @@ class Index:
             if pop(cid, None) != f"{st.st_mtime_ns}:{st.st_size}":
                 todo.append((cid, path, st))
         gone = list(left)
-        self._touched = [(cid, st.st_mtime_ns) for cid, _, st in todo] + [(g, None) for g in gone]
+        self._touched, self._gone = [cid for cid, _, _ in todo] + gone, gone
         if todo or gone:
             known = self._known({cid for cid, _, _ in todo} | set(gone))
             self._apply(todo, gone, known, counts)

@@ -9,24 +9,32 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
+if TYPE_CHECKING:
+    from typing import Any, Self
 
 from . import paths
 
 CONFIG_FILE = "cardmem.toml"  # config.FILE; config itself imports tomllib
 
 SETTINGS_CACHE = "settings.json"  # cardmem.toml, parsed, with the file's (mtime, size)
+# A file written this recently is not cached: mtimes come from a coarse clock.
+RACY_NS = 2_000_000_000
 
 
 class StoreRoot:
+    """Where a store is and how it is opened; store.Store builds on it."""
+
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root).expanduser().absolute()
 
     @classmethod
-    def open(cls, root: Path | str | None = None) -> "StoreRoot":
-        """The store at root (or the default one); refused as Store.open refuses it."""
+    def open(cls, root: Path | str | None = None) -> Self:
+        """The store at root (or the default one): it must exist and be a git repo."""
         store = cls(root if root is not None else paths.default_store())
         paths.require_store(store.root)
         return store
@@ -52,6 +60,8 @@ class StoreRoot:
         from . import config
 
         cfg = config.load(self.root)  # a malformed file raises here, and is never cached
+        if time.time_ns() - st.st_mtime_ns < RACY_NS:
+            return cfg  # a rewrite within the same clock tick would keep this stamp
         try:
             write_cache(self.state_dir / SETTINGS_CACHE,
                         json.dumps({"stamp": stamp, "config": cfg}).encode())

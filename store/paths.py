@@ -35,6 +35,20 @@ def require_store(root: Path) -> Path:
     return root
 
 
+def id_of_path(rel: str) -> str | None:
+    """The card id of a path relative to the store ("a/b.md" -> "a/b"), or None for what
+    a walk of the store does not take for a card: not `.md`, a hidden file or folder on
+    the way, a top-level README.md."""
+    if not rel.endswith(".md"):
+        return None
+    parts = rel.split("/")
+    if any(not p or p.startswith(".") for p in parts):
+        return None
+    if len(parts) == 1 and rel in NOT_CARDS:
+        return None
+    return rel[:-3]
+
+
 def normalize_id(card_id: str) -> str:
     """Check an id's text and return it without a trailing `.md`. Raises BadId."""
     if not isinstance(card_id, str) or not card_id.strip():

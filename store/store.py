@@ -11,6 +11,7 @@ from typing import Any, Iterator
 from . import card as cardlib
 from . import config, git, paths
 from .errors import CardmemError, NotFound
+from .lean import StoreRoot
 from .writer import Message, check_writable, commit_changes, write_lock
 
 GITIGNORE = ".cardmem/\n"
@@ -28,27 +29,16 @@ class Problem:
         return {"id": self.id, "path": self.path, "reason": self.reason}
 
 
-class Store:
-    def __init__(self, root: Path | str) -> None:
-        self.root = Path(root).expanduser().absolute()
-
-    @classmethod
-    def open(cls, root: Path | str | None = None) -> "Store":
-        """The store at root (or the default one); it must exist and be a git repo."""
-        store = cls(root if root is not None else paths.default_store())
-        paths.require_store(store.root)
-        return store
+class Store(StoreRoot):
+    """StoreRoot (where it is, how it is opened, its state folder and card paths) with
+    the card parser, the writer and git. Store.open(root) refuses what is no store."""
 
     @cached_property
     def config(self) -> dict[str, dict[str, Any]]:
-        return config.load(self.root)
+        return config.load(self.root)  # no settings cache: a write reads the file itself
 
-    @property
-    def state_dir(self) -> Path:
-        """.cardmem/: derived, never committed, always rebuildable."""
-        d = self.root / ".cardmem"
-        d.mkdir(exist_ok=True)
-        return d
+    def full(self) -> "Store":
+        return self
 
     # --- reading -------------------------------------------------------------------
 
@@ -66,9 +56,6 @@ class Store:
                 path = Path(dirpath) / name
                 rel = os.path.relpath(path, root).replace(os.sep, "/")
                 yield rel[:-3], path
-
-    def path(self, card_id: str) -> Path:
-        return paths.card_path(self.root, card_id)
 
     def exists(self, card_id: str) -> bool:
         return self.path(card_id).is_file()

@@ -1,7 +1,7 @@
 """`cardmem search` and `cardmem index`: the lexical index from the command line.
 
-The search path is kept lean (DESIGN §10 hosts call it per prompt): no Store object (its
-module loads YAML), no rapidfuzz unless a query term needs correcting.
+The search path is kept lean (DESIGN §10 hosts call it per prompt): a StoreRoot, not a
+Store (its module loads YAML); no rapidfuzz unless a query term needs correcting.
 """
 from __future__ import annotations
 
@@ -10,28 +10,9 @@ from typing import Any
 
 import click
 
-from cardmem.store.errors import CardmemError
+from cardmem.store.lean import StoreRoot
 from cardmem.tools.cli import emit_json, json_option, store_option
 from cardmem.tools.search_text import lines
-
-
-class _Root:
-    """The little of a Store the index needs: where it is."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-
-def store_root(store_path: Path | None) -> _Root:
-    """Store.open's checks, without importing the store module (and YAML) for a search."""
-    from cardmem.store.paths import default_store
-
-    root = Path(store_path or default_store()).expanduser().absolute()
-    if not root.is_dir():
-        raise CardmemError(f"store {root}", f"does not exist; run `cardmem init {root}`")
-    if not (root / ".git").exists():
-        raise CardmemError(f"store {root}", f"is not a git repository; run `cardmem init {root}`")
-    return _Root(root)
 
 
 @click.command()
@@ -52,12 +33,12 @@ def search(query: tuple[str, ...], limit: int, card_type: str | None, project: s
     if base_name:
         from cardmem.store.bases import search_base
 
-        res = search_base(store_root(store_path), base_name, text, limit=limit,
+        res = search_base(StoreRoot.open(store_path), base_name, text, limit=limit,
                           card_type=card_type, project=project)
         for w in res.warnings:
             click.echo(f"cardmem: {w}", err=True)
     else:
-        res = run_search(store_root(store_path), text, limit=limit, card_type=card_type,
+        res = run_search(StoreRoot.open(store_path), text, limit=limit, card_type=card_type,
                          project=project)
     if as_json:
         emit_json(res.as_dict())
@@ -78,7 +59,7 @@ def index(full: bool, as_json: bool, store_path: Path | None) -> None:
     """Bring the index up to date (or rebuild it with --full)."""
     from cardmem.store.index import Index
 
-    with Index(store_root(store_path)) as idx:
+    with Index(StoreRoot.open(store_path)) as idx:
         damage = [] if full else idx.verify()
         if damage:
             click.echo(f"cardmem: index: was damaged ({damage[0]}); rebuilt", err=True)

@@ -72,18 +72,15 @@ def search(opts: dict[str, object]) -> None:
                                                             or where.default_store())))
     status = Status(spot) if usable(spot) else None
     try:
-        from pathlib import Path
-
         from cardmem.store.errors import CardmemError
-        from cardmem.store.paths import require_store
+        from cardmem.store.lean import StoreRoot
 
         try:
-            # the store as tools/cli_search.py's store_root names it (errors quote it)
-            root = Path(opts["store_path"] or where.default_store()).expanduser().absolute()
+            store = StoreRoot.open(opts["store_path"])  # type: ignore[arg-type]
             from cardmem.store.index import Index
             from cardmem.tools.search_text import json_text, lines
 
-            with Index(root=require_store(root)) as idx:
+            with Index(store) as idx:
                 idx.refresh(status=status)
                 status = None  # refresh closed it
                 res = idx.search(str(opts["query"]), limit=int(str(opts["limit"])),

@@ -319,7 +319,7 @@ def test_rate_limits_and_overload_are_retried_within_bounds(example_store, model
     model_env.add(error(429), error(529, "Overloaded"), drop(), "answered")
     answer = ask(example_store, "x?", limits=replace(FAST, retries=3))
     reqs = receipt(example_store, answer)["requests"]
-    assert [r["error"] is None for r in reqs] == [False, False, False, True]
+    assert [r["error"] is None for r in reqs] == [False, False, False, True], [r["error"] for r in reqs]
     assert reqs[0]["error"].startswith("HTTP 429") and reqs[1]["error"] == "HTTP 529: Overloaded"
     assert reqs[2]["error"].startswith("cannot reach the API")
     assert answer.reply == "answered"
