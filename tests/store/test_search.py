@@ -130,6 +130,7 @@ def search_without_counts(index: Index, query: str, monkeypatch) -> list[str]:
 
 def test_stale_terms_counts_never_skip_a_needed_cap_bound(example_store, monkeypatch) -> None:
     monkeypatch.setattr(S, "CAP", 3)  # a small cap, so a handful of cards passes it
+    monkeypatch.setattr(S, "CAP_ANY", 3)
     root = example_store.root
     for i in range(2):
         write(root, f"reference/quoll-{i}", f"Note {i}", "A quoll sighting.")
@@ -148,6 +149,25 @@ def test_stale_terms_counts_never_skip_a_needed_cap_bound(example_store, monkeyp
         assert got == search_without_counts(index, "quoll", monkeypatch)
         # the cap ranks only the newest CAP + 1 matches: the old notes are left out
         assert not {"reference/quoll-0", "reference/quoll-1"} & set(got)
+
+
+def test_the_any_tier_ranks_only_its_own_newest_matches(example_store, monkeypatch) -> None:
+    monkeypatch.setattr(S, "CAP", 20)
+    monkeypatch.setattr(S, "CAP_ANY", 2)  # the newest 2 of the cards holding either word
+    root = example_store.root
+    write(root, "reference/both", "Marsupials", "A quokka met a wombat.")
+    for i in range(3):  # old, and the best matches: the word three times
+        write(root, f"reference/old-{i}", f"Old {i}", "Wombat, wombat, wombat.")
+    with Index(example_store) as index:
+        index.refresh()
+        for i in range(2):
+            write(root, f"reference/new-{i}", f"New {i}", "A wombat.")
+        index.refresh()
+        got = ids(S.run(index, "quokka wombat"))
+        assert got[0] == "reference/both"  # the all tier: every word, under its own cap
+        assert set(got[1:]) == {"reference/new-0", "reference/new-1"}
+        monkeypatch.setattr(S, "CAP_ANY", 20)
+        assert {f"reference/old-{i}" for i in range(3)} <= set(ids(S.run(index, "quokka wombat")))
 
 
 def test_rare_words_skip_the_cap_probe_and_find_the_same(idx, monkeypatch) -> None:
