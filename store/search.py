@@ -232,24 +232,31 @@ def vocabulary(idx: Index, force: bool = False) -> str | None:
 def _vocab_near(idx: Index, built: str | None, first: str, lo: int, hi: int
                 ) -> tuple[list[str], list[int]]:
     """The `terms` rows starting with `first`, lo to hi characters long (and their
-    document counts). Kept per process for each build of the table (keyed by its
-    generation and the connection, so a rebuilt or replaced index file is read again):
-    a long-lived process corrects the same words, and words of the same length, often."""
+    document counts). A letter's rows are read once per process for each build of the
+    table (keyed by its generation and the connection, so a rebuilt or replaced index
+    file is read again), by length: a long-lived process corrects many words, most of
+    them starting with a letter it has seen."""
     cache = getattr(idx, "_terms_cache", None)
     if cache is None or cache[0] is not idx.conn or cache[1] != built or len(cache[2]) > 512:
         cache = (idx.conn, built, {})
         idx._terms_cache = cache  # type: ignore[attr-defined]
-    got = cache[2].get((first, lo, hi))
-    if got is None:
-        terms: list[str] = []
-        dfs: list[int] = []
-        for term, df in idx.conn.execute(
-                "SELECT term, df FROM terms WHERE term >= ? AND term < ?"
-                " AND length(term) BETWEEN ? AND ?", (first, first + "\U0010ffff", lo, hi)):
-            terms.append(term)
-            dfs.append(df)
-        got = cache[2][(first, lo, hi)] = (terms, dfs)
-    return got
+    by_len: dict[int, tuple[list[str], list[int]]] | None = cache[2].get(first)
+    if by_len is None:
+        by_len = cache[2][first] = {}
+        for term, df in idx.conn.execute("SELECT term, df FROM terms WHERE term >= ? AND term < ?",
+                                         (first, first + "\U0010ffff")):
+            got = by_len.get(len(term))
+            if got is None:
+                got = by_len[len(term)] = ([], [])
+            got[0].append(term)
+            got[1].append(df)
+    terms: list[str] = []
+    dfs: list[int] = []
+    for n in range(lo, hi + 1):
+        if n in by_len:
+            terms += by_len[n][0]
+            dfs += by_len[n][1]
+    return terms, dfs
 
 
 def correct(idx: Index, word: str, stem: str) -> str | None:
