@@ -207,9 +207,9 @@ def vocabulary(idx: Index, force: bool = False) -> str | None:
     Returns the generation the table was built at.
     """
     c = idx.conn
-    gen = str(idx.generation())
     meta = dict(c.execute("SELECT key, value FROM meta WHERE key IN"
-                          " ('terms_generation', 'changed_since_terms')"))
+                          " ('generation', 'terms_generation', 'changed_since_terms')"))
+    gen = str(int(meta.get("generation") or 0))  # as idx.generation(), in the same read
     if meta.get("terms_generation") == gen:
         return gen
     if not force and "terms_generation" in meta:
@@ -283,15 +283,12 @@ def correct(idx: Index, word: str, stem: str) -> str | None:
     return None
 
 
-def _prefix_fallback(idx: Index, word: str) -> tuple[str, str] | None:
-    """A last word typed past its stem ("deploym" -> "deploy"*): drop up to two letters.
-    Returns (FTS5 term, the stem FTS5 prefix-matches)."""
-    for n in range(len(word) - 1, max(4, len(word) - 3), -1):
-        expr = quote(word[:n], prefix=True)
-        if _exists(idx.conn, expr):
-            toks = tokens(idx.conn, word[:n])
-            return expr, (toks[0][1] if toks else word[:n])
-    return None
+def _prefix_tries(word: str) -> list[str]:
+    """The last word, still being typed, as FTS5 prefixes in the order they are tried:
+    the whole word ("deplo" -> deploy, deployment), then up to two letters dropped, for
+    a word typed past its stem ("deploym" -> "deploy"*)."""
+    return [quote(word, prefix=True)] + [quote(word[:n], prefix=True)
+                                         for n in range(len(word) - 1, max(4, len(word) - 3), -1)]
 
 
 class Plan:
@@ -319,19 +316,24 @@ def plan(idx: Index, query: str) -> Plan:
     typing = not query.rstrip().endswith(('"', " ")) and query == query.rstrip()
     bounds = _df_bounds(idx, [stem for _, stem in toks])
     unsure = [quote(w) for w, s in toks if bounds.get(s, (0, 0))[0] <= 0]
-    there = dict(zip(unsure, _exist_all(idx.conn, unsure)))
+    # The last word may be still being typed: its prefixes are asked in the same statement.
+    last = toks[-1][0] if typing and toks and len(toks[-1][0]) >= 3 else None
+    tries = _prefix_tries(last) if last is not None and quote(last) in unsure else []
+    there = dict(zip(unsure + tries, _exist_all(idx.conn, unsure + tries)))
     for i, (word, stem) in enumerate(toks):
         if there.get(quote(word), True):
             p.add(quote(word), stem, most=bounds[stem][1] if stem in bounds else None)
             continue
-        # The last word, still being typed: a prefix ("deplo" -> deploy, deployment).
-        last = typing and i == len(toks) - 1 and len(word) >= 3
-        if last and _exists(idx.conn, quote(word, prefix=True)):
-            p.add(quote(word, prefix=True), stem, prefix=True)
-            continue
-        if last and (fallback := _prefix_fallback(idx, word)):
-            p.add(fallback[0], fallback[1], prefix=True)
-            continue
+        if i == len(toks) - 1 and tries:
+            if there[tries[0]]:
+                p.add(tries[0], stem, prefix=True)
+                continue
+            cut = next((len(word) - j for j in range(1, len(tries)) if there[tries[j]]), None)
+            if cut is not None:  # the stem FTS5 prefix-matches is the cut word's
+                toks_cut = tokens(idx.conn, word[:cut])
+                p.add(quote(word[:cut], prefix=True), toks_cut[0][1] if toks_cut else word[:cut],
+                      prefix=True)
+                continue
         fixed = correct(idx, word, stem)
         if fixed is not None:
             most = _df_bounds(idx, [fixed]).get(fixed, (0, None))[1]
