@@ -549,15 +549,14 @@ class Terms:
         out.sort()
         return out[:cap]
 
-    def found(self, low: str) -> set[int]:
-        return {i for _, _, i in self.hits(low, cap=len(self.stems))}
-
-    def hits_each(self, texts: list[str], cap: int) -> list[list[tuple[int, int, int]]]:
+    def hits_each(self, texts: list[str], cap: int | None = None
+                  ) -> list[list[tuple[int, int, int]]]:
         """hits(prepare(text), cap) of each text, with one regex scan per term over all
         the texts joined by newlines (offsets mapped back): a regex call costs more than
         scanning a card's short text, and a match never crosses a newline (terms are
         word characters) nor sees past one (a newline is neither a letter nor a digit).
-        The per-term cap of hits() does not change which `cap` hits come first."""
+        The per-term cap of hits() does not change which `cap` hits come first; no cap
+        keeps them all."""
         low = _prepare_joined(texts, self.ascii)
         starts, at = [], 0
         for text in texts:
@@ -571,10 +570,11 @@ class Terms:
                 j = bisect_right(starts, s) - 1
                 at = starts[j]
                 per[j].append((s - at, e - at, i))
-        for j, hits in enumerate(per):
+        for hits in per:
             if hits:
                 hits.sort()
-                del hits[cap:]
+                if cap is not None:
+                    del hits[cap:]
         return per
 
 
@@ -632,20 +632,27 @@ def _texts(idx: Index, rowids: Iterable[int]) -> dict[int, tuple[Any, ...]]:
     return {row[0]: row for row in idx.conn.execute(_TEXT_SQL, (ids,))}
 
 
-def _fields(p: Plan, texts: dict[int, tuple[Any, ...]]) -> dict[int, list[set[str]]]:
-    """rowid -> for each term, the short fields (not the body) it occurs in."""
+Hits = list[list[tuple[int, int, int]]]  # of a candidate's SHORT fields, then its body
+
+
+def _hits(p: Plan, texts: dict[int, tuple[Any, ...]]) -> dict[int, Hits]:
+    """rowid -> every hit of the query's terms in each of its texts (Terms.hits_each):
+    one scan serves the fields it matched in and its snippet."""
     terms = Terms(p)
-    keys, pieces = [], []
-    for n, row in texts.items():
-        for name, text in zip(SHORT, row[7:7 + len(SHORT)]):
-            if text:
-                keys.append((n, name))
-                pieces.append(text)
-    out: dict[int, list[set[str]]] = {n: [set() for _ in terms.stems] for n in texts}
-    for (n, name), hits in zip(keys, terms.hits_each(pieces, len(terms.stems))):
-        per_term = out[n]
-        for _, _, i in hits:
-            per_term[i].add(name)
+    pieces = [text or "" for row in texts.values() for text in row[7:]]
+    each = iter(terms.hits_each(pieces))
+    return {n: [next(each) for _ in row[7:]] for n, row in texts.items()}
+
+
+def _fields(p: Plan, hits: dict[int, Hits]) -> dict[int, list[set[str]]]:
+    """rowid -> for each term, the short fields (not the body) it occurs in."""
+    out: dict[int, list[set[str]]] = {}
+    for n, per_text in hits.items():
+        per_term: list[set[str]] = [set() for _ in p.stems]
+        for name, found in zip(SHORT, per_text):
+            for _, _, i in found:
+                per_term[i].add(name)
+        out[n] = per_term
     return out
 
 
@@ -683,28 +690,31 @@ def _snippet(text: str, hits: list[tuple[int, int, int]], width: int = 160) -> s
     return ("…" if lo > 0 else "") + snip + ("…" if hi < len(text) else "")
 
 
+_SNIPPET_FROM = (len(SHORT), SHORT.index("description"), SHORT.index("title"))  # body first
+
+
 def _snippets(idx: Index, p: Plan, results: list[dict[str, Any]],
-              texts: dict[int, tuple[Any, ...]]) -> None:
+              texts: dict[int, tuple[Any, ...]], hits: dict[int, Hits]) -> None:
     """Snippets of the results shown, from the body, else the description, else the title."""
-    terms = Terms(p)
     shown = {r["_n"] for r in results}
     texts = {n: texts[n] for n in shown if n in texts}
     if len(texts) < len(shown):  # found by name only (_fuzzy_names): not read yet
-        texts.update(_texts(idx, shown - set(texts)))
-    by_n = {n: ((row[-1] or "")[:SNIPPET_CHARS], (row[10] or "")[:SNIPPET_CHARS],
-                (row[7] or "")[:SNIPPET_CHARS]) for n, row in texts.items()}
-    order = [n for n in shown if n in by_n]
-    pieces = [t for n in order for t in by_n[n]]
-    hits = iter(terms.hits_each(pieces, 40))
+        more = _texts(idx, shown - set(texts))
+        texts.update(more)
+        hits = {**hits, **_hits(p, more)}
     snips = {}
-    for n in order:
-        got = [(text, next(hits)) for text in by_n[n]]
-        snips[n] = next((sn for text, h in got if (sn := _snippet(text, h))), None) or ""
+    for n, row in texts.items():
+        for which in _SNIPPET_FROM:  # a text's place in hits[n]; in row, 7 later
+            text = (row[7 + which] or "")[:SNIPPET_CHARS]
+            found = [h for h in hits[n][which] if h[1] <= len(text)][:40]
+            if sn := _snippet(text, found):
+                snips[n] = sn
+                break
     for r in results:
         r["snippet"] = snips.get(r["_n"], "")
     # Show corrections as words of the cards ("fixtures"), not as index stems ("fixtur").
     for word, stem in list(p.corrected.items()):
-        for n in sorted(by_n):
+        for n in sorted(texts):
             body, desc, title = texts[n][-1] or "", texts[n][10] or "", texts[n][7] or ""
             low = Terms.prepare(f"{title}\n{desc}\n{body}")
             m = next(((s, e) for s, e in _matches(low, stem, False)
@@ -731,18 +741,20 @@ def run(idx: Index, query: str, limit: int = 10, card_type: str | None = None,
     p = plan(idx, query)
     results: list[dict[str, Any]] = []
     texts: dict[int, tuple[Any, ...]] = {}
+    hits: dict[int, Hits] = {}
     if p.terms:
         found = _candidates(idx, p, max(limit + 5, 12), card_type, project)
         if found:
             texts = _texts(idx, found)
-            results = _score(p, found, texts)
+            hits = _hits(p, texts)
+            results = _score(p, found, texts, hits)
     # Whole-query fuzzy matching of names, when some words were not found (or nothing was).
     if (p.unknown or not results) and query.strip():
         _merge(results, _fuzzy_names(idx, query, limit, card_type, project))
     results.sort(key=_order)
     results = results[:limit]
     if p.terms and results:
-        _snippets(idx, p, results, texts)
+        _snippets(idx, p, results, texts, hits)
     for r in results:
         desc = r.pop("_desc", "")
         r.pop("_n", None)
@@ -758,9 +770,9 @@ def _order(r: dict[str, Any]) -> tuple[Any, ...]:
     return (-(CONFIDENCE.index(r["confidence"]) - inactive), inactive, -r["score"], r["id"])
 
 
-def _score(p: Plan, found: dict[int, Candidate], texts: dict[int, tuple[Any, ...]]
-           ) -> list[dict[str, Any]]:
-    fields = _fields(p, texts)
+def _score(p: Plan, found: dict[int, Candidate], texts: dict[int, tuple[Any, ...]],
+           hits: dict[int, Hits]) -> list[dict[str, Any]]:
+    fields = _fields(p, hits)
     n_terms = len(p.terms)
     out = []
     for n, cid, title, ctype, status, proj, desc, *_ in texts.values():

@@ -109,6 +109,19 @@ def test_bm25_order_is_fts5_rank_order_ties_included(example_store) -> None:
             assert S._ranked(c, table, expr, 8, "", [], S.PROBE) == want  # under CAP: no bound
 
 
+def test_a_field_names_every_term_it_holds_however_often_one_repeats(example_store) -> None:
+    # Each word's fields come from all its hits: once the first hits of a field were
+    # kept (as many as the query has words), "deploy" twice hid "production" after it.
+    path = example_store.root / "reference" / "release.md"
+    path.write_text("---\ntitle: Release notes\ndescription: Deploy, deploy again, then"
+                    " production.\n---\nUnrelated steps.\n", encoding="utf-8")
+    with Index(example_store) as index:
+        index.refresh()
+        top = S.run(index, "deploy production").results
+        mine = next(r for r in top if r["id"] == "reference/release")
+        assert mine["matched"] == ["description"]
+
+
 def test_candidate_texts_are_the_fts_columns(idx) -> None:
     rows = [n for (n,) in idx.conn.execute("SELECT n FROM cards")]
     texts = S._texts(idx, rows)
