@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -79,30 +80,52 @@ def cold_index(root: Path, db: Path) -> tuple[float, float]:
     return time.perf_counter() - t, time.process_time() - cpu
 
 
-def queries(idx: Index, n: int, seed: int = 7) -> list[str]:
-    """Realistic queries: title words, alias phrases, typos of them, and nonsense."""
+def labelled_queries(idx: Index, n: int, seed: int = 7) -> list[tuple[str, str | None]]:
+    """Realistic queries: title words, alias phrases, typos of them, and nonsense; each
+    with the card it was made from (None for the stock and nonsense queries)."""
     rng = random.Random(seed)
-    rows = idx.conn.execute("SELECT title, aliases FROM cards").fetchall()
-    out = []
+    rows = idx.conn.execute("SELECT title, aliases, id FROM cards").fetchall()
+    out: list[tuple[str, str | None]] = []
     for _ in range(n):
-        title, aliases = rng.choice(rows)
+        title, aliases, cid = rng.choice(rows)
         words = [w for w in title.replace(":", " ").split() if len(w) > 3 and w.isalpha()]
         kind = rng.random()
         if kind < 0.4 and words:
-            out.append(" ".join(rng.sample(words, min(len(words), rng.randint(1, 3)))).lower())
+            out.append((" ".join(rng.sample(words, min(len(words), rng.randint(1, 3)))).lower(),
+                        cid))
         elif kind < 0.6 and aliases:
-            out.append(rng.choice(aliases.split("\n")))
+            out.append((rng.choice(aliases.split("\n")), cid))
         elif kind < 0.8 and words:
             w = list(rng.choice(words).lower())
             if len(w) > 4:
                 i = rng.randrange(1, len(w) - 1)
                 w[i], w[i + 1] = w[i + 1], w[i]
-            out.append("".join(w))
+            out.append(("".join(w), cid))
         elif kind < 0.9:
-            out.append("how do I deploy to production")
+            out.append(("how do I deploy to production", None))
         else:
-            out.append(rng.choice(["zxqv blorf", "qwpz", "ÿ¤ nonsense-xyzzy"]))
+            out.append((rng.choice(["zxqv blorf", "qwpz", "ÿ¤ nonsense-xyzzy"]), None))
     return out
+
+
+def queries(idx: Index, n: int, seed: int = 7) -> list[str]:
+    return [q for q, _ in labelled_queries(idx, n, seed)]
+
+
+def quality(idx: Index, n: int) -> tuple[int, int, int, float]:
+    """How often a labelled query finds the card it was made from: (queries, found
+    first, found in the top 10, mean reciprocal rank). Generated titles repeat words
+    across cards, so many queries fit other cards as well as their own."""
+    pairs = [(q, cid) for q, cid in labelled_queries(idx, n, seed=11) if cid]
+    first = top10 = 0
+    rr = 0.0
+    for q, cid in pairs:
+        got = [r["id"] for r in idx.search(q).results]
+        if cid in got:
+            first += got[0] == cid
+            top10 += 1
+            rr += 1 / (got.index(cid) + 1)
+    return len(pairs), first, top10, rr / max(1, len(pairs))
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -110,9 +133,9 @@ def pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
-def search_latency(root: Path, db: Path, n: int) -> tuple[float, ...]:
-    """(p50, p99) of Index.search, the CPU ms per search, and p50 of the no-change
-    freshness check from git and by a full walk, in ms."""
+def search_latency(root: Path, db: Path, n: int) -> tuple[Any, ...]:
+    """(p50, p99) of Index.search, the CPU ms per search, p50 of the no-change freshness
+    check from git and by a full walk, in ms; then quality() of n labelled queries."""
     with Index(root=root, db_path=db) as idx:
         idx.refresh()
         qs = queries(idx, n)
@@ -131,7 +154,9 @@ def search_latency(root: Path, db: Path, n: int) -> tuple[float, ...]:
             t = time.perf_counter()
             idx.refresh(walk=walk)
             fresh[walk].append((time.perf_counter() - t) * 1000)
-    return pct(times, 50), pct(times, 99), cpu_ms, pct(fresh[False], 50), pct(fresh[True], 50)
+        found = quality(idx, n)
+    return (pct(times, 50), pct(times, 99), cpu_ms, pct(fresh[False], 50), pct(fresh[True], 50),
+            found)
 
 
 def child(args: list[str]) -> tuple[float, float, float]:
@@ -204,8 +229,9 @@ def main() -> None:
              "| cards | bare FTS5 load wall (CPU) | cold index wall (CPU) | ratio wall (CPU) |"
              " search p50 | search p99 | search CPU/query | freshness p50: git (walk) |"
              " `cardmem search` wall (CPU): wheel install | dev install |"
-             " `rg -il` wall (CPU) | search peak RSS |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             " `rg -il` wall (CPU) | search peak RSS | labelled queries: source card first,"
+             " in top 10 (MRR) |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     print(lines[0])
     scripts = {"wheel": wheel_install(args.dir), "dev": CARDMEM}
     for size in [int(s) for s in args.sizes.split(",")]:
@@ -218,11 +244,11 @@ def main() -> None:
         state.mkdir(exist_ok=True)
         db = state / "index.sqlite"
         bare, cold = [], []
-        for _ in range(2 if size <= 20000 else 1):
+        for _ in range(3 if size <= 20000 else 1):  # the quickest of 3: the machine's noise
             bare.append(bare_fts(root, args.dir / f"bare-{size}.sqlite"))
             cold.append(cold_index(root, db))
         b, c = min(bare), min(cold)
-        p50, p99, qcpu, f_git, f_walk = search_latency(root, db, args.queries)
+        p50, p99, qcpu, f_git, f_walk, found = search_latency(root, db, args.queries)
         pr = process_search(root, args.runs, scripts)
         row = (f"| {size:,} | {b[0]:.2f} s ({b[1]:.2f} s) | {c[0]:.2f} s ({c[1]:.2f} s) |"
                f" {c[0] / b[0]:.2f}x ({c[1] / b[1]:.2f}x) | {p50:.2f} ms | {p99:.2f} ms |"
@@ -230,7 +256,8 @@ def main() -> None:
                f" {pr['wheel_wall'] * 1000:.0f} ms ({pr['wheel_cpu'] * 1000:.0f} ms) |"
                f" {pr['dev_wall'] * 1000:.0f} ms ({pr['dev_cpu'] * 1000:.0f} ms) |"
                f" {pr['rg_wall'] * 1000:.0f} ms ({pr['rg_cpu'] * 1000:.0f} ms) |"
-               f" {pr['rss']:.0f} MB |")
+               f" {pr['rss']:.0f} MB | {found[1]} and {found[2]} of {found[0]}"
+               f" ({found[3]:.3f}) |")
         print(row, flush=True)
         lines.append(row)
     if args.write:
