@@ -39,6 +39,7 @@ COLUMNS = ("title", "aliases", "tags", "description", "body", "extra")
 # bm25 weights per FTS column, in COLUMNS order: names a card answers to count most.
 WEIGHTS = (10.0, 8.0, 4.0, 3.0, 1.0, 1.0)
 INACTIVE = ("superseded", "archived")
+MMAP_BYTES = 256 << 20  # of the index file read through a memory map (10k cards: ~30 MB)
 # Refreshes of at least PIPELINE_MIN files parse and insert BATCH files at a time, in one
 # transaction (memory stays bounded); smaller ones parse everything before taking the lock.
 PIPELINE_MIN, BATCH = 1000, 500
@@ -281,6 +282,12 @@ class Index:
             if wal:
                 conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
+            # Pages read from a mapping, not copied by a read() each: a search reads a few
+            # hundred scattered pages (doclists, one docsize row per ranked match, the
+            # candidates' rows), which cost 6% of a median search at 10k cards as reads.
+            # SQLite keeps the mapping right across its own writers; only truncating the
+            # file from outside SQLite under a reader would hurt (SIGBUS), as for any mmap.
+            conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             if version == 0:
                 conn.executescript(_DDL)
                 weights = ", ".join(str(w) for w in WEIGHTS)
