@@ -663,7 +663,10 @@ def _snippet(text: str, hits: list[tuple[int, int, int]], width: int = 160) -> s
         return None
     lead = 24  # a few words of context before the first hit
     best, best_n = hits[0][0], 0
+    every = len({i for _, _, i in hits})  # no window can hold more: the first with all wins
     for j, (start, _, _) in enumerate(hits):
+        if best_n == every:
+            break
         while j and hits[j - 1][0] == start:
             j -= 1  # hits sharing this start come before it: count them too
         stop = start - lead + width
