@@ -354,7 +354,7 @@ CAP = 500
 # fallback below cards named by or holding every word, and its OR matches most of the
 # store for common words: ranking 200 of them instead of 500 took a fifth off the median
 # search (bench_search.py, 10k cards) and changed the top result of 4 of 798 labelled
-# queries, none of them finding its source card less often.
+# queries, none of them finding its source card less often. See also _any_terms().
 CAP_ANY = 200
 
 
@@ -398,6 +398,25 @@ def _ranked(c: sqlite3.Connection, table: str, expr: str, k: int, where: str,
     return [(r, -rank) for r, rank in c.execute(sql, (*params, *args, k))]
 
 
+def _any_terms(p: Plan) -> tuple[list[str], bool]:
+    """The words the any tier ORs, and whether the counts show they match no more than
+    CAP_ANY cards. All the words, unless together they may match more while the rarest
+    of them cannot; then only those rarest: bm25 weighs a rare word most, so their cards
+    are the ones it ranks first anyway, where the newest CAP_ANY cards holding any word
+    would be mostly cards holding only a common one."""
+    known = sorted((most, i) for i, most in enumerate(p.most) if most is not None)
+    rare: list[int] = []
+    total = 0
+    for most, i in known:
+        if total + most > CAP_ANY:
+            break
+        rare.append(i)
+        total += most
+    if not rare:
+        return p.terms, False
+    return [p.terms[i] for i in sorted(rare)], True
+
+
 def _bounds(p: Plan) -> tuple[int | None, int | None, int | None]:
     """The cap bounds of the names, all and any tiers: None where the terms' counts show
     that no more than the tier's cap of cards can match (an AND of terms matches no more
@@ -408,9 +427,7 @@ def _bounds(p: Plan) -> tuple[int | None, int | None, int | None]:
     every: int | None = PROBE
     if known and min(known) <= CAP:
         every = None
-    some: int | None = PROBE
-    if len(known) == len(p.terms) and sum(known) <= CAP_ANY:
-        some = None
+    some: int | None = None if _any_terms(p)[1] else PROBE
     return every, every, some
 
 
@@ -434,7 +451,10 @@ def _candidates(idx: Index, p: Plan, k: int, card_type: str | None,
     tiers = [("names", "names", " AND ".join(p.terms), names, CAP),
              ("all", "fts", " AND ".join(p.terms), every, CAP)]
     if len(p.terms) > 1:
-        tiers.append(("any", "fts", " OR ".join(p.terms), some, CAP_ANY))
+        rare, _ = _any_terms(p)
+        tiers.append(("any", "fts", " OR ".join(rare), some, CAP_ANY))
+        if len(rare) < len(p.terms):  # too few cards hold the rare words: any word at all
+            tiers.append(("any", "fts", " OR ".join(p.terms), PROBE, CAP_ANY))
     for tier, table, expr, bound, cap in tiers:
         if len(found) >= k:
             break

@@ -183,6 +183,26 @@ def test_the_any_tier_ranks_only_its_own_newest_matches(example_store, monkeypat
         assert {f"reference/old-{i}" for i in range(3)} <= set(ids(S.run(index, "quokka wombat")))
 
 
+def test_the_any_tier_ranks_every_card_of_a_rare_word_then_fills_up(example_store,
+                                                                     monkeypatch) -> None:
+    monkeypatch.setattr(S, "CAP_ANY", 3)
+    root = example_store.root
+    for i in range(2):  # old: the newest 3 cards holding either word would miss them
+        write(root, f"reference/quoll-{i}", f"Sighting {i}", "A quoll.")
+    with Index(example_store) as index:
+        index.refresh()
+        for i in range(6):
+            write(root, f"reference/wombat-{i}", f"Burrow {i}", "A wombat.")
+        index.refresh()
+        S.vocabulary(index, force=True)
+        p = S.plan(index, "quoll wombat")
+        assert S._any_terms(p) == (['"quoll"'], True)
+        got = ids(S.run(index, "quoll wombat"))
+        assert got[:2] == ["reference/quoll-0", "reference/quoll-1"]
+        # fewer than a page of results: the newest cards holding any word fill it
+        assert set(got[2:]) == {"reference/wombat-3", "reference/wombat-4", "reference/wombat-5"}
+
+
 def test_rare_words_skip_the_cap_probe_and_find_the_same(idx, monkeypatch) -> None:
     S.vocabulary(idx, force=True)
     for query in ["pytest fixtures", "stripe webhooks", "deploy", "pytets fixtrues", "deplo"]:
