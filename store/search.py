@@ -1,9 +1,10 @@
 """Search over the lexical index: safe queries, typo correction, ranking, confidence.
 
-User text never reaches FTS5 syntax: the query is tokenized by FTS5's own tokenizers
-(scratch tables per connection; words seen before are cached per process), and every term goes into the MATCH expression as a
-double-quoted string, so quotes, hyphens, colons, parentheses, AND/OR/NOT/NEAR, `*`, `^`,
-non-Latin text and emoji are all just text. A term missing from the index vocabulary is
+User text never reaches FTS5 syntax: the query is tokenized as the index is (ASCII words
+by porter.py, FTS5's porter in Python; other text by FTS5's own tokenizers, in scratch
+tables per connection; words seen before are cached per process), and every term goes
+into the MATCH expression as a double-quoted string, so quotes, hyphens, colons,
+parentheses, AND/OR/NOT/NEAR, `*`, `^`, non-Latin text and emoji are all just text. A term missing from the index vocabulary is
 corrected against it (rapidfuzz, loaded only then) before the query runs.
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from typing import Any, Iterable
 
 from .index import COLUMNS, INACTIVE, TOKENIZE, WEIGHTS, Index
+from . import porter
 
 STOPWORDS = frozenset("""a an and are as at be but by do does did for from how i if in into is
 it its me my of on or our so that the their them then there these this to was we were what
@@ -88,33 +90,39 @@ _VOCAB = ("SELECT 0, doc, col, offset, term FROM temp.q_words_v"
           " UNION ALL SELECT 1, doc, col, offset, term FROM temp.q_stems_v")
 
 
-_ASCII_WORD = re.compile(r"[A-Za-z0-9]+")  # unicode61's tokens of ASCII text (then lowercased)
+_ASCII_WORD = re.compile(r"[a-z0-9]+")  # unicode61's tokens of lowercased ASCII text
 
 
 def _tokenize(conn: sqlite3.Connection, chunks: list[str]) -> list[list[tuple[str, str]]]:
-    """(word, stem) of each token of each chunk, in order. The words of ASCII chunks are
-    found here (unicode61 keeps ASCII letters and digits, lowercased, and splits on all
-    else); only their stems need FTS5 (porter keeps one stem per word, in order)."""
+    """(word, stem) of each token of each chunk, in order. ASCII chunks need no SQL:
+    unicode61 keeps ASCII letters and digits, lowercased, and splits on all else, and
+    porter.stem is FTS5's porter. Other chunks go through FTS5's own tokenizers."""
+    out: list[list[tuple[str, str]]] = []
+    other = [chunk for chunk in chunks if not chunk.isascii()]
+    theirs = iter(_fts5_tokens(conn, other) if other else ())
+    for chunk in chunks:
+        if chunk.isascii():
+            words = _ASCII_WORD.findall(chunk.lower())
+            out.append([(w, porter.stem(w)) for w in words])
+        else:
+            out.append(next(theirs))
+    return out
+
+
+def _fts5_tokens(conn: sqlite3.Connection, chunks: list[str]) -> list[list[tuple[str, str]]]:
+    """(word, stem) of each token of each chunk, in order, from FTS5's tokenizers."""
     _scratch(conn)
     rows = [(n // _COLS + 1, *chunks[n:n + _COLS], *[None] * (_COLS - len(chunks[n:n + _COLS])))
             for n in range(0, len(chunks), _COLS)]
-    ascii_only = all(chunk.isascii() for chunk in chunks)
-    tables = ("q_stems",) if ascii_only else ("q_words", "q_stems")
-    for t in tables:
+    for t in ("q_words", "q_stems"):
         conn.execute(f"INSERT INTO temp.{t}({t}) VALUES ('delete-all')")
         conn.executemany(_INSERT.format(t=t), rows)
     raw: list[dict[int, str]] = [{} for _ in chunks]
-    stem: list[dict[int, str]] = [{} for _ in chunks]
-    if ascii_only:
-        sql = _VOCAB.split(" UNION ALL ")[1]
-        for j, chunk in enumerate(chunks):
-            raw[j] = {o: w.lower() for o, w in enumerate(_ASCII_WORD.findall(chunk))}
-    else:
-        sql = _VOCAB
-    for which, doc, col, offset, term in conn.execute(sql):
+    stems: list[dict[int, str]] = [{} for _ in chunks]
+    for which, doc, col, offset, term in conn.execute(_VOCAB):
         j = (doc - 1) * _COLS + int(col[1:])
-        (stem if which else raw)[j][offset] = term
-    return [[(r[o], s[o]) for o in sorted(r)] for r, s in zip(raw, stem)]
+        (stems if which else raw)[j][offset] = term
+    return [[(r[o], st[o]) for o in sorted(r)] for r, st in zip(raw, stems)]
 
 
 def tokens(conn: sqlite3.Connection, text: str) -> list[tuple[str, str]]:
