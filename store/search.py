@@ -4,8 +4,9 @@ User text never reaches FTS5 syntax: the query is tokenized as the index is (ASC
 by porter.py, FTS5's porter in Python; other text by FTS5's own tokenizers, in scratch
 tables per connection; words seen before are cached per process), and every term goes
 into the MATCH expression as a double-quoted string, so quotes, hyphens, colons,
-parentheses, AND/OR/NOT/NEAR, `*`, `^`, non-Latin text and emoji are all just text. A term missing from the index vocabulary is
-corrected against it (rapidfuzz, loaded only then) before the query runs.
+parentheses, AND/OR/NOT/NEAR, `*`, `^`, non-Latin text and emoji are all just text. A
+term missing from the index vocabulary is corrected against it (rapidfuzz, loaded only
+then) before the query runs.
 """
 from __future__ import annotations
 
