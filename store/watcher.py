@@ -16,6 +16,7 @@ stat-based, so it costs a walk of the tree, not a re-read of every card.
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import os
 import sys
@@ -47,6 +48,12 @@ HEALTH_S = 1.0  # how often the worker checks that the observer threads are aliv
 RESCAN_S = 300.0  # a periodic stat rescan as a safety net (0 disables)
 RETRY_MAX_S = 5.0  # the longest back-off after a failed apply or commit
 COMMIT_LOCK_S = 2.0  # how long an autocommit waits for the store's write lock
+# wait_idle's fence: a file it creates in the (hidden, git-ignored) .cardmem/ folder. inotify
+# delivers events in order, so once the fence's event is here so is every earlier write's.
+# (Delivery can lag far behind the write: watchdog holds all events queued behind an
+# IN_MOVED_FROM for up to 0.5 s, to pair it, and git renames .git/index.lock often.)
+FENCE_DIR = ".cardmem"
+FENCE_RETRY_S = 1.0  # a fence unseen this long (an observer restarted): write another
 
 # Names editors write next to a file while saving it. None is ever a card; most are
 # already ruled out by not ending in .md, but the list says what we know we ignore.
@@ -193,6 +200,9 @@ class Watcher:
         self._last_said = ""
         self._flush_on_stop = True
         self._closing = False  # set by stop(): no more observer restarts
+        self._ordered_events = False  # the observer reports events promptly and in order
+        self._fences: dict[str, bool] = {}  # under _cv: wait_idle's fence path -> seen
+        self._fence_no = itertools.count()
 
     # --- life cycle --------------------------------------------------------------------
 
@@ -215,6 +225,7 @@ class Watcher:
     def stop(self, *, flush: bool = True, timeout_s: float = 10.0) -> None:
         """Stop observing; with flush, apply and commit what is pending first. Idempotent."""
         self._closing = True
+        self._ordered_events = False  # no observer to see wait_idle's fences
         obs, self._observer = self._observer, None
         if obs is not None:
             self._stop_observer(obs)
@@ -244,24 +255,59 @@ class Watcher:
 
     def wait_idle(self, timeout_s: float = 10.0, *, settle_s: float = 0.1,
                   commits: bool = False) -> bool:
-        """Wait until no event came for settle_s and everything noted is applied (and
-        committed, if commits). False on timeout."""
+        """Wait until every write made before the call has reached us as an event, no
+        event came for settle_s, and everything noted is applied (and committed, if
+        commits). False on timeout."""
         called = time.monotonic()
         deadline = called + timeout_s
-        with self._cv:
+        fences: list[str] = []
+        fence_t = float("-inf")
+        try:
             while True:
                 now = time.monotonic()
-                # settle_s counts from the call too: a write just before it may not have
-                # reached us as an event yet.
-                idle = (not self._pending and self._rescan is None and not self._busy
-                        and now - max(self._last_t, called) >= settle_s
-                        and not (commits and self.autocommit
-                                 and (self._dirty or self._committing)))
-                if idle:
-                    return True
-                if now >= deadline:
-                    return False
-                self._cv.wait(min(0.02, deadline - now))
+                if self._ordered_events and now - fence_t >= FENCE_RETRY_S:
+                    fence_t = now
+                    if (fence := self._write_fence()) is not None:
+                        fences.append(fence)
+                with self._cv:
+                    now = time.monotonic()
+                    # Without a fence (polling, or .cardmem/ unwritable) settle_s counting
+                    # from the call is the best guess that earlier writes have reached us.
+                    fenced = any(self._fences.get(f) for f in fences) if fences else (
+                        now - called >= settle_s)
+                    idle = (fenced and not self._pending and self._rescan is None
+                            and not self._busy and now - self._last_t >= settle_s
+                            and not (commits and self.autocommit
+                                     and (self._dirty or self._committing)))
+                    if idle:
+                        return True
+                    if now >= deadline:
+                        return False
+                    self._cv.wait(min(0.02, deadline - now))
+        finally:
+            with self._cv:
+                for f in fences:
+                    self._fences.pop(f, None)
+            for f in fences:
+                try:
+                    os.unlink(f)
+                except OSError:
+                    pass
+
+    def _write_fence(self) -> str | None:
+        """Create a fence file for wait_idle; None if the store cannot be written."""
+        path = os.path.join(self.root, FENCE_DIR,
+                            f"watch-fence-{os.getpid()}-{next(self._fence_no)}")
+        with self._cv:
+            self._fences[path] = False  # known before its event can arrive
+        try:
+            with open(path, "wb"):
+                pass
+        except OSError:
+            with self._cv:
+                self._fences.pop(path, None)
+            return None
+        return path
 
     # --- events ------------------------------------------------------------------------
 
@@ -303,6 +349,12 @@ class Watcher:
 
     def on_event(self, event: Any) -> None:
         """One watchdog event: which cards it touches, or that a rescan is needed."""
+        if self._fences and (path := os.fsdecode(event.src_path)) in self._fences:
+            with self._cv:  # wait_idle's fence: every earlier event has been noted
+                if path in self._fences:
+                    self._fences[path] = True
+                    self._cv.notify_all()
+            return
         src = card_id(self.root, event.src_path)
         dest = card_id(self.root, getattr(event, "dest_path", "") or "")
         if not event.is_directory:
@@ -371,6 +423,7 @@ class Watcher:
             obs.schedule(self._handler, self.root, recursive=True,
                          event_filter=self._event_filter(closes=closes))
             obs.start()
+            self._ordered_events = closes
         except OSError as exc:
             # inotify watch or instance limits (ENOSPC / EMFILE): poll instead of failing.
             self._stop_observer(obs)
@@ -378,6 +431,7 @@ class Watcher:
 
             self._tell(f"file events unavailable ({exc.strerror or exc}); polling every second "
                        "instead (raise fs.inotify.max_user_watches to fix)", force=True)
+            self._ordered_events = False
             obs = PollingObserver(timeout=1.0)
             obs.schedule(self._handler, self.root, recursive=True,
                          event_filter=self._event_filter(closes=False))

@@ -524,6 +524,22 @@ def test_autocommit_skips_a_card_that_does_not_parse(store, start, said) -> None
     assert git(root, "show", "--name-only", "--format=", "HEAD").split() == ["reference/bad.md"]
 
 
+def test_wait_idle_waits_for_an_event_held_back_behind_a_move(store, start, tmp_path) -> None:
+    """watchdog holds every inotify event queued behind an IN_MOVED_FROM for up to 0.5 s (to
+    pair it with its IN_MOVED_TO); git renames .git/index.lock on each commit and status. A
+    write made just before wait_idle is not idle while its event is still held back."""
+    root = store.root
+    before = _commits(root)
+    w = start(autocommit=True, quiet_s=0.2)
+    # Moved out of the tree: an IN_MOVED_FROM that nothing pairs, so held the full 0.5 s.
+    (root / ".cardmem" / "scratch").write_text("x")
+    os.rename(root / ".cardmem" / "scratch", tmp_path / "scratch")
+    write(root, "reference/a", card("A", "written behind a move"))
+    assert w.wait_idle(10, commits=True)
+    assert len(_commits(root)) == len(before) + 1
+    assert git(root, "show", "--name-only", "--format=", "HEAD").split() == ["reference/a.md"]
+
+
 def test_autocommit_leaves_cardmem_own_writes_alone(store, start) -> None:
     before = _commits(store.root)
     w = start(autocommit=True, quiet_s=0.3)
