@@ -191,13 +191,29 @@ def search_latency(root: Path, db: Path, n: int) -> tuple[Any, ...]:
             found)
 
 
+# A child's ru_maxrss is at least its parent's peak when it was spawned: Linux carries the
+# parent's high-water mark across (v)fork and exec. This process has held a whole index,
+# so children are started by a small launcher (a bare interpreter, ~10 MB) that forks them
+# and reports their wall time, CPU (theirs and their children's, such as git) and peak.
+_LAUNCHER = """
+import os, sys, time
+t = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.execvp(sys.argv[1], sys.argv[1:])
+_, _, ru = os.wait4(pid, 0)
+print(time.perf_counter() - t, ru.ru_utime + ru.ru_stime, ru.ru_maxrss)
+"""
+
+
 def child(args: list[str]) -> tuple[float, float, float]:
     """(wall s, CPU s = user + sys, max RSS MB) of one child process, from wait4."""
-    t = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, _, ru = os.wait4(proc.pid, 0)
-    proc.returncode = 0
-    return time.perf_counter() - t, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+    out = subprocess.run([sys.executable, "-c", _LAUNCHER, *args], check=True,
+                         capture_output=True, text=True).stdout.split()
+    return float(out[0]), float(out[1]), int(out[2]) / 1024
 
 
 def wheel_install(where: Path) -> str:
