@@ -661,16 +661,18 @@ def _texts(idx: Index, rowids: Iterable[int]) -> dict[int, tuple[Any, ...]]:
     return {row[0]: row for row in idx.conn.execute(_TEXT_SQL, (ids,))}
 
 
-Hits = list[list[tuple[int, int, int]]]  # of a candidate's SHORT fields, then its body
+Hits = list[list[tuple[int, int, int]]]  # of a candidate's SHORT fields, in that order
 
 
 def _hits(p: Plan, texts: dict[int, tuple[Any, ...]]) -> dict[int, Hits]:
-    """rowid -> every hit of the query's terms in each of its texts (Terms.hits_each):
-    one scan serves the fields it matched in and its snippet."""
+    """rowid -> every hit of the query's terms in each of its short fields
+    (Terms.hits_each): one scan serves the fields it matched in and, for the description
+    and title, its snippet. Bodies are scanned for the results shown only."""
     terms = Terms(p)
-    pieces = [text or "" for row in texts.values() for text in row[7:]]
+    width = len(SHORT)
+    pieces = [text or "" for row in texts.values() for text in row[7:7 + width]]
     each = iter(terms.hits_each(pieces))
-    return {n: [next(each) for _ in row[7:]] for n, row in texts.items()}
+    return {n: [next(each) for _ in range(width)] for n in texts}
 
 
 def _fields(p: Plan, hits: dict[int, Hits]) -> dict[int, list[set[str]]]:
@@ -722,7 +724,7 @@ def _snippet(text: str, hits: list[tuple[int, int, int]], width: int = 160) -> s
     return ("…" if lo > 0 else "") + snip + ("…" if hi < len(text) else "")
 
 
-_SNIPPET_FROM = (len(SHORT), SHORT.index("description"), SHORT.index("title"))  # body first
+_SNIPPET_FROM = (SHORT.index("description"), SHORT.index("title"))  # after the body
 
 
 def _snippets(idx: Index, p: Plan, results: list[dict[str, Any]],
@@ -734,9 +736,13 @@ def _snippets(idx: Index, p: Plan, results: list[dict[str, Any]],
         more = _texts(idx, shown - set(texts))
         texts.update(more)
         hits = {**hits, **_hits(p, more)}
+    bodies = [row[-1] or "" for row in texts.values()]  # their first SNIPPET_CHARS
     snips = {}
-    for n, row in texts.items():
-        for which in _SNIPPET_FROM:  # a text's place in hits[n]; in row, 7 later
+    for (n, row), body, found in zip(texts.items(), bodies, Terms(p).hits_each(bodies, 40)):
+        if sn := _snippet(body, found):
+            snips[n] = sn
+            continue
+        for which in _SNIPPET_FROM:  # a field's place in hits[n]; in row, 7 later
             text = (row[7 + which] or "")[:SNIPPET_CHARS]
             found = [h for h in hits[n][which] if h[1] <= len(text)][:40]
             if sn := _snippet(text, found):
