@@ -452,7 +452,8 @@ class Candidate:
 
 def _candidates(idx: Index, p: Plan, k: int, card_type: str | None,
                 project: str | None) -> dict[int, Candidate]:
-    """Cards named by every term; then cards holding every term; then any term.
+    """k cards: named by every term; then holding every term; then any term, each tier
+    filling what the tiers above it left of the k.
 
     Each tier's bm25 is relative to its own best (rel), so tiers need not share a scale.
     """
@@ -473,6 +474,8 @@ def _candidates(idx: Index, p: Plan, k: int, card_type: str | None,
         rows = _ranked(c, table, expr, k, where, args, bound, cap)
         best = max((b for _, b in rows), default=0.0)
         for n, b in rows:
+            if len(found) >= k:
+                break
             if n not in found:
                 cand = found[n] = Candidate(n, b, tier)
                 cand.rel = b / best if best > 0 else 1.0
