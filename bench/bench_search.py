@@ -137,14 +137,16 @@ def pct(xs: list[float], p: float) -> float:
 
 
 def mixed_queries(idx: Index, n: int, seed: int = 5) -> list[tuple[str, str]]:
-    """A rare word of a card's title (in at most 60 cards) and a common word (in 300 to
-    3,000) the card lacks, with the card: only the any tier can find it."""
+    """A rare word of a card's title (in at most 0.6% of the cards) and a common word (in
+    3% to 30%) the card lacks, with the card: only the any tier can find it."""
     from cardmem.store.search import quote, tokens, vocabulary
 
     c = idx.conn
     vocabulary(idx, force=True)
-    common = [t for (t,) in c.execute("SELECT term FROM terms WHERE df BETWEEN 300 AND 3000"
-                                      " AND term GLOB '[a-z]*' AND length(term) > 4")]
+    cards = c.execute("SELECT count(*) FROM cards").fetchone()[0]
+    common = [t for (t,) in c.execute("SELECT term FROM terms WHERE df BETWEEN ? AND ?"
+                                      " AND term GLOB '[a-z]*' AND length(term) > 4",
+                                      (cards * 3 // 100, cards * 30 // 100))]
     rows = c.execute("SELECT n, id, title FROM cards").fetchall()
     rng = random.Random(seed)
     out: list[tuple[str, str]] = []
@@ -158,7 +160,7 @@ def mixed_queries(idx: Index, n: int, seed: int = 5) -> list[tuple[str, str]]:
         word = rng.choice(words)
         df = c.execute("SELECT df FROM terms WHERE term = ?", (tokens(c, word)[0][1],)).fetchone()
         other = rng.choice(common)
-        if not df or df[0] > 60 or c.execute("SELECT 1 FROM fts WHERE rowid = ? AND fts MATCH ?",
+        if not df or df[0] > cards * 6 // 1000 or c.execute("SELECT 1 FROM fts WHERE rowid = ? AND fts MATCH ?",
                                              (rowid, quote(other))).fetchone():
             continue
         out.append((f"{word} {other}", cid))
