@@ -137,8 +137,9 @@ def pct(xs: list[float], p: float) -> float:
 
 
 def mixed_queries(idx: Index, n: int, seed: int = 5) -> list[tuple[str, str]]:
-    """A rare word of a card's title (in at most 0.6% of the cards) and a common word (in
-    3% to 30%) the card lacks, with the card: only the any tier can find it."""
+    """A rare word of a card's title (in at most 60 cards, so that the card can rank in
+    the top 10 of them) and a common word (in 3% to 30% of the cards) the card lacks,
+    with the card: only the any tier can find it."""
     from cardmem.store.search import quote, tokens, vocabulary
 
     c = idx.conn
@@ -160,7 +161,7 @@ def mixed_queries(idx: Index, n: int, seed: int = 5) -> list[tuple[str, str]]:
         word = rng.choice(words)
         df = c.execute("SELECT df FROM terms WHERE term = ?", (tokens(c, word)[0][1],)).fetchone()
         other = rng.choice(common)
-        if not df or df[0] > cards * 6 // 1000 or c.execute("SELECT 1 FROM fts WHERE rowid = ? AND fts MATCH ?",
+        if not df or df[0] > 60 or c.execute("SELECT 1 FROM fts WHERE rowid = ? AND fts MATCH ?",
                                              (rowid, quote(other))).fetchone():
             continue
         out.append((f"{word} {other}", cid))
@@ -307,7 +308,8 @@ def main() -> None:
                f" {pr['dev_wall'] * 1000:.0f} ms ({pr['dev_cpu'] * 1000:.0f} ms) |"
                f" {pr['rg_wall'] * 1000:.0f} ms ({pr['rg_cpu'] * 1000:.0f} ms) |"
                f" {pr['rss']:.0f} MB | {found[1]} and {found[2]} of {found[0]}"
-               f" ({found[3]:.3f}) | {found[5]} of {found[4]} |")
+               f" ({found[3]:.3f}) |"
+               f" {f'{found[5]} of {found[4]}' if found[4] else 'no such words'} |")
         print(row, flush=True)
         lines.append(row)
     if args.write:
