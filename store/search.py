@@ -787,7 +787,9 @@ def run(idx: Index, query: str, limit: int = 10, card_type: str | None = None,
     texts: dict[int, tuple[Any, ...]] = {}
     hits: dict[int, Hits] = {}
     if p.terms:
-        found = _candidates(idx, p, max(limit + 5, 12), card_type, project)
+        # A few candidates past the limit, so that confidence can reorder them; more let
+        # weaker tiers crowd out better-named cards (bench_search.py's labelled queries).
+        found = _candidates(idx, p, max(limit + 2, 12), card_type, project)
         if found:
             texts = _texts(idx, found)
             hits = _hits(p, texts)
