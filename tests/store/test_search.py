@@ -164,18 +164,24 @@ def test_stale_terms_counts_never_skip_a_needed_cap_bound(example_store, monkeyp
         assert not {"reference/quoll-0", "reference/quoll-1"} & set(got)
 
 
+def index_older_then_newer(index: Index, older: list[tuple[str, str, str]],
+                           newer: list[tuple[str, str, str]]) -> None:
+    """Write and index the older cards, then the newer ones: newer rowids, "newest"."""
+    for cards in (older, newer):
+        for cid, title, body in cards:
+            write(index.root, cid, title, body)
+        index.refresh()
+
+
 def test_the_any_tier_ranks_only_its_own_newest_matches(example_store, monkeypatch) -> None:
     monkeypatch.setattr(S, "CAP", 20)
     monkeypatch.setattr(S, "CAP_ANY", 2)  # the newest 2 of the cards holding either word
-    root = example_store.root
-    write(root, "reference/both", "Marsupials", "A quokka met a wombat.")
-    for i in range(3):  # old, and the best matches: the word three times
-        write(root, f"reference/old-{i}", f"Old {i}", "Wombat, wombat, wombat.")
     with Index(example_store) as index:
-        index.refresh()
-        for i in range(2):
-            write(root, f"reference/new-{i}", f"New {i}", "A wombat.")
-        index.refresh()
+        # the old ones are the best matches: the word three times
+        index_older_then_newer(
+            index, [("reference/both", "Marsupials", "A quokka met a wombat.")]
+            + [(f"reference/old-{i}", f"Old {i}", "Wombat, wombat, wombat.") for i in range(3)],
+            [(f"reference/new-{i}", f"New {i}", "A wombat.") for i in range(2)])
         got = ids(S.run(index, "quokka wombat"))
         assert got[0] == "reference/both"  # the all tier: every word, under its own cap
         assert set(got[1:]) == {"reference/new-0", "reference/new-1"}
@@ -186,14 +192,11 @@ def test_the_any_tier_ranks_only_its_own_newest_matches(example_store, monkeypat
 def test_the_any_tier_ranks_every_card_of_a_rare_word_then_fills_up(example_store,
                                                                      monkeypatch) -> None:
     monkeypatch.setattr(S, "CAP_ANY", 3)
-    root = example_store.root
-    for i in range(2):  # old: the newest 3 cards holding either word would miss them
-        write(root, f"reference/quoll-{i}", f"Sighting {i}", "A quoll.")
     with Index(example_store) as index:
-        index.refresh()
-        for i in range(6):
-            write(root, f"reference/wombat-{i}", f"Burrow {i}", "A wombat.")
-        index.refresh()
+        # the quolls are old: the newest 3 cards holding either word would miss them
+        index_older_then_newer(
+            index, [(f"reference/quoll-{i}", f"Sighting {i}", "A quoll.") for i in range(2)],
+            [(f"reference/wombat-{i}", f"Burrow {i}", "A wombat.") for i in range(6)])
         S.vocabulary(index, force=True)
         p = S.plan(index, "quoll wombat")
         assert S._any_terms(p) == (['"quoll"'], True)
