@@ -59,10 +59,10 @@ _READY: dict[int, sqlite3.Connection] = {}  # connections that have them (held: 
 # characters across whitespace and porter stems each token alone, so a text's tokens are
 # its chunks' tokens in order; they depend on the tokenizer only, never on the index, so
 # nothing here goes stale. A long-lived process (MCP server) asks about the same words
-# again and again; a repeated chunk costs no statement at all.
+# again and again: a repeated non-ASCII chunk costs no statement, an ASCII one no stemming.
 _TOKENS: dict[str, tuple[tuple[str, str], ...]] = {}
 _TOKENS_MAX, _CHUNK_MAX = 4096, 64  # entries kept; longer chunks are tokenized, not kept
-# Chunks new to the cache are tokenized together, one chunk per column of a scratch row
+# Non-ASCII chunks new to the cache are tokenized together, one per column of a scratch row
 # (the vocab tables say which column a token came from), in contentless tables emptied
 # with 'delete-all': fewer statements, and cheaper ones, than a row per text and DELETE.
 _COLS = 4
@@ -494,26 +494,18 @@ def _candidates(idx: Index, p: Plan, k: int, card_type: str | None,
 _WORD = r"[^\W_]"
 
 
-def _term_rx(stem: str, prefix: bool) -> str:
-    """A stem and the endings porter folds into it, to be matched on lowercased text.
-    It starts with a literal, so `re` scans for it fast; word starts are checked after."""
-    base = re.escape(stem)
-    if len(stem) > 2 and stem.endswith("i"):  # porter: y -> i (deploy, deploying -> deploi)
-        base = re.escape(stem[:-1]) + "[iy]"
-    tail = f"{_WORD}*" if prefix else f"{_WORD}{{0,5}}"
-    return f"{base}{tail}(?!{_WORD})"
-
-
 _RUN = re.compile(f"{_WORD}*")  # the rest of a word
 _RUN6 = re.compile(f"{_WORD}{{0,6}}")  # enough of it to tell whether it is over 5 long
 
 
 def _matches(low: str, stem: str, prefix: bool) -> list[tuple[int, int]]:
-    """(start, end) of each match of re.compile(_term_rx(stem, prefix)).finditer(low),
-    without compiling a regex per stem (sre's compiler, in Python, cost more than the
-    search itself for a query's new words): str.find for the literal, then the word's end.
-    A match takes the whole rest of the word (up to 5 more letters unless a prefix);
-    after one the scan goes on from its end, after a failed start from the next place."""
+    """(start, end) of each place in lowercased text where the stem, with an ending porter
+    folds into it, ends a word: the stem (a final "i" also as "y": deploy, deploying ->
+    "deploi"), then up to 5 more letters, or any number for a prefix. After a match the
+    scan goes on from its end, after a failed start from the next place; word starts are
+    the caller's to check. What a regex per stem would find (tests/store/test_search.py
+    holds that regex), without one: sre's compiler, in Python, cost more than the search
+    itself for a query's new words."""
     lit, iy = (stem[:-1], True) if len(stem) > 2 and stem[-1] == "i" else (stem, False)
     out: list[tuple[int, int]] = []
     if not lit:
@@ -556,11 +548,6 @@ class Terms:
         self.stems = list(p.stems)
         self.ascii = all(stem.isascii() for stem, _ in p.stems)
 
-    @property
-    def rxs(self) -> list[re.Pattern[str]]:
-        """The terms as regexes: what hits() uses, and what _matches() does without them."""
-        return [re.compile(_term_rx(stem, prefix)) for stem, prefix in self.stems]
-
     @staticmethod
     def prepare(text: str) -> str:
         if not text.isascii() and _ACCENTED.search(text):
@@ -568,30 +555,14 @@ class Terms:
         low = text.lower()
         return low if len(low) == len(text) else text  # offsets must stay put
 
-    def hits(self, low: str, cap: int = 40) -> list[tuple[int, int, int]]:
-        """(start, end, term index) of words that are query terms, in text order."""
-        out = []
-        for i, rx in enumerate(self.rxs):
-            n = 0
-            for m in rx.finditer(low):
-                s = m.start()
-                if s and low[s - 1].isalnum():
-                    continue  # inside a word, not at its start
-                out.append((s, m.end(), i))
-                n += 1
-                if n >= cap:
-                    break
-        out.sort()
-        return out[:cap]
-
     def hits_each(self, texts: list[str], cap: int | None = None
                   ) -> list[list[tuple[int, int, int]]]:
-        """hits(prepare(text), cap) of each text, with one regex scan per term over all
-        the texts joined by newlines (offsets mapped back): a regex call costs more than
-        scanning a card's short text, and a match never crosses a newline (terms are
-        word characters) nor sees past one (a newline is neither a letter nor a digit).
-        The per-term cap of hits() does not change which `cap` hits come first; no cap
-        keeps them all."""
+        """(start, end, term index) of the words of each text that are query terms, in
+        text order, the first `cap` of them (no cap: all), text prepared as prepare()
+        does. One scan per term over all the texts joined by newlines (offsets mapped
+        back): a call costs more than scanning a card's short text, and a match never
+        crosses a newline (terms are word characters) nor sees past one (a newline is
+        neither a letter nor a digit)."""
         low = _prepare_joined(texts, self.ascii)
         starts, at = [], 0
         for text in texts:
@@ -649,6 +620,7 @@ def _prepare_joined(texts: list[str], ascii_terms: bool = False) -> str:
 
 
 SHORT = [c for c in COLUMNS if c != "body"]
+_AT = 7  # a _texts row: n, id, title, type, status, project, description, then SHORT, body
 # A candidate's text, read once: its card row, its short FTS columns (for the fields its
 # words are in) and the start of its body (for a snippet). They come from FTS5's content
 # table (fts_content: id, then c0, c1... in COLUMNS order), the values the fts table
@@ -661,10 +633,14 @@ _TEXT_SQL = ("SELECT c.n, c.id, c.title, c.type, c.status, c.project, c.descript
     body=COLUMNS.index("body"), chars=SNIPPET_CHARS)
 
 
+def _json_ids(rowids: Iterable[int]) -> str:
+    """Rowids as one JSON parameter for `IN (SELECT value FROM json_each(?))`: the same
+    SQL for any number of them, prepared once per connection."""
+    return "[" + ",".join(str(int(n)) for n in rowids) + "]"
+
+
 def _texts(idx: Index, rowids: Iterable[int]) -> dict[int, tuple[Any, ...]]:
-    # the ids as one JSON parameter: the same SQL every time, prepared once per connection
-    ids = "[" + ",".join(str(int(n)) for n in rowids) + "]"
-    return {row[0]: row for row in idx.conn.execute(_TEXT_SQL, (ids,))}
+    return {row[0]: row for row in idx.conn.execute(_TEXT_SQL, (_json_ids(rowids),))}
 
 
 Hits = list[list[tuple[int, int, int]]]  # of a candidate's SHORT fields, in that order
@@ -676,7 +652,7 @@ def _hits(p: Plan, texts: dict[int, tuple[Any, ...]]) -> dict[int, Hits]:
     and title, its snippet. Bodies are scanned for the results shown only."""
     terms = Terms(p)
     width = len(SHORT)
-    pieces = [text or "" for row in texts.values() for text in row[7:7 + width]]
+    pieces = [text or "" for row in texts.values() for text in row[_AT:_AT + width]]
     each = iter(terms.hits_each(pieces))
     return {n: [next(each) for _ in range(width)] for n in texts}
 
@@ -695,7 +671,7 @@ def _fields(p: Plan, hits: dict[int, Hits]) -> dict[int, list[set[str]]]:
 
 def _snippet(text: str, hits: list[tuple[int, int, int]], width: int = 160) -> str | None:
     """The window of text holding the most query words, the words in **bold**.
-    text is cut to SNIPPET_CHARS and hits are Terms.hits of it, prepared."""
+    text is cut to SNIPPET_CHARS and hits are Terms.hits_each's for it."""
     if not hits:
         return None
     lead = 24  # a few words of context before the first hit
@@ -748,8 +724,8 @@ def _snippets(idx: Index, p: Plan, results: list[dict[str, Any]],
         if sn := _snippet(body, found):
             snips[n] = sn
             continue
-        for which in _SNIPPET_FROM:  # a field's place in hits[n]; in row, 7 later
-            text = (row[7 + which] or "")[:SNIPPET_CHARS]
+        for which in _SNIPPET_FROM:  # a field's place in hits[n], and _AT later in row
+            text = (row[_AT + which] or "")[:SNIPPET_CHARS]
             found = [h for h in hits[n][which] if h[1] <= len(text)][:40]
             if sn := _snippet(text, found):
                 snips[n] = sn
@@ -757,9 +733,11 @@ def _snippets(idx: Index, p: Plan, results: list[dict[str, Any]],
     for r in results:
         r["snippet"] = snips.get(r["_n"], "")
     # Show corrections as words of the cards ("fixtures"), not as index stems ("fixtur").
+    desc_at, title_at = (_AT + SHORT.index(f) for f in ("description", "title"))
     for word, stem in list(p.corrected.items()):
         for n in sorted(texts):
-            body, desc, title = texts[n][-1] or "", texts[n][10] or "", texts[n][7] or ""
+            row = texts[n]
+            body, desc, title = row[-1] or "", row[desc_at] or "", row[title_at] or ""
             low = Terms.prepare(f"{title}\n{desc}\n{body}")
             m = next(((s, e) for s, e in _matches(low, stem, False)
                       if not s or not low[s - 1].isalnum()), None)
@@ -883,11 +861,10 @@ def _fuzzy_names(idx: Index, query: str, limit: int, card_type: str | None,
     if not best:
         return []
     where, args = _filters(card_type, project)
-    ids = "[" + ",".join(str(int(n)) for n in best) + "]"
     out = []
     for n, cid, title, ctype, status, proj, desc in idx.conn.execute(
             "SELECT n, id, title, type, status, project, description FROM cards c"
-            f" WHERE n IN (SELECT value FROM json_each(?)){where}", (ids, *args)):
+            f" WHERE n IN (SELECT value FROM json_each(?)){where}", (_json_ids(best), *args)):
         score = best[n]
         out.append({"id": cid, "title": title, "type": ctype,
                     "score": round(0.8 * score / 100, 4),
