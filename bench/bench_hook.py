@@ -26,7 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from gen_store import generate  # noqa: E402
+from gen_store import commit_store, generate  # noqa: E402
 
 from cardmem.store.index import Index  # noqa: E402
 from cardmem.store.store import Store  # noqa: E402
@@ -47,20 +47,13 @@ def machine() -> str:
         pass
     return (f"{os.cpu_count()} CPUs, {cpu}, Python {platform.python_version()}, "
             f"SQLite {sqlite3.sqlite_version}, load average {os.getloadavg()[0]:.1f} at start")
-GIT_ID = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
-          "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}
 
 
 def prepare(root: Path, cards: int) -> tuple[Store, str]:
     """The store (generated, committed and indexed once) and one of its projects."""
     if not (root / ".git").exists() or not any(root.glob("feedback/*.md")):
         generate(root, cards)
-    env = {**os.environ, **GIT_ID}
-    if subprocess.run(["git", "-C", str(root), "rev-parse", "-q", "--verify", "HEAD"],
-                      capture_output=True).returncode != 0:
-        subprocess.run(["git", "-C", str(root), "add", "-A"], check=True, env=env)
-        subprocess.run(["git", "-C", str(root), "commit", "-q", "-m", "bench cards"],
-                       check=True, env=env)
+    commit_store(root)
     store = Store.open(root)
     with Index(store) as idx:
         idx.refresh()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .card import Card, _Loader, from_meta, split
+from .card import _Loader
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 # Characters YAML refuses or treats specially anywhere in a line, and the line breaks
@@ -184,11 +184,3 @@ def _by_line(block: str) -> dict[str, Any] | None:
         meta[key] = parsed
     return meta
 
-
-def parse(cardlib: Any, text: str, card_id: str, path: Any = None) -> Card:
-    """card.parse, through the fast path when the frontmatter allows it."""
-    span = split(text)
-    meta = quick_meta(text[span[0]:span[1]]) if span else None
-    if meta is None:
-        return cardlib.parse(text, card_id, path)
-    return from_meta(card_id, meta, text, span[2], path)

@@ -154,7 +154,8 @@ KNOWN_KEYS = frozenset(("title", "type", "description", "aliases", "tags", "proj
 
 
 def _lines(value: Any) -> str:
-    """A list field (aliases, tags) as newline-joined text: "\n".join(card._as_list(value))."""
+    """A list field (aliases, tags) as newline-joined text: "\n".join(card._as_list(value))
+    (tests/store/test_fastmeta.py holds the two to the same)."""
     if value.__class__ is str:
         return value
     if value is None:
@@ -165,14 +166,19 @@ def _lines(value: Any) -> str:
 
 
 def _row(card: Any) -> tuple[tuple[Any, ...], tuple[str, ...]]:
-    """(cards columns, fts columns) of a parsed card."""
-    return _fields(card.meta, card.title, card.type, card.body)
+    """(cards columns, fts columns) of a parsed card, from the Card's own properties: the
+    YAML path, and what tests hold the quicker _fields to."""
+    extra = "\n".join(f"{k} {_text(v)}" for k, v in card.meta.items() if k not in KNOWN_KEYS)
+    aliases, tags = "\n".join(card.aliases), "\n".join(card.tags)
+    status = (card.status or "active").strip().lower()
+    meta = (card.type, card.title, aliases, tags, card.project, status, card.description)
+    return meta, (card.title, aliases, tags, card.description, card.body, extra)
 
 
 def _text_row(cardlib: Any, fastmeta: Any, text: str, cid: str
               ) -> tuple[tuple[Any, ...], tuple[str, ...]]:
-    """_row(fastmeta.parse(...)) without building the Card when the frontmatter is simple
-    and names its title and type (card.from_meta's rules otherwise)."""
+    """_row of the parsed card, without building the Card when the frontmatter is one
+    quick_meta reads and names its title and type (card.from_meta's rules otherwise)."""
     span = cardlib.split(text)
     meta = fastmeta.quick_meta(text[span[0]:span[1]]) if span else None
     if meta is None:

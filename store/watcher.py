@@ -48,11 +48,10 @@ HEALTH_S = 1.0  # how often the worker checks that the observer threads are aliv
 RESCAN_S = 300.0  # a periodic stat rescan as a safety net (0 disables)
 RETRY_MAX_S = 5.0  # the longest back-off after a failed apply or commit
 COMMIT_LOCK_S = 2.0  # how long an autocommit waits for the store's write lock
-# wait_idle's fence: a file it creates in the (hidden, git-ignored) .cardmem/ folder. inotify
-# delivers events in order, so once the fence's event is here so is every earlier write's.
-# (Delivery can lag far behind the write: watchdog holds all events queued behind an
-# IN_MOVED_FROM for up to 0.5 s, to pair it, and git renames .git/index.lock often.)
-FENCE_DIR = ".cardmem"
+# wait_idle's fence: a file it creates in the store's (hidden, git-ignored) state folder.
+# inotify delivers events in order, so once the fence's event is here so is every earlier
+# write's. (Delivery can lag far behind the write: watchdog holds all events queued behind
+# an IN_MOVED_FROM for up to 0.5 s, to pair it, and git renames .git/index.lock often.)
 FENCE_RETRY_S = 1.0  # a fence unseen this long (an observer restarted): write another
 
 # Names editors write next to a file while saving it. None is ever a card; most are
@@ -296,8 +295,10 @@ class Watcher:
 
     def _write_fence(self) -> str | None:
         """Create a fence file for wait_idle; None if the store cannot be written."""
-        path = os.path.join(self.root, FENCE_DIR,
-                            f"watch-fence-{os.getpid()}-{next(self._fence_no)}")
+        try:
+            path = str(self.store.state_dir / f"watch-fence-{os.getpid()}-{next(self._fence_no)}")
+        except OSError:
+            return None
         with self._cv:
             self._fences[path] = False  # known before its event can arrive
         try:

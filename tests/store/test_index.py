@@ -343,15 +343,6 @@ def test_module_search_refreshes_first(store) -> None:
 
 # --- the fast frontmatter path agrees with YAML -------------------------------------------
 
-def test_fast_frontmatter_agrees_with_card_parse_on_the_example_store(example_store) -> None:
-    for cid, path in example_store.card_files():
-        text = path.read_text(encoding="utf-8")
-        fast = fastmeta.parse(cardlib, text, cid, path)
-        slow = cardlib.parse(text, cid, path)
-        assert (fast.meta, fast.title, fast.type, fast.body) == (
-            slow.meta, slow.title, slow.type, slow.body)
-
-
 _word = st.text(alphabet=st.sampled_from(list("abcXYZ019 -_:#,'\"[]{}@&*!|>%?.~\\\t")),
                 max_size=12)
 _value = st.one_of(_word, st.lists(_word, max_size=4).map(lambda xs: "[" + ", ".join(xs) + "]"))
