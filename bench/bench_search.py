@@ -193,7 +193,7 @@ def search_latency(root: Path, db: Path, n: int) -> tuple[float, ...]:
 
 # A child's ru_maxrss is at least its parent's peak when it was spawned: Linux carries the
 # parent's high-water mark across (v)fork and exec. This process has held a whole index,
-# so children are started by a small launcher (a bare interpreter, ~10 MB) that forks them
+# so children are started by a small launcher (a bare interpreter, ~8 MB) that forks them
 # and reports their wall time, CPU (theirs and their children's, such as git) and peak.
 _LAUNCHER = """
 import os, sys, time

@@ -124,7 +124,7 @@ class Status:
     (for a walk) also starts `git ls-files -v`, read after the walk."""
 
     def __init__(self, root: str, full: bool = False) -> None:
-        self.root, self.full = root, full
+        self.full = full
         self.started_ns = time.time_ns()
         self.head = head(root)
         self._read = False
@@ -338,8 +338,9 @@ def settle(conn: sqlite3.Connection, base: Anchor | None, new: Anchor | None,
 
     base: the anchor read before the refresh; new: what the refresh makes of it (a walk's
     fresh anchor, a check's moved one, or None); touched: ids whose rows it changed or
-    removed (a walk passes those it found gone: its re-read rows come from since_ns). since_ns (a walk's status start): rows of cards written since then are
-    suspects, whoever indexed them. Suspects that other processes added since `base`
+    removed (a walk passes those it found gone: its re-read rows come from since_ns).
+    since_ns (a walk's status start): rows of cards written since then are suspects,
+    whoever indexed them. Suspects that other processes added since `base`
     (the watcher's refresh_ids) are kept. If another walk re-anchored meanwhile, a check
     adds what it touched to that anchor and a walk drops it (the next one walks again).
     """

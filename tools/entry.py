@@ -76,7 +76,7 @@ def search(opts: dict[str, object]) -> None:
         from cardmem.store.lean import StoreRoot
 
         try:
-            store = StoreRoot.open(opts["store_path"])  # type: ignore[arg-type]
+            store = StoreRoot.open(spot)  # the folder git status runs in, by the same rule
             from cardmem.store.index import Index
             from cardmem.tools.search_text import json_text, lines
 
