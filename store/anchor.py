@@ -121,7 +121,9 @@ class Git:
 class Status:
     """HEAD, and a `git status` started now and read later: it runs while Python does
     other start-up work (the search command starts it before its imports). A full one
-    (for a walk) also starts `git ls-files -v`, read after the walk."""
+    (for a walk) also starts `git ls-files -v`, read after the walk: only its first 64 KiB
+    fit the pipe meanwhile (a 10k-card store lists ~600 KB), so the rest, a few ms of
+    git's time, waits for the read."""
 
     def __init__(self, root: str, full: bool = False) -> None:
         self.full = full
