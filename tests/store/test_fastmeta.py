@@ -15,13 +15,13 @@ from cardmem.store import card as cardlib
 from cardmem.store import fastmeta
 from cardmem.store import index as indexmod
 
-# Characters YAML or str.splitlines treat specially, and a no-break space (not YAML white
-# space, but str.strip() removes it).
-_chars = st.sampled_from(list("ab9 -_:#,'\"[]{}.\\\t\r\n\xa0\u2028\x85\ufeffé🚀"))
+# Characters YAML or str.splitlines treat specially (indicators, escapes, line breaks), and
+# a no-break space (not YAML white space, but str.strip() removes it).
+_chars = st.sampled_from(list("ab9XZ -_:#,'\"[]{}.@&*!|>%?~\\\t\r\n\xa0\u2028\x85\ufeffé🚀"))
 _text = st.text(alphabet=_chars, max_size=14)
 _value = st.one_of(_text, st.lists(_text, max_size=3).map(lambda xs: "[" + ", ".join(xs) + "]"))
-_key = st.sampled_from(["title", "type", "tags", "aliases", "status", "project", "on",
-                        "null", "x-y", "k", "#c", ""])
+_key = st.sampled_from(["title", "type", "tags", "aliases", "status", "project", "on", "yes",
+                        "true", "null", "x-y", "1a", "a b", "k", "#c", ""])
 _line = st.one_of(st.tuples(_key, _value).map(lambda kv: f"{kv[0]}: {kv[1]}"),
                   st.sampled_from(["", "   ", "# note", "\xa0", "key:value", "k:"]))
 

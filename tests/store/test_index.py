@@ -9,12 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from cardmem.store import card as cardlib
-from cardmem.store import fastmeta
 from cardmem.store.index import Index, search, walk
 
 PYTEST_CARD = "projects/acme-api/pytest-fixtures"
@@ -339,26 +334,6 @@ def test_module_search_refreshes_first(store) -> None:
     assert ids(search(store, "axolotl")) == ["reference/fresh"]
     (store.root / "reference" / "fresh.md").unlink()
     assert search(store, "axolotl").results == []
-
-
-# --- the fast frontmatter path agrees with YAML -------------------------------------------
-
-_word = st.text(alphabet=st.sampled_from(list("abcXYZ019 -_:#,'\"[]{}@&*!|>%?.~\\\t")),
-                max_size=12)
-_value = st.one_of(_word, st.lists(_word, max_size=4).map(lambda xs: "[" + ", ".join(xs) + "]"))
-_key = st.sampled_from(["title", "tags", "aliases", "on", "yes", "null", "true", "x-y", "1a",
-                        "a b", "k"])
-
-
-@settings(max_examples=400, deadline=None)
-@given(st.lists(st.tuples(_key, _value), max_size=5))
-def test_fast_frontmatter_is_yaml_or_declines(pairs) -> None:
-    block = "".join(f"{k}: {v}\n" for k, v in pairs)
-    fast = fastmeta.quick_meta(block)
-    if fast is None:
-        return
-    loaded = yaml.load(block, Loader=cardlib._Loader) or {}
-    assert fast == {str(k): v for k, v in loaded.items()}
 
 
 def test_a_big_store_stays_quick_to_check(tmp_path) -> None:
