@@ -34,7 +34,7 @@ def hook(event: str, payload: dict | str, store: Path | None, env: dict | None =
 def context_of(proc: subprocess.CompletedProcess) -> str:
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert set(out) == {"hookSpecificOutput"}
+    assert set(out) <= {"hookSpecificOutput", "systemMessage"}
     assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     return out["hookSpecificOutput"]["additionalContext"]
 
