@@ -133,24 +133,24 @@ def _is_ours(path: Path) -> bool:
         return False
 
 
-def sync(root: Path, rules: list[Any], path: Path) -> Delivery:
+def sync(root: Path, rules: list[Any], path: Path, *, dry_run: bool = False) -> Delivery:
     """Compare the rules file at path (as the host loaded it) with the rules now; rewrite
-    it if they differ. Never raises: a failure is Delivery.error, and then every rule is
-    reported changed (the caller shows them inline)."""
+    it if they differ (unless dry_run: then only report). Never raises: a failure is
+    Delivery.error, and then every rule is reported changed (the caller shows them inline)."""
     d = Delivery(path)
     d.total = len(rules)
     for c in rules:
         if p := rule_project(c):
             d.by_project[p] = d.by_project.get(p, 0) + 1
     try:
-        return _sync(Path(root), rules, Path(path), d)
+        return _sync(Path(root), rules, Path(path), d, dry_run)
     except Exception as exc:  # noqa: BLE001 - a session must start whatever happens
         d.error = " ".join(str(exc).split()) or type(exc).__name__
         d.changed, d.removed = list(rules), []
         return d
 
 
-def _sync(root: Path, rules: list[Any], path: Path, d: Delivery) -> Delivery:
+def _sync(root: Path, rules: list[Any], path: Path, d: Delivery, dry_run: bool) -> Delivery:
     key = str(path)
     state = _load_state(root)
     rec = state.get(key) if isinstance(state.get(key), dict) else None
@@ -174,8 +174,8 @@ def _sync(root: Path, rules: list[Any], path: Path, d: Delivery) -> Delivery:
         if not old or old[2] != dig:
             d.changed.append(c)
     d.removed = sorted(set(loaded) - set(now))
-    if on_disk is not None and now == loaded:
-        return d  # the host loaded exactly these rules
+    if (on_disk is not None and now == loaded) or dry_run:
+        return d  # the host loaded exactly these rules, or only a report was asked for
     text = render(root, rules).encode("utf-8", "surrogatepass")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # a dot file: no host loads it
@@ -196,9 +196,9 @@ def _current_rules(store: Any) -> list[Any]:
     return active_rules(holdings(store, None).rules)
 
 
-def deliver(store: Any, path: Path) -> Delivery:
+def deliver(store: Any, path: Path, *, dry_run: bool = False) -> Delivery:
     """Write (or bring up to date) the rules file at path for this store's rules now."""
-    return sync(store.root, _current_rules(store), Path(path))
+    return sync(store.root, _current_rules(store), Path(path), dry_run=dry_run)
 
 
 def refresh(store: Any) -> list[Delivery]:

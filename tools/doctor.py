@@ -71,13 +71,26 @@ def check_index(store: Store) -> list[tuple[bool, str]]:
 CHECKS: list[Check] = [check_repo, check_config, check_cards, check_index]
 
 
+# Host adapters (hooks/) sit above tools/: they offer their checks as entry points.
+CHECK_GROUP = "cardmem.checks"
+
+
+def _plugin_checks() -> list[Check]:
+    from importlib.metadata import entry_points
+
+    return [ep.load() for ep in sorted(entry_points(group=CHECK_GROUP), key=lambda e: e.name)]
+
+
 def run_checks(store: Store) -> list[tuple[bool, str]]:
     results = []
-    for check in CHECKS:
+    for check in CHECKS + _plugin_checks():
         try:
             results += check(store)
         except CardmemError as exc:
             results.append((False, str(exc)))
+        except Exception as exc:  # noqa: BLE001 - one broken check must not hide the rest
+            results.append((False, f"{getattr(check, '__name__', 'check')}: "
+                                   f"{type(exc).__name__}: {exc}"))
     return results
 
 
