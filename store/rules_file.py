@@ -176,6 +176,10 @@ def _sync(root: Path, rules: list[Any], path: Path, d: Delivery, dry_run: bool) 
     d.removed = sorted(set(loaded) - set(now))
     if (on_disk is not None and now == loaded) or dry_run:
         return d  # the host loaded exactly these rules, or only a report was asked for
+    if on_disk is not None and loaded and not d.changed and not d.removed:
+        state[key]["rules"] = now  # files touched, none changed: new stamps, same text
+        _save_state(root, state)
+        return d
     text = render(root, rules).encode("utf-8", "surrogatepass")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # a dot file: no host loads it

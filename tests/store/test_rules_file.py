@@ -182,3 +182,16 @@ def test_a_rule_written_through_the_store_is_in_the_file_at_once(store, tmp_path
     assert rules_file.sync(store.root, rules_now(store), target).changed == []
     store.new("reference/howto", title="How to", body="Not a rule.")
     assert "Not a rule." not in target.read_text()
+
+
+def test_a_touched_rule_updates_the_stamps_without_rewriting_the_file(store, tmp_path):
+    rule(store, "feedback/a", "A", "alpha")
+    target = tmp_path / "cardmem.md"
+    rules_file.sync(store.root, rules_now(store), target)
+    before = target.stat().st_mtime_ns
+    st = (store.root / "feedback" / "a.md").stat()
+    os.utime(store.root / "feedback" / "a.md", ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000))
+    d = rules_file.sync(store.root, rules_now(store), target)
+    assert not d.wrote and d.changed == [] and target.stat().st_mtime_ns == before
+    state = json.loads((store.root / ".cardmem" / rules_file.STATE).read_text())
+    assert state[str(target)]["rules"]["feedback/a"][0] == st.st_mtime_ns + 5_000_000
