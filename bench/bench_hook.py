@@ -140,7 +140,7 @@ def main() -> None:
     edited = series(hook_args, payload, work, max(5, a.runs // 3), before=edit_rule)
     edited_ctx = json.loads(edited["out"])["hookSpecificOutput"]["additionalContext"]
     rule.write_bytes(original)
-    old_route = series(hook_args[:4] + ["session-start"], payload, work, max(5, a.runs // 3))
+    old_route = series(hook_args[:5] + ["session-start"], payload, work, max(5, a.runs // 3))
     old_ctx = json.loads(old_route["out"])["hookSpecificOutput"]["additionalContext"]
     cli = series([str(Path(py).with_name("cardmem")), "hook", "claude-code", "session-start",
                   "--store", str(store.root), "--rules-file", str(rules_file)], payload, work,

@@ -130,6 +130,9 @@ def session_start_context(payload: dict[str, Any], root: Path,
             user.append(f"{titled} rule(s) reached the model by title only"
                         + ("" if d is not None and d.ok else
                            "; `cardmem install claude-code` loads every rule whole"))
+        if pile.proposals:
+            user.append(f"{pile.proposals} proposed rule(s) await your review "
+                        "(`cardmem review`)")
         text, cut = fit_host(text)
         if cut:
             user.append(f"session context cut by {cut} characters to fit Claude Code")

@@ -47,7 +47,8 @@ class Pile:
     (A plain class: `dataclasses` pulls in `inspect`, 15 ms of every session start.)
     """
 
-    __slots__ = ("text", "addresses", "left_out", "budget", "notices", "delivered")
+    __slots__ = ("text", "addresses", "left_out", "budget", "notices", "delivered",
+                 "proposals")
 
     def __init__(self, text: str, addresses: list[str], left_out: list[dict[str, Any]],
                  budget: int, notices: list[str] | None = None) -> None:
@@ -55,6 +56,7 @@ class Pile:
         self.budget = budget
         self.notices = notices if notices is not None else []  # unreadable cards met
         self.delivered: Any = None  # the rules file's rules_file.Delivery, if one was used
+        self.proposals = 0  # agent-written rules waiting for a person's review
 
     def as_dict(self) -> dict[str, Any]:
         return {"text": self.text, "chars": len(self.text), "budget": self.budget,
@@ -461,8 +463,7 @@ def _section_need(heading: str, blocks: Iterable[str]) -> int:
 
 
 def session_context(store: Store, project: str | None = None, cwd: str | None = None,
-                    budget: int | None = None, rules_file: Path | None = None,
-                    proposals: int = 0) -> Pile:
+                    budget: int | None = None, rules_file: Path | None = None) -> Pile:
     """The pile a coding session starts with (rung 1).
 
     rules_file: a file the host loads whole at start-up (store/rules_file.py) that carries
@@ -511,6 +512,7 @@ def session_context(store: Store, project: str | None = None, cwd: str | None = 
                 b.addresses.append(c.id)
     else:
         _add_rules(b, h.rules)
+    proposals = h.proposals
     if proposals:
         b.add(f"({proposals} agent-proposed rule{'s' * (proposals != 1)} await a person's "
               "review (`cardmem review`); they are not in force.)\n")
@@ -529,7 +531,7 @@ def session_context(store: Store, project: str | None = None, cwd: str | None = 
     _add_recent(b, recent_lines, more)
     _footer(b, h.total)
     pile = Pile(b.text(), b.addresses, b.left_out, budget, h.problems)
-    pile.delivered = delivered
+    pile.delivered, pile.proposals = delivered, proposals
     return pile
 
 

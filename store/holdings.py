@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 if TYPE_CHECKING:  # the pile's path never imports the card parser (YAML) or the writer
     from .store import Store
 
-INACTIVE = {"superseded", "archived"}
+INACTIVE = {"superseded", "archived", "proposed"}  # proposed: awaits a person (review)
 
 
 def is_active(card: Any) -> bool:
@@ -137,6 +137,7 @@ class Holdings(NamedTuple):
     total: int
     problems: list[str]
     titles: dict[str, str]  # id -> title, of the wanted ids that are cards
+    proposals: int = 0  # rules and user cards an agent proposed, awaiting a person
 
 
 def holdings(store: Store, project: str | None, want_titles: Iterable[str] = ()) -> Holdings:
@@ -171,7 +172,8 @@ def holdings(store: Store, project: str | None, want_titles: Iterable[str] = ())
         project_counts=Counter(c.project for c in cards if c.project),
         total=len(cards),
         problems=[f"{p.path}: skipped: {p.reason}" for p in problems],
-        titles={i: by_id[i] for i in want_titles if i in by_id})
+        titles={i: by_id[i] for i in want_titles if i in by_id},
+        proposals=_proposals(cards))
 
 
 def _project_cards(cards: Iterable[Any], project: str | None) -> list[Any]:
@@ -296,7 +298,11 @@ def _built(store: Store, s: dict[str, Any], project: str | None,
                           project)
     types = Counter(s["types"])
     return Holdings(rules, users, mine, types, Counter(s["project_counts"]),
-                    sum(types.values()), s["problems"], titles)
+                    sum(types.values()), s["problems"], titles, _proposals(focus))
+
+
+def _proposals(cards: Iterable[Any]) -> int:
+    return sum(1 for c in cards if c.type in ("feedback", "user") and c.status == "proposed")
 
 
 def _stale(store: Store, rows: list[list[Any]], listed: set[str],

@@ -76,3 +76,15 @@ def test_a_foreign_file_at_the_rules_path_is_kept_and_reported(tmp_path):
     out = start(s.root, {"cwd": str(tmp_path)}, target)
     assert "rules file not used" in out["systemMessage"] and target.read_text() == "mine\n"
     assert "### Rule 0 (`feedback/r000`)" in out["hookSpecificOutput"]["additionalContext"]
+
+
+def test_proposals_are_counted_for_the_person_and_left_out_of_the_rules(tmp_path):
+    s, _ = init(tmp_path / "s")
+    _rules(s.root, 2, "live rule")
+    (s.root / "feedback" / "agent-idea.md").write_text(
+        "---\ntitle: Agent idea\ntype: feedback\nstatus: proposed\n---\nPROPOSED-TEXT\n")
+    target = tmp_path / "cardmem.md"
+    out = start(s.root, {"cwd": str(tmp_path)}, target)
+    assert "1 proposed rule(s) await your review (`cardmem review`)" in out["systemMessage"]
+    assert "PROPOSED-TEXT" not in target.read_text()
+    assert "PROPOSED-TEXT" not in out["hookSpecificOutput"]["additionalContext"]
