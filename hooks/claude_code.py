@@ -15,6 +15,8 @@ stop, session-end
                hand the session to a detached background process and return at once;
                that process reads the transcript, redacts it, extracts signals (one model
                call) and files them (one commit), or spools them if the store is busy.
+               A failed extraction keeps the redacted excerpt in .cardmem/retry/; each
+               later run re-extracts the due ones first, into the same commit.
 
 Start-up is kept lean: this module imports neither click nor anthropic; the learning
 path imports what it needs inside the background process.
@@ -200,7 +202,11 @@ def _mark_path(store: Any, session: str) -> Path:
 
 
 def learn(event: str, payload: dict[str, Any], store_path: str | None = None) -> str:
-    """Transcript -> redacted excerpt -> signals -> one commit. Returns the log outcome."""
+    """Transcript -> redacted excerpt -> signals -> one commit. Returns the log outcome.
+
+    The retry backlog's due sessions go first, into the same commit. A failed
+    extraction keeps the excerpt in the retry queue (store/retry.py): nothing is lost.
+    """
     from cardmem.store.errors import CardmemError
     from cardmem.store.store import Store
 
@@ -210,16 +216,16 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
         return f"no store: {exc.why}"
     session = str(payload.get("session_id") or "")
     transcript = payload.get("transcript_path")
-    from cardmem.store.compound import spool_dir
+    from cardmem.hooks import backlog
 
-    pending = any(spool_dir(store).glob("*.json"))
+    retried = backlog.retry_due(store, lambda s: str(_mark_path(store, s)) + ".lock")
     if not transcript:
-        return _file(store, [], session) if pending else "skipped: no transcript_path"
+        return _file_pending(store, session, "skipped: no transcript_path", retried)
     from cardmem.hooks.transcript import read_excerpt, should_skip
 
     if should_skip(transcript):
-        return _file(store, [], session) if pending else \
-            "skipped: no transcript or under 1,000 bytes"
+        return _file_pending(store, session, "skipped: no transcript or under 1,000 bytes",
+                             retried)
     from filelock import FileLock
 
     mark = _mark_path(store, session)
@@ -232,26 +238,47 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
             done = 0
         growth = size - done
         if growth <= 0 or (event == "stop" and done and growth < STOP_MIN_GROWTH):
-            return _file(store, [], session) if pending else \
-                "skipped: nothing new since the last run"
+            return _file_pending(store, session, "skipped: nothing new since the last run",
+                                 retried)
         cfg = store.config
         turns = read_excerpt(transcript, max_turns=int(cfg["extract"]["max_turns"]),
                              turn_chars=int(cfg["extract"]["turn_chars"]))
-        from cardmem.tools.extract import extract
-        from cardmem.tools.model import ModelError, ModelUnavailable
+        from cardmem.store import retry
         from cardmem.tools.redact import redact
 
         turns = [{"role": t.role, "text": redact(t.text)} for t in turns]
-        try:
-            signals = extract(turns, cfg=cfg["model"])
-        except ModelError as exc:
-            what = "no model" if isinstance(exc, ModelUnavailable) else "extraction failed"
-            spooled = f"; spool: {_file(store, [], session)}" if pending else ""
-            return f"{what}: {exc.why}; nothing extracted{spooled}"
+        project = _project(store, payload)
+        waiting = retry.load(store.root, session)
+        if waiting:  # this session failed before: one call for the old excerpt and the new
+            turns = backlog.merge_turns(waiting["turns"], turns,
+                                        2 * int(cfg["extract"]["max_turns"]))
+        signals, why, counts = backlog.extract_or_why(turns, cfg)
+        if signals is None:
+            gone = retry.fail(store.root, session, turns, why, counts=counts, project=project,
+                              cwd=payload.get("cwd"), size=size)
+            _write_mark(mark, size)  # queued: the backlog retries it, the next run does not
+            backlog.log_given_up(store, gone)
+            what = "extraction failed" if counts else "no model"
+            return _file_pending(store, session, f"{what}: {why}; kept for retry", retried)
         lines = [redact(s.line) for s in signals]
-        outcome = _file(store, lines, session)
+        outcome = _file(store, lines, session, project)
+        if waiting:
+            retry.remove(store.root, session)  # filed or spooled with this run's signals
         _write_mark(mark, size)  # filed or spooled, they are safe: never extract them twice
-        return outcome
+        return outcome + retried
+
+
+def _project(store: Any, payload: dict[str, Any]) -> str | None:
+    """The session's project, from the payload's cwd (as session start finds it)."""
+    cwd = payload.get("cwd")
+    if not isinstance(cwd, str) or not cwd:
+        return None
+    from cardmem.store.context import project_for
+
+    try:
+        return project_for(store, cwd)
+    except Exception:  # noqa: BLE001 - no project is no reason to lose the signals
+        return None
 
 
 def _write_mark(mark: Path, size: int) -> None:
@@ -260,10 +287,19 @@ def _write_mark(mark: Path, size: int) -> None:
     atomic_write(mark, json.dumps({"size": size, "at": time.time()}).encode())
 
 
-def _file(store: Any, lines: list[str], session: str) -> str:
+def _file_pending(store: Any, session: str, skipped: str, retried: str) -> str:
+    """File what waits in the spool (a busy store's signals, the backlog's), if anything."""
+    from cardmem.store.compound import spool_dir
+
+    if any(spool_dir(store).glob("*.json")):
+        return f"{skipped}; spool: {_file(store, [], session)}{retried}"
+    return skipped + retried
+
+
+def _file(store: Any, lines: list[str], session: str, project: str | None = None) -> str:
     from cardmem.store.compound import file_signals
 
-    r = file_signals(store, lines, session, source="stop-hook")
+    r = file_signals(store, lines, session, source="stop-hook", project=project)
     if r.spooled:
         return f"spooled {len(lines)} signal(s): {r.error}"
     if not r.filed and not r.duplicates and not lines and not r.from_spool:
