@@ -132,6 +132,13 @@ def session_start_context(payload: dict[str, Any], root: Path,
             user.append(f"{titled} rule(s) reached the model by title only"
                         + ("" if d is not None and d.ok else
                            "; `cardmem install claude-code` loads every rule whole"))
+        from cardmem.store.retry import retry_backlog
+
+        backlog = retry_backlog(store.root)  # one listdir
+        if backlog["waiting"] or backlog["given_up"]:
+            user.append(f"{backlog['waiting']} session(s) wait to be learned"
+                        + (f", {backlog['given_up']} given up" if backlog["given_up"] else "")
+                        + " (`cardmem doctor` says why)")
         if pile.proposals:
             user.append(f"{pile.proposals} proposed rule(s) await your review "
                         "(`cardmem review`)")

@@ -26,6 +26,7 @@ from typing import Any, Iterable
 
 from . import card as cardlib
 from .errors import CardmemError
+from .paths import project_signals_id
 from .store import Store
 from .writer import Message, atomic_write, commit_changes
 
@@ -308,23 +309,9 @@ def _day_card_text(day: str) -> str:
     return cardlib.render(meta, f"Signals extracted from coding sessions on {day}.\n\n## History\n")
 
 
-def project_signal_card_id(project: str | None) -> str | None:
-    """`projects/<project>/signals`, the card a project's unmatched signals collect in
-    (session start reads its newest History lines); None without a usable project."""
-    if not project:
-        return None
-    from .paths import normalize_id
-
-    cid = f"projects/{project}/signals"
-    try:
-        return cid if normalize_id(cid) == cid else None
-    except CardmemError:
-        return None  # a project name that is no safe path segment: the day card
-
-
 def signal_card_id(project: str | None, day: str) -> str:
     """Where a signal that matches no card goes: its project's card, else the day's."""
-    return project_signal_card_id(project) or day_card_id(day)
+    return project_signals_id(project) or day_card_id(day)
 
 
 def _project_card_text(project: str, day: str) -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from .holdings import Holdings, active_rules, catalog, holdings, is_active
+from .paths import project_signals_id
 
 if TYPE_CHECKING:  # a session's pile never imports the card parser (YAML) or the writer
     from .card import Card
@@ -441,11 +442,6 @@ def _budget(store: Store, budget: int | None) -> int:
         return DEFAULT_BUDGET
 
 
-def lessons_id(project: str) -> str:
-    """The card a project's unfiled session lessons go to (store/compound.py files them)."""
-    return f"projects/{project}/signals"
-
-
 def _lessons(card: Card) -> str:
     """A project's signal card as its newest lessons first: the History's last lines."""
     body = card.body
@@ -481,7 +477,7 @@ def session_context(store: Store, project: str | None = None, cwd: str | None = 
     recent = [(cid, h.titles[cid]) for cid in recent_ids if cid in h.titles]  # cards only
     map_lines = _map_brief(h, recent)
     recent_lines, more = _recent_lines(commits)
-    lesson = lessons_id(project) if project else None
+    lesson = project_signals_id(project)
     project_cards = sorted(h.project_cards, key=lambda c: (c.id != lesson, c.id))
     render = {lesson: _lessons} if lesson else {}
     footer = _footer_room(h.total)

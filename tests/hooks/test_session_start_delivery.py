@@ -88,3 +88,32 @@ def test_proposals_are_counted_for_the_person_and_left_out_of_the_rules(tmp_path
     assert "1 proposed rule(s) await your review (`cardmem review`)" in out["systemMessage"]
     assert "PROPOSED-TEXT" not in target.read_text()
     assert "PROPOSED-TEXT" not in out["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_projects_recent_lessons_come_first_newest_first(tmp_path):
+    s, _ = init(tmp_path / "s")
+    (s.root / "projects" / "widgets").mkdir(parents=True)
+    (s.root / "projects" / "widgets" / "aaa-layout.md").write_text(
+        "---\ntitle: Layout\ntype: project\nproject: widgets\n---\nsrc/ holds the code.\n")
+    history = "".join(f"- 2026-11-{d:02d} · session s{d} · Worked: lesson number {d}\n"
+                      for d in range(1, 21))
+    (s.root / "projects" / "widgets" / "signals.md").write_text(
+        "---\ntitle: Signals from widgets sessions\ntype: signal\nproject: widgets\n---\n"
+        "Signals.\n\n## History\n" + history)
+    proj = tmp_path / "widgets"
+    proj.mkdir()
+    ctx = start(s.root, {"cwd": str(proj)})["hookSpecificOutput"]["additionalContext"]
+    section = ctx[ctx.index("## Project widgets"):]
+    assert section.index("Recent lessons") < section.index("Layout")
+    assert section.index("lesson number 20") < section.index("lesson number 9")
+    assert "lesson number 8\n" not in section  # the 12 newest only
+    assert "(8 older lessons: `cardmem show projects/widgets/signals`)" in section
+
+
+def test_a_retry_backlog_is_said_to_the_person(tmp_path):
+    s, _ = init(tmp_path / "s")
+    q = s.root / ".cardmem" / "retry"
+    q.mkdir(parents=True)
+    (q / "abc.json").write_text("{}")
+    out = start(s.root, {"cwd": str(tmp_path)})
+    assert "1 session(s) wait to be learned" in out["systemMessage"]
