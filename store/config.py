@@ -12,7 +12,7 @@ FILE = "cardmem.toml"
 
 DEFAULTS: dict[str, dict[str, Any]] = {
     "model": {"name": "claude-sonnet-4-6", "max_tokens": 1024, "timeout_s": 30.0},
-    "context": {"budget_chars": 9000},
+    "context": {"budget_chars": 9000, "rules_file_chars": 100_000},
     "walk": {
         "max_tool_calls": 4,
         "tool_call_s": 6.0,
@@ -97,6 +97,7 @@ timeout_s = 30
 
 [context]
 budget_chars = 9000        # Claude Code shows the model 10,000 at most
+rules_file_chars = 100000  # every rule, whole while they fit, in the file Claude Code loads
 
 [walk]
 max_tool_calls = 4

@@ -189,6 +189,9 @@ def _add_delivered_rules(b: _Builder, d: Any, project: str | None) -> None:
                   + (f"; {mine} more only to this session's project, {project}" if mine else "")
                   + (f"; {scoped - mine} belong to other projects: ignore those here."
                      if scoped - mine else "."))
+    if d.listed:
+        where += (f" {d.listed} of them are listed there by title only (the file's size "
+                  "limit): read one whole with `cardmem show ID` before acting on it.")
     b.add(f"## Rules ({d.total}, always in force)\n{where}")
     if d.removed:
         b.add(f"No longer in force (ignore them in the rules file): "
@@ -496,9 +499,10 @@ def session_context(store: Store, project: str | None = None, cwd: str | None = 
           "a map and what changed recently.\n")
     delivered = None
     if rules_file is not None:
-        from .rules_file import sync
+        from .rules_file import limit_of, sync
 
-        delivered = sync(store.root, active_rules(h.rules), Path(rules_file))
+        delivered = sync(store.root, active_rules(h.rules), Path(rules_file),
+                         limit=limit_of(store))
     if delivered is not None and delivered.ok:
         _add_delivered_rules(b, delivered, project)
         changed = {c.id for c in delivered.changed}

@@ -27,12 +27,14 @@ if TYPE_CHECKING:
 MARK = "<!-- cardmem rules file: generated from your cardmem store; edit the cards, not this file -->"
 STATE = "rules-files.json"  # in .cardmem/
 VERSION = 1  # of the state's layout and the file's rendering: another version rewrites
+LIMIT = 100_000  # characters of a rules file ([context] rules_file_chars): ~25k tokens
 
 
 class Delivery:
     """What a sync found: the rules the host did not load as they are now, and the file."""
 
-    __slots__ = ("path", "total", "changed", "removed", "wrote", "error", "by_project")
+    __slots__ = ("path", "total", "changed", "removed", "wrote", "error", "by_project",
+                 "listed")
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -42,6 +44,7 @@ class Delivery:
         self.wrote = False  # the file was rewritten (for the next session)
         self.error: str | None = None  # set: the file could not be used; rules go inline
         self.by_project: dict[str, int] = {}  # project -> its own rules' count
+        self.listed = 0  # rules the file shows by title and description only (its limit)
 
     @property
     def ok(self) -> bool:
@@ -71,25 +74,51 @@ def _digest(card: Any) -> str:
     return hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def render(root: Path, rules: Iterable[Any]) -> str:
-    """The file's text: global rules first, then each project's, each group by id."""
+def _described(card: Any) -> str:
+    desc = f" — {_one_line(card.description)}" if card.description else ""
+    return f"- {_one_line(card.title)} (`{card.id}`){desc}"
+
+
+def render(root: Path, rules: Iterable[Any], limit: int = LIMIT) -> tuple[str, int]:
+    """The file's text, and how many rules it lists by title and description only.
+
+    Global rules first, then each project's, each group by id. Every rule is at least
+    listed; rules are shown whole, in that order, while the file stays within limit
+    characters (a host loads it into every session), the rest by title and description.
+    """
     groups: dict[str, list[Any]] = {}
     for c in sorted(rules, key=lambda c: c.id):
         groups.setdefault(rule_project(c) or "", []).append(c)
-    total = sum(len(g) for g in groups.values())
+    ordered = [c for p in sorted(groups) for c in groups[p]]
+    short = {c.id: _described(c) for c in ordered}
+    room = limit - sum(len(x) + 1 for x in short.values()) - 2000  # headings and preamble
+    whole: set[str] = set()
+    for c in ordered:  # upgrade to whole text in order; the steps only go down
+        extra = len(block(c)) - len(short[c.id])
+        if extra > room:
+            break
+        room -= extra
+        whole.add(c.id)
+    total, listed = len(ordered), len(ordered) - len(whole)
     out = [MARK, "# Standing rules (cardmem memory)", "",
-           f"{'This rule is' if total == 1 else f'These {total} rules are'} the user's standing instructions, kept as cards in the "
-           f"cardmem store at {root}. Follow them in every session; a rule listed under a "
-           "project applies only in sessions of that project (the session's cardmem context "
-           "names its project). To change a rule, the user edits its card "
-           "(`cardmem edit ID`); this file is rewritten from the cards.", ""]
+           f"{'This rule is' if total == 1 else f'These {total} rules are'} the user's "
+           f"standing instructions, kept as cards in the cardmem store at {root}. Follow "
+           "them in every session; a rule listed under a project applies only in sessions "
+           "of that project (the session's cardmem context names its project). To change a "
+           "rule, the user edits its card (`cardmem edit ID`); this file is rewritten from "
+           "the cards.", ""]
+    if listed:
+        out += [f"{listed} rules are listed by title and description only, to keep this file "
+                f"within {limit:,} characters: they are in force all the same; read one whole "
+                "with `cardmem show ID` (or the MCP tool `read_card`) before acting on it.", ""]
     for project in sorted(groups):
         g = groups[project]
         out.append(f"## Rules for project `{project}` only ({len(g)})" if project
                    else f"## Rules for every session ({len(g)})")
         out.append("")
-        out += [block(c) for c in g]
-    return "\n".join(out).rstrip("\n") + "\n"
+        out += [block(c) if c.id in whole else short[c.id] for c in g]
+        out.append("")
+    return "\n".join(out).rstrip("\n") + "\n", listed
 
 
 def _stamp(root: str, card_id: str) -> list[int] | None:
@@ -133,7 +162,8 @@ def _is_ours(path: Path) -> bool:
         return False
 
 
-def sync(root: Path, rules: list[Any], path: Path, *, dry_run: bool = False) -> Delivery:
+def sync(root: Path, rules: list[Any], path: Path, *, dry_run: bool = False,
+         limit: int = LIMIT) -> Delivery:
     """Compare the rules file at path (as the host loaded it) with the rules now; rewrite
     it if they differ (unless dry_run: then only report). Never raises: a failure is
     Delivery.error, and then every rule is reported changed (the caller shows them inline)."""
@@ -143,14 +173,15 @@ def sync(root: Path, rules: list[Any], path: Path, *, dry_run: bool = False) -> 
         if p := rule_project(c):
             d.by_project[p] = d.by_project.get(p, 0) + 1
     try:
-        return _sync(Path(root), rules, Path(path), d, dry_run)
+        return _sync(Path(root), rules, Path(path), d, dry_run, limit)
     except Exception as exc:  # noqa: BLE001 - a session must start whatever happens
         d.error = " ".join(str(exc).split()) or type(exc).__name__
         d.changed, d.removed = list(rules), []
         return d
 
 
-def _sync(root: Path, rules: list[Any], path: Path, d: Delivery, dry_run: bool) -> Delivery:
+def _sync(root: Path, rules: list[Any], path: Path, d: Delivery, dry_run: bool,
+          limit: int) -> Delivery:
     key = str(path)
     state = _load_state(root)
     rec = state.get(key) if isinstance(state.get(key), dict) else None
@@ -160,7 +191,9 @@ def _sync(root: Path, rules: list[Any], path: Path, d: Delivery, dry_run: bool) 
         d.changed = list(rules)
         return d
     # What the host loaded this session: the file as recorded, if it is still that file.
-    loaded: dict[str, list[Any]] = rec["rules"] if rec and rec.get("sha") == on_disk else {}
+    loaded: dict[str, list[Any]] = rec["rules"] if rec and rec.get("sha") == on_disk \
+        and rec.get("limit", LIMIT) == limit else {}
+    d.listed = int(rec.get("listed", 0)) if loaded else 0
     root_s = str(root)
     now: dict[str, list[Any]] = {}
     for c in rules:
@@ -180,7 +213,8 @@ def _sync(root: Path, rules: list[Any], path: Path, d: Delivery, dry_run: bool) 
         state[key]["rules"] = now  # files touched, none changed: new stamps, same text
         _save_state(root, state)
         return d
-    text = render(root, rules).encode("utf-8", "surrogatepass")
+    rendered, d.listed = render(root, rules, limit)
+    text = rendered.encode("utf-8", "surrogatepass")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # a dot file: no host loads it
     try:
@@ -189,7 +223,8 @@ def _sync(root: Path, rules: list[Any], path: Path, d: Delivery, dry_run: bool) 
     finally:
         tmp.unlink(missing_ok=True)
     d.wrote = True
-    state[key] = {"sha": hashlib.sha1(text).hexdigest(), "rules": now}
+    state[key] = {"sha": hashlib.sha1(text).hexdigest(), "rules": now, "limit": limit,
+                  "listed": d.listed}
     _save_state(root, state)
     return d
 
@@ -200,9 +235,18 @@ def _current_rules(store: Any) -> list[Any]:
     return active_rules(holdings(store, None).rules)
 
 
+def limit_of(store: Any) -> int:
+    """[context] rules_file_chars of the store's settings (LIMIT if unreadable)."""
+    try:
+        return int(store.config["context"].get("rules_file_chars", LIMIT))
+    except Exception:  # noqa: BLE001 - a broken cardmem.toml is reported elsewhere
+        return LIMIT
+
+
 def deliver(store: Any, path: Path, *, dry_run: bool = False) -> Delivery:
     """Write (or bring up to date) the rules file at path for this store's rules now."""
-    return sync(store.root, _current_rules(store), Path(path), dry_run=dry_run)
+    return sync(store.root, _current_rules(store), Path(path), dry_run=dry_run,
+                limit=limit_of(store))
 
 
 def refresh(store: Any) -> list[Delivery]:
@@ -212,7 +256,7 @@ def refresh(store: Any) -> list[Delivery]:
     if not paths:
         return []
     rules = _current_rules(store)
-    return [sync(store.root, rules, p) for p in paths]
+    return [sync(store.root, rules, p, limit=limit_of(store)) for p in paths]
 
 
 def after_write(root: Path, changes: dict[str, Any]) -> None:

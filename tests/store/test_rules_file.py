@@ -136,7 +136,25 @@ def test_a_thousand_rules_never_crowd_out_the_user_or_the_project(store, tmp_pat
     assert "1000 rules are in force, loaded whole at start-up from the rules file" in pile.text
     assert "Changed since" not in pile.text and pile.delivered.changed == []
     assert {f"feedback/r{i:04d}" for i in range(1000)} <= set(pile.addresses)
-    assert target.read_text().count("### Rule number") == 1000
+    text = target.read_text()
+    assert all(f"(`feedback/r{i:04d}`)" in text for i in range(1000))  # every one listed
+    whole = text.count("### Rule number")
+    assert 200 < whole < 1000 and len(text) <= rules_file.LIMIT  # whole while they fit
+    assert f"{1000 - whole} of them are listed there by title only" in pile.text
+    assert pile.delivered.listed == 1000 - whole
+
+
+def test_the_limit_is_a_setting_and_a_new_limit_rewrites_the_file(store, tmp_path):
+    for i in range(50):
+        rule(store, f"feedback/r{i:02d}", f"Rule {i}", "Words of the rule. " * 30)
+    target = tmp_path / "cardmem.md"
+    d = rules_file.sync(store.root, rules_now(store), target, limit=1_000_000)
+    assert d.listed == 0 and target.read_text().count("### Rule") == 50
+    d = rules_file.sync(store.root, rules_now(store), target, limit=10_000)
+    assert d.wrote and 0 < d.listed < 50
+    text = target.read_text()
+    assert len(text) <= 10_000 and text.count("### Rule") == 50 - d.listed
+    assert "are listed by title and description only, to keep this file within 10,000" in text
 
 
 def test_changed_rules_fit_the_budget_and_the_rest_are_named(store, tmp_path):
