@@ -15,7 +15,10 @@ from fakeapi import FakeAPI
 
 from cardmem.store import config
 from cardmem.store.errors import CardmemError
-from cardmem.tools import model
+from cardmem.tools import model, receipts
+from cardmem.tools.ask import NO_WALK, RUNG1_SYSTEM, ask
+from cardmem.tools.judge import judge
+from cardmem.tools.walk import Limits
 
 FAKE_CLAUDE = textwrap.dedent("""\
     #!{python}
@@ -30,7 +33,7 @@ FAKE_CLAUDE = textwrap.dedent("""\
         print(json.dumps({{"type": "result", "subtype": "success", "is_error": is_error,
                           "result": res, "stop_reason": "end_turn", **kw}}))
     if mode == "ok":
-        result("Decision: " + text.upper()[:20],
+        result(os.environ.get("FAKE_CLAUDE_REPLY") or "Decision: " + text.upper()[:20],
                usage={{"input_tokens": 41, "output_tokens": 7, "cache_read_input_tokens": 3}},
                modelUsage={{"claude-haiku-fake": {{"inputTokens": 41}}}})
     elif mode == "is_error":
@@ -194,3 +197,57 @@ def test_api_route_when_a_key_is_set(fake_claude, fake_api: FakeAPI, monkeypatch
     monkeypatch.setenv("FAKE_CLAUDE_MODE", "ok")
     assert model.complete("sys", "hi", cfg={"route": "claude-code"}).text == "Decision: HI"
     assert len(fake_api.messages_requests()) == 1
+
+
+# ---- ask and judge on the claude-code route ---------------------------------------------
+
+def test_ask_answers_from_rung_1_and_its_receipt_says_so(fake_claude, tmp_path, example_store,
+                                                         monkeypatch) -> None:
+    monkeypatch.setenv("FAKE_CLAUDE_REPLY", "Mara Okonkwo approves it; I read only rung 1.")
+    a = ask(example_store, "Who approves a billing migration?", asker="@priya")
+    assert (a.outcome, a.reply) == ("composed", "Mara Okonkwo approves it; I read only rung 1.")
+    assert a.tool_calls == 0
+    c = call(tmp_path)
+    assert c["argv"][c["argv"].index("--system-prompt") + 1] == RUNG1_SYSTEM
+    assert c["stdin"].endswith("@priya asks:\nWho approves a billing migration?")
+    (rec,) = list(receipts.iter_all(example_store))[-1:]
+    assert rec["id"] == a.receipt_id and rec["route"] == "claude-code" and rec["walk"] == NO_WALK
+    assert rec["model"] == "claude-haiku-fake" and rec["composed_in"] == "rung1"
+    assert rec["tokens"] == {"input": 41, "output": 7}
+    assert c["stdin"].startswith(rec["rung1"]["text"].rstrip())  # what the judge grades against
+    assert [r["phase"] for r in rec["requests"]] == ["compose"]
+
+
+def test_ask_failures_on_the_claude_code_route(fake_claude, example_store, monkeypatch) -> None:
+    monkeypatch.setenv("FAKE_CLAUDE_MODE", "is_error")
+    a = ask(example_store, "Who approves a billing migration?", limits=Limits(on_deadline="receipt"))
+    assert a.outcome == "fallback" and a.reason == "claude -p: API Error: 529 Overloaded"
+    assert a.reply.startswith("[cardmem: no composed answer (claude -p: API Error")
+    monkeypatch.setenv("FAKE_CLAUDE_MODE", "not_logged_in")
+    with pytest.raises(model.ModelUnavailable, match="not logged in"):
+        ask(example_store, "Who approves a billing migration?")
+    rec = list(receipts.iter_all(example_store))[-1]
+    assert rec["outcome"] == "unavailable" and "not logged in" in rec["reason"]
+
+
+def test_cardmem_ask_says_rung_1_only(fake_claude, example_store, monkeypatch) -> None:
+    import subprocess
+
+    monkeypatch.setenv("FAKE_CLAUDE_REPLY", "Mara approves.")
+    p = subprocess.run([sys.executable, "-m", "cardmem.tools.cli", "ask", "Who approves?",
+                        "--store", str(example_store.root)], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "Mara approves.\n"
+    assert p.stderr.endswith(f"rung 1 only; walk {NO_WALK}\n")
+
+
+def test_judge_grades_through_claude_code(fake_claude, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("FAKE_CLAUDE_REPLY", '{"grade": "supported", "reason": "in rung 1"}')
+    rec = {"id": "r1", "question": "Who approves?", "reply": "Mara approves; I stopped at a "
+           "limit.", "outcome": "composed", "floors": [{"floor": "walk-budget"}],
+           "rung1": {"text": "Mara approves billing migrations."}, "tool_calls": []}
+    v = judge(rec, cfg={})
+    assert (v.verdict, v.grade, v.grade_reason) == ("pass", "supported", "in rung 1")
+    assert v.tokens == {"input_tokens": 41, "output_tokens": 7}
+    assert "Mara approves billing migrations." in call(tmp_path)["stdin"]
