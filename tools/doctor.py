@@ -68,7 +68,20 @@ def check_index(store: Store) -> list[tuple[bool, str]]:
     return out
 
 
-CHECKS: list[Check] = [check_repo, check_config, check_cards, check_index]
+def check_model(store: Store) -> list[tuple[bool, str]]:
+    """Which model route a call would take; no model call. With route = auto and no
+    route at all the store is still healthy (only learning, ask and judge need a model),
+    so that is a note; a route asked for by name that cannot work is a problem."""
+    from . import model
+
+    section = store.config.get("model") or {}
+    ok, line = model.route_status(section)
+    if not ok and section.get("route", "auto") == "auto" and "bad [model]" not in line:
+        return [(True, line + " (learning, ask and judge need one)")]
+    return [(ok, line)]
+
+
+CHECKS: list[Check] = [check_repo, check_config, check_cards, check_index, check_model]
 
 
 # Host adapters (hooks/) sit above tools/: they offer their checks as entry points.
