@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -54,12 +55,12 @@ def subscriber(tmp_path: Path, claude_code: Path) -> dict:
     settings["apiKeyHelper"] = f"echo {HELPER_KEY}"
     for event in ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"):
         settings["hooks"].setdefault(event, []).append(
-            {"hooks": [{"type": "command", "command": f"touch {marks / event}"}]})
+            {"hooks": [{"type": "command", "command": f"echo ran >> {marks / event}"}]})
     settings_path.write_text(json.dumps(settings))
     claude_json = home / ".claude.json"
     user = json.loads(claude_json.read_text()) if claude_json.exists() else {}
     user.setdefault("mcpServers", {})["marker"] = {
-        "type": "stdio", "command": "sh", "args": ["-c", f"touch {marks / 'mcp'}; exec cat"]}
+        "type": "stdio", "command": "sh", "args": ["-c", f"echo ran >> {marks / 'mcp'}; exec cat"]}
     claude_json.write_text(json.dumps(user))
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("".join(json.dumps(
@@ -128,3 +129,44 @@ def test_extract_returns_signals_through_the_claude_code_route(subscriber: dict,
     assert signals == [Signal("Decision", SIGNAL.removeprefix("Decision: "))]
     assert EXTRACT_SYSTEM in _system_text(req.body) and req.api_key == HELPER_KEY
     assert "haiku" in req.body["model"]
+
+
+def test_a_real_session_is_learned_from_with_no_api_key(subscriber: dict, claude_code: Path,
+                                                        tmp_path: Path) -> None:
+    """The whole loop a subscriber gets: Claude Code runs a session on the helper's key,
+    its Stop hook detaches, and the learner's own `claude -p` (nested in a Claude Code
+    session's environment) extracts and files the signal."""
+    store, marks = subscriber["store"], subscriber["marks"]
+    proj = tmp_path / "work" / "widgets"
+    proj.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(proj)], check=True)
+
+    def answer(body: dict) -> object:
+        if EXTRACT_SYSTEM in _system_text(body):
+            return reply(SIGNAL)
+        return reply("Done: the frobnicator retries widget jobs five times now. " * 30)
+
+    with FakeAPI(handler=answer) as api:
+        env = {**subscriber["env"], "ANTHROPIC_BASE_URL": api.base_url}
+        before = git.head(store)
+        proc = subprocess.run([str(claude_code), "-p", "Set the frobnicator retry limit for "
+                               "widget jobs to five. " * 20, "--output-format", "json"],
+                              cwd=proj, env=env, capture_output=True, text=True, timeout=180)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        deadline = time.monotonic() + 90
+        while git.head(store) == before and time.monotonic() < deadline:
+            time.sleep(0.25)
+        log_text = (store / ".cardmem" / "hooks.log").read_text()
+        assert git.head(store) != before, f"nothing learned; hook log:\n{log_text}"
+        time.sleep(2)  # a second learner (Stop and SessionEnd) must not call the model again
+        extraction = [r for r in api.messages_requests()
+                      if EXTRACT_SYSTEM in _system_text(r.body)]
+        keys = {r.api_key for r in api.messages_requests()}
+    assert len(extraction) == 1 and extraction[0].api_key == HELPER_KEY
+    assert keys == {HELPER_KEY}
+    # The outer session ran each marker hook once; the learner's child ran none of them.
+    counts = {p.name: len(p.read_text().splitlines()) for p in marks.iterdir()}
+    assert counts == {"SessionStart": 1, "UserPromptSubmit": 1, "Stop": 1, "SessionEnd": 1,
+                      "mcp": 1}, counts
+    assert len([ln for ln in log_text.splitlines() if " session-start " in ln]) == 1
+    assert (store / "entities" / "frobnicator.md").read_text().rstrip().endswith(SIGNAL)
