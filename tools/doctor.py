@@ -74,9 +74,12 @@ def check_model(store: Store) -> list[tuple[bool, str]]:
     so that is a note; a route asked for by name that cannot work is a problem."""
     from . import model
 
-    section = store.config.get("model") or {}
-    ok, line = model.route_status(section)
-    if not ok and section.get("route", "auto") == "auto" and "bad [model]" not in line:
+    try:
+        settings = model.settings(store.config.get("model"))
+    except model.ModelError as exc:
+        return [(False, f"model route: none: {exc.why}")]
+    ok, line = model.route_status(settings)
+    if not ok and settings.route == "auto":
         return [(True, line + " (learning, ask and judge need one)")]
     return [(ok, line)]
 

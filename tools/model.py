@@ -43,7 +43,7 @@ class ModelError(CardmemError):
 
 
 class ModelUnavailable(ModelError):
-    """No model is configured (no API key): everything else still works."""
+    """No model to reach (no API key, no Claude Code login): everything else still works."""
 
 
 @dataclass(frozen=True)
@@ -81,10 +81,7 @@ def _as_settings(cfg: ModelSettings | Mapping[str, Any] | None) -> ModelSettings
 def find_claude(cfg: ModelSettings | Mapping[str, Any] | None = None) -> str | None:
     """The `claude` executable: [model] claude_path if set, else `claude` on PATH."""
     s = _as_settings(cfg)
-    if s.claude_path:
-        path = os.path.expanduser(s.claude_path)
-        return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
-    return shutil.which("claude")
+    return shutil.which(os.path.expanduser(s.claude_path or "claude"))
 
 
 def _no_claude(cfg: ModelSettings) -> str:
