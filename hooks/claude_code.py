@@ -34,6 +34,8 @@ from . import hooklog
 
 EVENTS = ("session-start", "stop", "session-end")
 FOREGROUND_ENV = "CARDMEM_HOOK_FOREGROUND"  # "1": learn in the hook process (tests, debugging)
+# "1" inside cardmem's own `claude -p` model call (tools/model.py CHILD_ENV): hooks idle there.
+CHILD_ENV = "CARDMEM_HOOK_CHILD"
 # A Stop hook fires after every reply; learn again only once the transcript grew this much.
 STOP_MIN_GROWTH = 4_000
 MAX_CONTEXT = 9_500  # Claude Code shows the model at most 10,000 characters
@@ -324,6 +326,10 @@ def run(event: str, store_path: str | None = None, stdin=None, stdout=None,
         rules_file: str | None = None) -> int:
     """One hook event; always exit 0 (a hook must not break the host's session)."""
     stdout = stdout or sys.stdout
+    if os.environ.get(CHILD_ENV) == "1":  # never learn from, or feed, our own model call
+        if event == "session-start":
+            stdout.write("{}\n")
+        return 0
     payload = read_payload(stdin)
     if event == "session-start":
         out = session_start(payload, store_path, rules_file)

@@ -104,7 +104,24 @@ def _age(seconds: float | None) -> str:
         f"{s // 60} min"
 
 
-CHECKS: list[Check] = [check_repo, check_config, check_cards, check_index, check_backlog]
+def check_model(store: Store) -> list[tuple[bool, str]]:
+    """Which model route a call would take; no model call. With route = auto and no
+    route at all the store is still healthy (only learning, ask and judge need a model),
+    so that is a note; a route asked for by name that cannot work is a problem."""
+    from . import model
+
+    try:
+        settings = model.settings(store.config.get("model"))
+    except model.ModelError as exc:
+        return [(False, f"model route: none: {exc.why}")]
+    ok, line = model.route_status(settings)
+    if not ok and settings.route == "auto":
+        return [(True, line + " (learning, ask and judge need one)")]
+    return [(ok, line)]
+
+
+CHECKS: list[Check] = [check_repo, check_config, check_cards, check_index, check_backlog,
+                       check_model]
 
 
 # Host adapters (hooks/) sit above tools/: they offer their checks as entry points.

@@ -119,7 +119,8 @@ def test_backoff_is_respected_and_the_backlog_lands_in_one_commit(example_store,
     learn(example_store, "sess-alpha", transcript(tmp_path / "a.jsonl", "alpha"), acme)
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     line = learn(example_store, "sess-bravo", transcript(tmp_path / "b.jsonl", "bravo"))
-    assert "no model: no ANTHROPIC_API_KEY set; kept for retry" in line
+    assert "no model: no ANTHROPIC_API_KEY set, and `claude` (Claude Code) is not on PATH" in line
+    assert line.endswith("; kept for retry")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake-test-key")
     model_env.add("Worked: bravo widgets frobnicate quux twice", when=about("bravo"))
     model_env.add("Knowledge: charlie widgets zorble at dawn", when=about("charlie"))

@@ -268,3 +268,26 @@ def test_session_start_with_a_read_only_store(example_store, tmp_path):
     finally:
         os.chmod(example_store.root, 0o755)
     assert "## Rules (9, always in force)" in text and "user/tomas" in text
+
+
+def test_hooks_and_mcp_idle_inside_cardmems_own_model_call(example_store, tmp_path):
+    """In the `claude -p` child of the claude-code route (CARDMEM_HOOK_CHILD=1) no hook
+    adds context or learns, and `cardmem mcp` serves nothing: no recursion."""
+    from cardmem.tools.model import CHILD_ENV
+
+    assert CHILD_ENV == "CARDMEM_HOOK_CHILD"
+    child = {CHILD_ENV: "1", "CARDMEM_HOOK_FOREGROUND": "1", "ANTHROPIC_API_KEY": "k"}
+    transcript = write_transcript(tmp_path / "t.jsonl", CONVERSATION)
+    before = git.head(example_store.root)
+    start = hook("session-start", {"cwd": str(tmp_path)}, example_store.root, env=child)
+    assert (start.returncode, start.stdout) == (0, "{}\n")
+    for event in ("stop", "session-end"):
+        proc = hook(event, {"session_id": SESSION, "transcript_path": str(transcript)},
+                    example_store.root, env=child)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    assert git.head(example_store.root) == before
+    assert not (example_store.root / ".cardmem" / "hooks.log").exists()
+    mcp = subprocess.run([sys.executable, "-m", "cardmem.tools.cli", "mcp", "--store",
+                          str(tmp_path / "no-store")], input="", capture_output=True,
+                         text=True, timeout=30, env={**os.environ, CHILD_ENV: "1"})
+    assert (mcp.returncode, mcp.stdout, mcp.stderr) == (0, "", "")

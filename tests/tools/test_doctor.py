@@ -64,3 +64,28 @@ def test_the_retry_backlog_fails_doctor_when_old_or_given_up(example_store: Stor
     assert proc.returncode == 1
     assert "PROBLEM  1 session(s) given up after failed extraction (last error: HTTP 400: " \
            "prompt is too long); their excerpts are in .cardmem/retry/given-up/" in proc.stdout
+
+
+def test_model_route_is_named_and_a_broken_one_is_a_problem(store: Store, tmp_path,
+                                                            monkeypatch) -> None:
+    import os
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    proc = doctor(store)  # auto with neither route: a note, not a problem
+    assert proc.returncode == 0, proc.stdout
+    assert ("ok       model route: none: no ANTHROPIC_API_KEY set, and `claude` (Claude Code) "
+            "is not on PATH") in proc.stdout
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "claude").write_text("#!/bin/sh\nexit 99\n")  # never run: doctor calls no model
+    (bindir / "claude").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    assert f"ok       model route: claude-code ({bindir / 'claude'})" in doctor(store).stdout
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    assert "ok       model route: api (ANTHROPIC_API_KEY set)" in doctor(store).stdout
+    (store.root / "cardmem.toml").write_text('[model]\nroute = "claude-code"\n'
+                                             'claude_path = "/nowhere/claude"\n')
+    proc = doctor(store)
+    assert proc.returncode == 1
+    assert ("PROBLEM  model route: none: route claude-code: [model] claude_path "
+            "'/nowhere/claude' is not an executable file") in proc.stdout
