@@ -170,3 +170,48 @@ def test_a_real_session_is_learned_from_with_no_api_key(subscriber: dict, claude
                       "mcp": 1}, counts
     assert len([ln for ln in log_text.splitlines() if " session-start " in ln]) == 1
     assert (store / "entities" / "frobnicator.md").read_text().rstrip().endswith(SIGNAL)
+
+
+LESSON = "Worked: the zorblat fixtures load only with ZORBLAT_SEED=7 exported first"
+
+
+def test_the_next_session_of_the_project_starts_with_the_lesson(subscriber: dict,
+                                                                  claude_code: Path,
+                                                                  tmp_path: Path) -> None:
+    """The loop closed, as a subscriber lives it: session one (no API key) teaches a lesson
+    that belongs to no card; it is filed for its project; session two in the same project
+    has it in its first request."""
+    store = subscriber["store"]
+    proj = tmp_path / "work" / "widgets"
+    proj.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(proj)], check=True)
+
+    def answer(body: dict) -> object:
+        if EXTRACT_SYSTEM in _system_text(body):
+            return reply(LESSON)
+        return reply("Exported ZORBLAT_SEED=7 and the zorblat fixtures load now. " * 30)
+
+    def session(api: FakeAPI, prompt: str) -> None:
+        env = {**subscriber["env"], "ANTHROPIC_BASE_URL": api.base_url}
+        proc = subprocess.run([str(claude_code), "-p", prompt, "--output-format", "json"],
+                              cwd=proj, env=env, capture_output=True, text=True, timeout=180)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+
+    with FakeAPI(handler=answer) as api:
+        before = git.head(store)
+        session(api, "Why do the zorblat fixtures fail to load? " * 30)
+        deadline = time.monotonic() + 90
+        while git.head(store) == before and time.monotonic() < deadline:
+            time.sleep(0.25)
+        log_text = (store / ".cardmem" / "hooks.log").read_text()
+        assert git.head(store) != before, f"nothing learned; hook log:\n{log_text}"
+    lessons = store / "projects" / "widgets" / "signals.md"
+    assert LESSON in lessons.read_text(), log_text
+    time.sleep(2)  # let a second learner (SessionEnd) finish before the next session
+
+    with FakeAPI(fallback=reply("Noted.")) as api:
+        session(api, "Load the fixtures.")
+        first = next(r for r in api.messages_requests()
+                     if "Bash" in {t.get("name") for t in r.body.get("tools") or []})
+    body = json.dumps(first.body)
+    assert "Recent lessons from widgets" in body and LESSON in body
