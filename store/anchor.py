@@ -59,7 +59,7 @@ SUSPECTS_MIN = 256  # suspects allowed: max(SUSPECTS_MIN, cards // 10), then wal
 _STATUS = ["-c", "core.preloadIndex=false", "status", "--porcelain=v1", "-z", "--no-renames"]
 _FULL = ["--untracked-files=all", "--ignored=matching"]
 _TRACKED = ["--untracked-files=no"]
-_ENV = {"GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+_ENV = {"GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "GIT_LITERAL_PATHSPECS": "1"}  # git.LITERAL
 
 
 def usable(root: str) -> bool:

@@ -6,7 +6,9 @@ edits are text surgery on the lines they change, so every other byte stays put.
 """
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass
 from datetime import date, datetime
 from functools import cache
@@ -173,7 +175,24 @@ def from_meta(card_id: str, meta: dict[str, Any], text: str, body_start: int,
 
 def load(path: Path, card_id: str) -> Card:
     """Read and parse one card file. Raises CardProblem, or OSError if unreadable."""
-    return parse(decode(path.read_bytes()), card_id, path)
+    return parse(decode(read_regular(path)), card_id, path)
+
+
+def read_regular(path: Path | str) -> bytes:
+    """A file's bytes; CardProblem for what is no regular file. Opened without blocking,
+    so a named pipe where a card should be is reported rather than waited on forever."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a named pipe" if stat.S_ISFIFO(st.st_mode) else "a special file"
+            raise CardProblem(f"not a regular file ({kind})")
+        chunks = []
+        while chunk := os.read(fd, max(st.st_size + 1, 1 << 16)):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 # --- writing ---------------------------------------------------------------------

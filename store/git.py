@@ -2,7 +2,7 @@
 
 Everything cardmem asks of git goes through `run` (stdout, or one error line) or `call`
 (the whole CompletedProcess, for callers that read the exit code), so errors read the
-same everywhere.
+same everywhere, and every path is taken literally (LITERAL).
 """
 from __future__ import annotations
 
@@ -20,6 +20,12 @@ AGENT_NAME = "cardmem-agent"
 AGENT_EMAIL = "agent@cardmem.invalid"
 # Used for human writes only when git knows no identity (a fresh machine, CI).
 FALLBACK_NAME, FALLBACK_EMAIL = "cardmem", "cardmem@localhost"
+
+
+# Paths are card files, never patterns: with git's pathspec magic a card id `:!*` would
+# stage and commit every file of the store (.env included). Set for every git cardmem
+# starts (anchor.py spawns its own with the same setting).
+LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
 
 
 def run(root: Path, *args: str, input: str | None = None, env: dict[str, str] | None = None,
@@ -48,6 +54,20 @@ def error(cmd: str, proc: subprocess.CompletedProcess) -> CardmemError:
     lines = [ln for ln in msg.splitlines() if ln.strip()]
     first = next((ln for ln in lines if ln.startswith(("fatal: ", "error: "))), lines[0] if lines else msg)
     return CardmemError(f"git {cmd}", first.removeprefix("fatal: ").removeprefix("error: "))
+
+
+def commit_locks(root: Path) -> list[Path]:
+    """The lock files a commit takes (index, HEAD, the branch's ref); any one of them
+    left by a killed git stops every write."""
+    dot = root / ".git"
+    locks = [dot / "index.lock", dot / "HEAD.lock"]
+    try:
+        ref = (dot / "HEAD").read_text().strip()
+        if ref.startswith("ref: refs/"):
+            locks.append(dot / (ref[5:] + ".lock"))
+    except OSError:
+        pass
+    return locks
 
 
 def is_repo(root: Path) -> bool:
@@ -120,7 +140,7 @@ def call(root: Path, args: list[str], input: str | None = None,
             ["git", "-C", str(root), *args], text=True, start_new_session=True,
             stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env={**os.environ, **env} if env else None)
+            env={**os.environ, **LITERAL, **(env or {})})
         try:
             out, err = proc.communicate(input)
         except BaseException:

@@ -30,7 +30,7 @@ TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable, Iterator
 
-from .paths import NOT_CARDS
+from .paths import NOT_CARDS, is_card_name, target_problem
 
 SCHEMA = 4
 DB_NAME = "index.sqlite"
@@ -99,7 +99,7 @@ def walk(root: Path | str, links: set[str] | None = None, dirs: dict[str, int] |
                     if e.is_dir(follow_symlinks=False):
                         stack.append((e.path, prefix + name + "/"))
                         continue
-                    if not name.endswith(".md") or (not prefix and name in NOT_CARDS):
+                    if not is_card_name(name) or (not prefix and name in NOT_CARDS):
                         continue
                     st = e.stat()  # follows a symlinked card to its file
                 except OSError:
@@ -118,7 +118,9 @@ def _hash(raw: bytes) -> str:
     return blake2b(raw, digest_size=16).hexdigest()
 
 
-_O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+# O_NONBLOCK: a card the walk saw as a file but swapped for a named pipe since does not
+# hang the open (a regular file ignores the flag).
+_O_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
 def _read_bytes(path: str, size: int) -> bytes:
@@ -703,12 +705,8 @@ def _remove_db(path: Path) -> None:
 
 def _check_inside(root: Path, path: str) -> None:
     """A symlinked card must resolve to a .md file inside the folder (store.paths' rule)."""
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(path)
-    if os.path.commonpath([real_root, real]) != real_root:
-        raise ValueError("a symlink that resolves outside the store")
-    if not real.endswith(".md"):
-        raise ValueError("a symlink that does not resolve to a .md file")
+    if why := target_problem(os.path.realpath(root), os.path.realpath(path)):
+        raise ValueError(why)
 
 
 def _hidden_link_dir(root: Path, parts: list[str]) -> bool:

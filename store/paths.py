@@ -15,6 +15,9 @@ from . import where
 from .errors import BadId, CardmemError
 
 MAX_ID_LEN = 200
+# A file name's bytes at most (NAME_MAX of common file systems); a card's file adds
+# ".md". The writer's temp file shortens its copy of the name to fit (writer.py).
+NAME_MAX = 255
 # Folders a store owns that are never cards.
 HIDDEN_PREFIX = "."
 # Top-level files that document the store rather than remember anything.
@@ -39,7 +42,7 @@ def id_of_path(rel: str) -> str | None:
     """The card id of a path relative to the store ("a/b.md" -> "a/b"), or None for what
     a walk of the store does not take for a card: not `.md`, a hidden file or folder on
     the way, a top-level README.md."""
-    if not rel.endswith(".md"):
+    if not is_card_name(rel):
         return None
     parts = rel.split("/")
     if any(not p or p.startswith(".") for p in parts):
@@ -47,6 +50,12 @@ def id_of_path(rel: str) -> str | None:
     if len(parts) == 1 and rel in NOT_CARDS:
         return None
     return rel[:-3]
+
+
+def is_card_name(name: str) -> bool:
+    """A file name a walk takes for a card: `.md`, but not `.md.md`, whose id would end
+    in `.md`, which every id gate strips (see normalize_id)."""
+    return name.endswith(".md") and not name.endswith(".md.md")
 
 
 def normalize_id(card_id: str) -> str:
@@ -62,8 +71,14 @@ def normalize_id(card_id: str) -> str:
         raise BadId(f"id {shown!r}", "contains a backslash; ids use /")
     if card_id.startswith("/") or re.match(r"^[A-Za-z]:", card_id) or card_id.startswith("~"):
         raise BadId(f"id {shown!r}", "is an absolute path; ids are relative to the store")
+    if any("\ud800" <= c <= "\udfff" for c in card_id):  # os.fsdecode's undecodable bytes
+        raise BadId(f"id {shown!r}", "contains bytes that are not UTF-8")
     if card_id.endswith(".md"):
         card_id = card_id[:-3]
+    if card_id.endswith(".md"):
+        # `x.md` is accepted for `x`, so an id ending in .md could not be passed on and
+        # read back as itself: refused, so that normalize_id(normalize_id(s)) == it.
+        raise BadId(f"id {shown!r}", "ends in .md twice; a card's file name ends in one .md")
     parts = card_id.split("/")
     if any(p == ".." for p in parts):
         raise BadId(f"id {shown!r}", "climbs out of the store (..)")
@@ -73,6 +88,13 @@ def normalize_id(card_id: str) -> str:
         raise BadId(f"id {shown!r}", "names a hidden path; cards never live there")
     if any(unicodedata.category(c) == "Cc" for c in card_id):  # C0, DEL and C1
         raise BadId(f"id {shown!r}", "contains a control character")
+    for i, p in enumerate(parts):
+        if (n := len(p.encode()) + (3 if i == len(parts) - 1 else 0)) > NAME_MAX:
+            raise BadId(f"id {shown!r}", f"has a file or folder name of {n} bytes; "
+                                         f"file systems allow {NAME_MAX}")
+    # Git pathspec magic (`:!*`, `:(glob)…`) and glob characters (`*?[`) are allowed and
+    # mean themselves: every git call takes paths literally (git.py), and people name
+    # notes `why?.md`, which a refusal here would leave listed but unreadable.
     return card_id
 
 
@@ -83,13 +105,29 @@ def card_path(root: Path, card_id: str) -> Path:
     real_root = os.path.realpath(root)
     # realpath resolves every symlink on the way, including missing tails' parents.
     real = os.path.realpath(path)
-    if os.path.commonpath([real_root, real]) != real_root:
-        raise BadId(f"id {card_id!r}", "resolves outside the store (symlink)")
-    if not real.endswith(".md"):
-        raise BadId(f"id {card_id!r}", "does not resolve to a .md file")
+    if why := target_problem(real_root, real):
+        raise BadId(f"id {card_id!r}", why)
     if os.path.lexists(path) and not os.path.isfile(real):
         raise BadId(f"id {card_id!r}", "is not a regular .md file")
+    if not os.path.isdir(parent := os.path.dirname(real)):
+        while not os.path.lexists(parent):
+            parent = os.path.dirname(parent)
+        if not os.path.isdir(parent):
+            rel = os.path.relpath(parent, real_root).replace(os.sep, "/")
+            raise BadId(f"id {card_id!r}", f"{rel} is a file, not a folder")
     return path
+
+
+def target_problem(real_root: str, real: str) -> str | None:
+    """Why the resolved path of a card (through any symlinks) is no card, or None.
+    The rule of card_path, and of the index for symlinked cards."""
+    if os.path.commonpath([real_root, real]) != real_root:
+        return "resolves outside the store (symlink)"
+    if not real.endswith(".md"):
+        return "does not resolve to a .md file"
+    if any(p.startswith(HIDDEN_PREFIX) for p in os.path.relpath(real, real_root).split(os.sep)):
+        return "resolves into a hidden folder (symlink); cards never live there"
+    return None
 
 
 def slugify(text: str, max_len: int = 60) -> str:

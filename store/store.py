@@ -42,14 +42,20 @@ class Store(StoreRoot):
 
     # --- reading -------------------------------------------------------------------
 
-    def card_files(self) -> Iterator[tuple[str, Path]]:
-        """(id, path) of every card file, in a stable order; hidden folders skipped."""
+    def card_files(self, skipped: list[Problem] | None = None) -> Iterator[tuple[str, Path]]:
+        """(id, path) of every card file, in a stable order; hidden folders skipped.
+        `skipped` gets the files that look like cards but no id can address (`x.md.md`)."""
         root = str(self.root)
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             top = dirpath == root
             for name in sorted(filenames):
-                if not name.endswith(".md") or name.startswith("."):
+                if not paths.is_card_name(name) or name.startswith("."):
+                    if skipped is not None and name.endswith(".md.md") and name[0] != ".":
+                        path = Path(dirpath) / name
+                        rel = os.path.relpath(path, root).replace(os.sep, "/")
+                        skipped.append(Problem(rel[:-3], str(path), "ends in .md.md, which no "
+                                               "id can address; rename it to end in one .md"))
                     continue
                 if top and name in paths.NOT_CARDS:
                     continue
@@ -66,15 +72,18 @@ class Store(StoreRoot):
         cid = paths.normalize_id(card_id)
         try:
             return cardlib.load(path, cid)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             raise NotFound(f"card {cid}", "no such card") from None
         except cardlib.CardProblem as exc:
             raise CardmemError(str(path), str(exc)) from None
+        except OSError as exc:
+            raise CardmemError(str(path), f"unreadable: {exc.strerror or exc}") from None
 
     def scan(self) -> tuple[list[cardlib.Card], list[Problem]]:
         """Every readable card, and every file that could not be read as one."""
-        cards, problems = [], []
-        for cid, path in self.card_files():
+        cards: list[cardlib.Card] = []
+        problems: list[Problem] = []
+        for cid, path in self.card_files(problems):
             try:
                 if path.is_symlink():
                     paths.card_path(self.root, cid)  # a link out of the store is no card
@@ -110,6 +119,9 @@ class Store(StoreRoot):
             session: str | None = None) -> str:
         """Create a card; refuse if one exists at that id. Returns the id."""
         cid = paths.normalize_id(card_id)
+        for what, value in (("title", title), ("body", body), ("description", description),
+                            ("project", project)):
+            utf8(value or "", what)
         path = self.path(cid)
         fields: dict[str, Any] = {"title": title or cid.rsplit("/", 1)[-1].replace("-", " ")}
         card_type = card_type or paths.type_from_id(cid)
@@ -126,7 +138,7 @@ class Store(StoreRoot):
         def create() -> dict[str, bytes | None]:
             if path.exists():
                 raise CardmemError(f"card {cid}", "already exists; use `cardmem edit` or `remember`")
-            return {self.rel(cid): text.encode()}
+            return {self.rel(cid): utf8(text, f"card {cid}")}
 
         self.commit(create, Message(f"new: {cid}", [f"{cid}  {fields['title']}"], source, session),
                     agent=agent)
@@ -140,7 +152,7 @@ class Store(StoreRoot):
         rel = self.rel(cid)
 
         def compute() -> dict[str, bytes | None]:
-            return {rel: edit(self.read(cid).text).encode()}
+            return {rel: utf8(edit(self.read(cid).text), f"card {cid}")}
 
         return self.commit(compute, Message(subject, lines or [], source, session), agent=agent)
 
@@ -152,6 +164,7 @@ class Store(StoreRoot):
         Protected types are never appended to: a suffixed new card is made instead.
         Returns (id, created).
         """
+        utf8(title, "title"), utf8(body, "body")
         protected = set(self.config["extract"]["protected_types"])
         base = paths.id_for(title, card_type, project)
         for attempt in range(5):
@@ -197,6 +210,18 @@ class Store(StoreRoot):
                 raise CardmemError(f"commit {commit}",
                                    f"cannot be reverted cleanly ({exc.why}); nothing changed") from None
         return git.head(self.root) or ""
+
+
+def utf8(text: str, what: str) -> bytes:
+    """A card's bytes; a refusal for text with undecodable bytes (a shell argument that was
+    not UTF-8 arrives as lone surrogates, which no card file can hold) or a NUL byte (a
+    card with one is binary, and git refuses it in a commit message)."""
+    if "\x00" in text:
+        raise CardmemError(what, "contains a NUL byte")
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        raise CardmemError(what, "the text has bytes that are not UTF-8") from None
 
 
 def init(root: Path | str) -> tuple[Store, bool]:

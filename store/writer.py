@@ -67,10 +67,17 @@ def write_lock(root: Path, timeout_s: float = 10.0) -> Iterator[None]:
         os.close(fd)  # closing the file releases the lock, also if this process dies
 
 
+def temp_prefix(name: str) -> str:
+    """The start of a temp file's name for a file: `.<name>.`, then mkstemp's 8 letters
+    and `.tmp`; the name is cut (at a whole character) so that all of it fits NAME_MAX."""
+    cut = name.encode()[:paths.NAME_MAX - len("..12345678.tmp")]
+    return f".{cut.decode(errors='ignore')}."
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Replace path's content with data: readers see the old bytes or the new, never a mix."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name), suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -126,14 +133,7 @@ def check_writable(root: Path) -> None:
     commits, so outside the lock a live lock would look stale.
     """
     paths.require_store(root)
-    # The locks a commit takes: the index, HEAD and the branch's ref.
-    locks = [root / ".git" / "index.lock", root / ".git" / "HEAD.lock"]
-    try:
-        ref = (root / ".git" / "HEAD").read_text().strip()
-        if ref.startswith("ref: refs/"):
-            locks.append(root / ".git" / (ref[5:] + ".lock"))
-    except OSError:
-        pass
+    locks = git.commit_locks(root)
     deadline = time.monotonic() + INDEX_LOCK_WAIT_S
     for lock in locks:
         while lock.exists() and time.monotonic() < deadline:
@@ -167,52 +167,89 @@ def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", messa
     paths.require_store(root)  # before write_lock makes .cardmem/ in a non-store
     with write_lock(root, lock_timeout_s):
         check_writable(root)
+        recover(root)
         if callable(changes):
             changes = changes()
         rels = list(changes)
         if not rels:
             return None
-        # While files are being replaced, .cardmem/writing names them: a writer killed
-        # mid-write leaves its temp files, which the next writer (under this lock, where
-        # no write is live) removes. One small file instead of listing folders each time.
+        # From the first file replaced to the commit, .cardmem/writing names the paths:
+        # the next writer (under this lock, where no write is live) cleans up after one
+        # killed in between (recover). One small file instead of listing folders each time.
         pending = root / PENDING_FILE
-        if pending.exists():
-            for rel in pending.read_text().splitlines():
-                p = root / rel
-                for stale in p.parent.glob(f".{glob.escape(p.name)}.*.tmp"):
-                    stale.unlink(missing_ok=True)
         pending.write_text("\n".join(rels) + "\n")
-        new_files = []
-        for rel, data in changes.items():
-            path = root / rel
+        try:
+            sha = _write_and_commit(root, changes, message, agent)
+        except BaseException:
+            try:
+                recover(root)  # unstage now, not at the next write
+            except (CardmemError, OSError):
+                pass  # (a git lock in the way): the next writer does it
+            raise
+        pending.unlink()
+        if sha is not None:
+            from .rules_file import after_write
+
+            after_write(root, changes)  # the rules files hosts load: current at once
+        return sha
+
+
+def recover(root: Path) -> list[str]:
+    """Clean up after a writer killed mid-write (call holding the write lock): remove its
+    temp files, and unstage what it staged but did not commit, which a person's next
+    `git commit` would otherwise sweep in. The files stay as the killed writer left them,
+    uncommitted like any unsaved edit: it never reported success, and a commit under its
+    message could claim a change it made only half of. Returns the paths unstaged."""
+    pending = root / PENDING_FILE
+    try:
+        rels = [r for r in pending.read_text().splitlines() if r]
+    except FileNotFoundError:
+        return []
+    for rel in rels:
+        p = root / rel
+        for stale in p.parent.glob(glob.escape(temp_prefix(p.name)) + "*.tmp"):
+            stale.unlink(missing_ok=True)
+    staged = []
+    if rels:
+        out = git.run(root, "diff", "--cached", "--name-only", "--no-renames", "-z", "--", *rels)
+        if staged := [p for p in out.split("\0") if p]:
+            git.run(root, "reset", "-q", "--", *staged)
+    pending.unlink()
+    return staged
+
+
+def _write_and_commit(root: Path, changes: Changes, message: Message, agent: bool) -> str | None:
+    rels = list(changes)
+    new_files = []
+    for rel, data in changes.items():
+        path = root / rel
+        try:
             if data is AS_IS:
                 continue  # a person's bytes: committed as they are, never rewritten
             if data is None:
                 path.unlink(missing_ok=True)
             elif not path.exists():
                 new_files.append(rel)
-                atomic_write(path, data)
+                atomic_write(path, data)  # type: ignore[arg-type]
             elif path.read_bytes() != data:
-                atomic_write(path, data)
-        pending.unlink()
-        # git commit --only takes the named paths' content from the work tree and commits
-        # just them, whatever else the user has staged; only files new to the tree need
-        # `git add` first. So an edit is one git call and a new card two.
-        if new_files:
-            git.run(root, "add", "-A", "--", *new_files)
+                atomic_write(path, data)  # type: ignore[arg-type]
+        except OSError as exc:  # a name too long here, a full disk: one line, no traceback
+            raise CardmemError(rel, f"cannot write: {exc.strerror or exc}") from None
+    # git commit --only takes the named paths' content from the work tree and commits
+    # just them, whatever else the user has staged; only files new to the tree need
+    # `git add` first. So an edit is one git call and a new card two.
+    if new_files:
+        git.run(root, "add", "-A", "--", *new_files)
+    done = git.commit_paths(root, rels, message.text(), agent=agent)
+    if done.returncode != 0:
+        # A file that existed but git did not track yet, or nothing differs from HEAD
+        # (a rewrite of the same bytes is no change): stage all and ask again.
+        git.run(root, "add", "-A", "--", *rels)
         done = git.commit_paths(root, rels, message.text(), agent=agent)
+        # --no-renames: a move lists its old path too.
         if done.returncode != 0:
-            # A file that existed but git did not track yet, or nothing differs from HEAD
-            # (a rewrite of the same bytes is no change): stage all and ask again.
-            git.run(root, "add", "-A", "--", *rels)
-            done = git.commit_paths(root, rels, message.text(), agent=agent)
-            # --no-renames: a move lists its old path too.
-            if done.returncode != 0:
-                if git.run(root, "diff", "--cached", "--no-renames", "--name-only", "--",
-                           *rels).strip():
-                    raise git.error("commit", done)
-                return None
-        from .rules_file import after_write
-
-        after_write(root, changes)
-        return git.head_fast(root)
+            if git.run(root, "diff", "--cached", "--no-renames", "--name-only", "--",
+                       *rels).strip():
+                raise git.error("commit", done)
+            return None
+    return git.head_fast(root)

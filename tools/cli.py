@@ -236,6 +236,9 @@ def main() -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except OSError as exc:  # a file system's refusal the store did not foresee: still one line
+        click.echo(f"cardmem: {exc.filename or 'error'}: {exc.strerror or exc}", err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

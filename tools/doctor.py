@@ -19,10 +19,10 @@ Check = Callable[[Store], list[tuple[bool, str]]]
 
 
 def check_repo(store: Store) -> list[tuple[bool, str]]:
-    out = []
-    lock = store.root / ".git" / "index.lock"
-    if lock.exists():
-        out.append((False, str(git.lock_file_error(str(lock)))))
+    out = [(False, str(git.lock_file_error(str(lock))))
+           for lock in git.commit_locks(store.root) if lock.exists()]
+    if not out:
+        out += check_interrupted(store)
     if git.head(store.root) is None:
         out.append((False, "the repository has no commits; run `cardmem init`"))
     elif (branch := git.branch(store.root)) is None:
@@ -35,6 +35,22 @@ def check_repo(store: Store) -> list[tuple[bool, str]]:
         out.append((True, f"{len(dirty)} card(s) with uncommitted edits (e.g. {dirty[0]}); "
                           "`cardmem watch` or git commits them"))
     return out
+
+
+def check_interrupted(store: Store) -> list[tuple[bool, str]]:
+    """A writer killed between `git add` and its commit: unstage what it left staged
+    (the writer's own recovery, run now rather than at the next write)."""
+    from cardmem.store.writer import recover, write_lock
+
+    try:
+        with write_lock(store.root, timeout_s=2.0):
+            staged = recover(store.root)
+    except CardmemError:
+        return []  # a live writer holds the lock: nothing was interrupted
+    if not staged:
+        return []
+    return [(True, f"unstaged {len(staged)} card(s) an interrupted write had staged "
+                   f"(e.g. {staged[0]}); their files are kept as uncommitted edits")]
 
 
 def check_config(store: Store) -> list[tuple[bool, str]]:

@@ -160,6 +160,7 @@ class CardMemory:
                                   f"(e.g. {ROOT}/notes.md), got: {path}")
         rel = "/".join([self.folder, *parts])
         cid = normalize_id(rel)  # the store's own id check, as a second guard
+        self._check_parents(parts, path)  # said in memory paths, before the store says it
         self.store.path(cid)  # and its symlink / .md check
         return cid, rel, full
 
@@ -260,7 +261,7 @@ class CardMemory:
     def _tracked(self, rels: list[str]) -> set[str]:
         if not rels:
             return set()
-        out = git.run(self.store.root, "--literal-pathspecs", "ls-files", "-z", "--", *rels)
+        out = git.run(self.store.root, "ls-files", "-z", "--", *rels)
         return {p for p in out.split("\0") if p}
 
     def _check_parents(self, parts: list[str], path: str) -> None:
