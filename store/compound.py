@@ -24,6 +24,7 @@ from typing import Any, Iterable
 
 from . import card as cardlib
 from .errors import CardmemError
+from .status import INACTIVE, is_active
 from .store import Store
 from .writer import Message, atomic_write, commit_changes
 
@@ -127,7 +128,7 @@ class Matcher:
         scores: list[tuple[float, int, str]] = []
         for cid, ws in self.words.items():
             c = self.cards[cid]
-            if c.type == "signal" or c.status in ("superseded", "archived"):
+            if c.type == "signal" or not is_active(c):
                 continue
             hit = [w for w in rare if w in ws]
             if hit:
@@ -195,7 +196,7 @@ class IndexMatcher:
                 continue
             cid, ctype, status = rows[n]
             self.types[cid] = ctype
-            if ctype == "signal" or status in ("superseded", "archived"):
+            if ctype == "signal" or status in INACTIVE:
                 continue
             score = sum(idf[w] * (2 if w in named.get(n, ()) else 1) for w in ws)
             scores.append((score, len(ws), cid))

@@ -15,14 +15,10 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
+from .status import INACTIVE, PROPOSED, is_active, status_of  # noqa: F401 - re-exported
+
 if TYPE_CHECKING:  # the pile's path never imports the card parser (YAML) or the writer
     from .store import Store
-
-INACTIVE = {"superseded", "archived"}
-
-
-def is_active(card: Any) -> bool:
-    return card.status not in INACTIVE
 
 
 def active_rules(cards: Iterable[Any]) -> list[Any]:
