@@ -163,6 +163,14 @@ def _add_rules(b: _Builder, cards: list[Card]) -> None:
     b.add("")
 
 
+def _add_proposals(b: _Builder, count: int) -> None:
+    """One line, never the proposals themselves: they are not in force until a person
+    accepts them, and an agent's words must not reach the pile as rules."""
+    line = f"{count} proposal{'s' * (count != 1)} await{'s' * (count == 1)} review: `cardmem review`"
+    if count and not b.add(line + "\n"):
+        b.cut(None, "proposals notice (budget)", count)
+
+
 def _add_cards(b: _Builder, heading: str, cards: list[Card], reason: str) -> None:
     """A section of cards: whole while they fit, then by description, then counted out."""
     if not cards:
@@ -401,6 +409,7 @@ def session_context(store: Store, project: str | None = None, cwd: str | None = 
     b.add(f"Cards from the store at {store.root}. Rules first; then the user, the project, "
           "a map and what changed recently.\n")
     _add_rules(b, h.rules)
+    _add_proposals(b, h.proposals)
     _add_cards(b, "## User", h.users, "user card (budget)")
     if project:
         if h.project_cards:
