@@ -101,6 +101,7 @@ class AgentWrite:
     text: str
     kind: str
     target: str | None = None
+    created: bool = True  # False: an existing proposal was edited
 
 
 def guard(store: Store, cid: str, old: str | None, new: str, proposed_by: str,
@@ -119,7 +120,7 @@ def guard(store: Store, cid: str, old: str | None, new: str, proposed_by: str,
         for key in CHANGE_KEYS:  # an agent does not retarget a change proposal
             if before.meta.get(key) is not None:
                 text = cardlib.set_key(text, key, str(before.meta[key]))
-        return AgentWrite(cid, text, "proposal")
+        return AgentWrite(cid, text, "proposal", created=False)
     # A text that does not parse counts by its folder: an agent must not take over a
     # rule by breaking its YAML.
     was = before.type if before else (paths.type_from_id(cid) if old is not None else None)
