@@ -177,6 +177,38 @@ def propose_remember(store: Store, title: str, body: str, *, card_type: str,
     return done[0]
 
 
+# --- rules from extraction ----------------------------------------------------------
+
+RULE_FOLDER = "feedback"
+RULE_TITLE_CHARS = 80
+
+
+def rule_lines(store: Store) -> dict[str, list[str]]:
+    """id -> the lines each rule card says (title, description, body lines), for every
+    card under feedback/, in force or proposed: what a new `Rule:` might repeat."""
+    out: dict[str, list[str]] = {}
+    for p in sorted((store.root / RULE_FOLDER).rglob("*.md")):
+        cid = p.relative_to(store.root).with_suffix("").as_posix()
+        try:
+            c = cardlib.load(p, cid)
+        except (cardlib.CardProblem, OSError):
+            continue
+        body = [ln.strip().lstrip("-*#> ").strip() for ln in c.body.splitlines()]
+        out[cid] = [t for t in [c.title, c.description, *body] if t]
+    return out
+
+
+def rule_card(store: Store, rule: str, proposed_by: str,
+              taken: Iterable[str] = ()) -> tuple[str, str]:
+    """(id, text) of a new proposal for an extracted rule, at a free id under feedback/."""
+    title = rule if len(rule) <= RULE_TITLE_CHARS else \
+        rule[:RULE_TITLE_CHARS - 3].rsplit(" ", 1)[0] + "..."
+    cid = free_id(store, f"{RULE_FOLDER}/{paths.slugify(title)}", taken)
+    meta = {"title": title, "type": "feedback", "status": PROPOSED, "proposed_by": proposed_by,
+            "created": date.today()}
+    return cid, cardlib.render(meta, rule)
+
+
 # --- review ------------------------------------------------------------------------
 
 @dataclass

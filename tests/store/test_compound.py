@@ -58,13 +58,13 @@ def test_protected_types_are_never_appended(example_store):
     rule = example_store.root / "feedback" / "run-tests-with-x.md"
     old = rule.read_bytes()
     m = Matcher(example_store.scan()[0])
-    line = "Rule: always run pytest with -x locally"
+    line = "Decision: always run pytest with -x locally"  # (a `Rule:` is proposed instead)
     assert m.best(line)[0] == "feedback/run-tests-with-x"
     r = file_signals(example_store, [line], "abcdef0")
     assert rule.read_bytes() == old
     assert r.filed[0].card == f"signals/{TODAY}"
     assert history(example_store.read(f"signals/{TODAY}").text)[-1].endswith(
-        "Rule: always run pytest with -x locally (resembles feedback/run-tests-with-x)")
+        "Decision: always run pytest with -x locally (resembles feedback/run-tests-with-x)")
 
 
 def test_exact_and_near_duplicates_are_not_filed_twice(example_store):
@@ -143,3 +143,44 @@ def test_the_index_answers_the_same_way(example_store):
         assert m.type_of("feedback/run-tests-with-x") == "feedback"
     finally:
         idx.close()
+
+
+# --- `Rule:` signals are proposals --------------------------------------------------
+
+def test_a_rule_signal_is_a_proposal_once_and_never_a_live_rule(example_store):
+    from cardmem.store.context import session_context
+
+    rules_before = session_context(example_store).text.split("## Memory map")[0]
+    r = file_signals(example_store, ["Rule: always squash commits before merging to main",
+                                     "Rule: Always squash commits before merging to main!",
+                                     KEDA], "abcdef0-9999", source="stop-hook")
+    cid = "feedback/always-squash-commits-before-merging-to-main"
+    assert [f.card for f in r.filed if f.card.startswith("feedback/")] == [cid]
+    c = git.log(example_store.root, limit=1)[0]
+    assert c.author == "cardmem-agent <agent@cardmem.invalid>"  # one agent commit for all
+    assert sorted(c.paths) == sorted([f"{cid}.md", "entities/billing-service.md",
+                                      f"signals/{TODAY}.md"])
+    card = example_store.read(cid)
+    assert card.type == "feedback" and card.status == "proposed"
+    assert card.meta["proposed_by"] == "stop-hook session abcdef0"
+    assert card.body.strip() == "always squash commits before merging to main"
+    # The second wording is flagged on the day card, not proposed again.
+    assert history(example_store.read(f"signals/{TODAY}").text)[-1].endswith(
+        f"(near-duplicate of {cid}; not proposed)")
+    pile = session_context(example_store).text
+    assert pile.split("## Memory map")[0] == rules_before.replace(
+        "\n\n## User", "\n\n1 proposal awaits review: `cardmem review`\n\n## User", 1)
+    # The next session's extraction says it again: still one proposal.
+    again = file_signals(example_store, ["Rule: always squash commits before merging to main"],
+                         "fedcba0")
+    assert not any(f.card and f.card.startswith("feedback/") for f in again.filed)
+    assert sorted(p.stem for p in (example_store.root / "feedback").glob("always-squash*"))\
+        == ["always-squash-commits-before-merging-to-main"]
+
+
+def test_a_rule_signal_that_repeats_a_live_rule_is_flagged_not_proposed(example_store):
+    before = sorted(p.name for p in (example_store.root / "feedback").iterdir())
+    r = file_signals(example_store, ["Rule: run the test suite with -x"], "abcdef0")
+    assert sorted(p.name for p in (example_store.root / "feedback").iterdir()) == before
+    assert r.filed[0].card == f"signals/{TODAY}"
+    assert r.filed[0].note == "(near-duplicate of feedback/run-tests-with-x; not proposed)"
