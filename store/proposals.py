@@ -287,6 +287,7 @@ def _proposal(store: Store, cid: str, verb: str) -> cardlib.Card:
 
 def accept(store: Store, cid: str) -> Decision:
     """Put a proposal in force, as a person's commit (see the module docstring)."""
+    cid = paths.normalize_id(cid)
     msg = Message(f"review: accept {cid}", [], SOURCE)
 
     def compute() -> dict[str, bytes | None]:
@@ -334,6 +335,7 @@ def _accept_change(store: Store, card: cardlib.Card, msg: Message) -> dict[str, 
 
 def reject(store: Store, cid: str) -> Decision:
     """Remove a proposal, as a person's commit."""
+    cid = paths.normalize_id(cid)
     msg = Message(f"review: reject {cid}", [], SOURCE)
 
     def compute() -> dict[str, bytes | None]:
