@@ -141,6 +141,18 @@ def live_protected(store: Store, cid: str, text: str) -> bool:
     return card is not None and card.type in protected_types(store) and not is_proposal(card)
 
 
+def live_rule_text(store: Store, cid: str) -> str | None:
+    """The text of the live protected card at cid (no link followed), else None."""
+    p = store.root / f"{cid}.md"
+    if p.is_symlink() or not p.is_file():
+        return None
+    try:
+        text = cardlib.decode(p.read_bytes())
+    except (cardlib.CardProblem, OSError):
+        return None
+    return text if live_protected(store, cid, text) else None
+
+
 def propose_remember(store: Store, title: str, body: str, *, card_type: str,
                      project: str | None, proposed_by: str, source: str,
                      session: str | None = None) -> AgentWrite:

@@ -521,17 +521,9 @@ class CardMemory:
         return f"Successfully renamed {old_path} to {new_path}"
 
     def _rule_text(self, rel: str) -> str | None:
-        """The text of a live card of a protected type at rel, else None."""
-        from cardmem.store.proposals import live_protected
+        from cardmem.store.proposals import live_rule_text
 
-        p = self.store.root / rel
-        if not rel.endswith(".md") or p.is_symlink() or not p.is_file():
-            return None
-        try:
-            text = decode(p.read_bytes())
-        except (CardProblem, OSError):
-            return None
-        return text if live_protected(self.store, rel[:-3], text) else None
+        return live_rule_text(self.store, rel[:-3]) if rel.endswith(".md") else None
 
     def _refuse_rules(self, rels: list[str], verb: str) -> None:
         rules = [r for r in rels if self._rule_text(r) is not None]
