@@ -130,7 +130,9 @@ def guard(store: Store, cid: str, old: str | None, new: str, proposed_by: str,
         pid = free_id(store, f"{cid}-proposed", taken)
         kind = was if was in protected else becomes
         return AgentWrite(pid, change_proposal(target, new, proposed_by, kind), "change", cid)
-    if becomes in protected:
+    if becomes in protected or is_proposal(after):
+        # A card an agent calls a proposal says truly who proposed it, and no change key
+        # it wrote itself points it at another card.
         return AgentWrite(cid, mark_proposed(new, proposed_by), "proposal")
     return AgentWrite(cid, new, "plain")
 
@@ -181,7 +183,8 @@ def propose_remember(store: Store, title: str, body: str, *, card_type: str,
             write = AgentWrite(free_id(store, base), cardlib.render(meta, body), "proposal")
         done.append(write)
         msg.subject = f"propose: {write.id}"
-        what = f"change to {write.target}" if write.target else "new " + card_type
+        what = (f"change to {write.target}" if write.target else
+                "new " + card_type if write.created else "addition to this proposal")
         msg.lines = [f"{write.id}  proposed {what} (by {proposed_by}); `cardmem review`"]
         return {store.rel(write.id): write.text.encode()}
 
