@@ -1,16 +1,22 @@
 """Claude Code's hook protocol: JSON on stdin, JSON on stdout (DESIGN §5, §6).
 
-    python -m cardmem.hooks.claude_code [--store PATH] session-start   (what the installer registers)
-    cardmem hook claude-code [--store PATH] session-start              (the same, through the CLI)
+    python -m cardmem.hooks.claude_code [--store PATH] [--rules-file PATH] session-start
+    cardmem hook claude-code [--store PATH] [--rules-file PATH] session-start   (the same)
 
 session-start  prints {"hookSpecificOutput": {"hookEventName": "SessionStart",
-               "additionalContext": <the rung-1 pile>}}. It never breaks the session: no
-               store, a broken card, a failing git -> exit 0 with what it could assemble
-               and a one-line notice.
+               "additionalContext": <the rung-1 pile>}, "systemMessage": <for the user>}.
+               The context never exceeds what Claude Code shows whole (10,000 UTF-16
+               units; longer is replaced by a 2 KB preview). Every rule travels whole in
+               the rules file (--rules-file, which Claude Code loads at start-up from
+               ~/.claude/rules/); the context names it and shows what changed since.
+               It never breaks the session: no store, a broken card, a failing git ->
+               exit 0 with what it could assemble, and the person is told in one line.
 stop, session-end
                hand the session to a detached background process and return at once;
                that process reads the transcript, redacts it, extracts signals (one model
                call) and files them (one commit), or spools them if the store is busy.
+               A failed extraction keeps the redacted excerpt in .cardmem/retry/; each
+               later run re-extracts the due ones first, into the same commit.
 
 Start-up is kept lean: this module imports neither click nor anthropic; the learning
 path imports what it needs inside the background process.
@@ -28,6 +34,8 @@ from . import hooklog
 
 EVENTS = ("session-start", "stop", "session-end")
 FOREGROUND_ENV = "CARDMEM_HOOK_FOREGROUND"  # "1": learn in the hook process (tests, debugging)
+# "1" inside cardmem's own `claude -p` model call (tools/model.py CHILD_ENV): hooks idle there.
+CHILD_ENV = "CARDMEM_HOOK_CHILD"
 # A Stop hook fires after every reply; learn again only once the transcript grew this much.
 STOP_MIN_GROWTH = 4_000
 MAX_CONTEXT = 9_500  # Claude Code shows the model at most 10,000 characters
@@ -53,8 +61,37 @@ def _store_root(store_path: str | None) -> Path:
 
 # --- session start -----------------------------------------------------------------
 
-def session_start_context(payload: dict[str, Any], root: Path) -> tuple[str, str]:
-    """(additionalContext, outcome for the log) for the store at root. Never raises."""
+def host_len(text: str) -> int:
+    """Characters as Claude Code counts them: UTF-16 code units (an emoji is two)."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def fit_host(text: str, cap: int = MAX_CONTEXT) -> tuple[str, int]:
+    """text cut at a line end to at most cap host characters, with a closing line saying
+    so; and how many characters were cut (0: it fit). Past the cap the host would show a
+    2 KB preview instead of the whole, so nothing longer is ever handed over."""
+    if host_len(text) <= cap:
+        return text, 0
+    note = "\n(cardmem: context cut at {} of {} characters to fit the host; " \
+           "`cardmem context` shows it whole)\n"
+    room = cap - host_len(note.format(cap, host_len(text)))
+    lines, kept, used = text.split("\n"), [], 0
+    for line in lines:
+        n = host_len(line) + 1
+        if used + n > room:
+            break
+        kept.append(line)
+        used += n
+    return "\n".join(kept) + note.format(used, host_len(text)), host_len(text) - used
+
+
+def session_start_context(payload: dict[str, Any], root: Path,
+                          rules_file: Path | None = None) -> tuple[str, str, list[str]]:
+    """(additionalContext, outcome for the log, lines for the user) for the store at root.
+
+    The user lines become the hook's systemMessage: memory that is degraded is said to the
+    person, not only to the model. Never raises.
+    """
     try:
         from cardmem.store.errors import CardmemError
         from cardmem.store.lean import StoreRoot  # no YAML, writer or git to import
@@ -63,8 +100,9 @@ def session_start_context(payload: dict[str, Any], root: Path) -> tuple[str, str
     except Exception as exc:  # noqa: BLE001 - the session must start whatever happens
         why = getattr(exc, "why", None) or str(exc) or type(exc).__name__
         return (f"(cardmem: no memory loaded this session: store {root}: {why})",
-                f"no store: {why}")
+                f"no store: {why}", [f"no memory loaded: store {root}: {why}"])
     cwd = payload.get("cwd") or os.getcwd()
+    user: list[str] = []
     try:
         from cardmem.store.context import session_context
 
@@ -78,19 +116,48 @@ def session_start_context(payload: dict[str, Any], root: Path) -> tuple[str, str
 
             store.__dict__["config"] = copy.deepcopy(config.DEFAULTS)
             budget, note = config.DEFAULTS["context"]["budget_chars"], exc.why
-        pile = session_context(store, cwd=cwd, budget=budget)
+            user.append(f"cardmem.toml ignored ({note})")
+        pile = session_context(store, cwd=cwd, budget=budget, rules_file=rules_file)
         text = pile.text
         if note:
             text += f"\n(cardmem: cardmem.toml ignored, defaults used: {note})\n"
         if pile.notices:
             text += (f"\n(cardmem: {len(pile.notices)} card file(s) could not be read; "
                      "run `cardmem doctor`)\n")
-        return text, f"ok: {len(pile.addresses)} cards, {len(text)} chars" + (
-            f", {len(pile.notices)} unreadable" if pile.notices else "")
+            user.append(f"{len(pile.notices)} card file(s) unreadable")
+        d = pile.delivered
+        if d is not None and not d.ok:
+            user.append(f"rules file not used ({d.error})")
+        titled = sum(1 for e in pile.left_out if "rule shown by title" in e["reason"]
+                     or "changed rule not shown" in e["reason"])
+        if titled:
+            user.append(f"{titled} rule(s) reached the model by title only"
+                        + ("" if d is not None and d.ok else
+                           "; `cardmem install claude-code` loads every rule whole"))
+        from cardmem.store.retry import retry_backlog
+
+        backlog = retry_backlog(store.root)  # one listdir
+        if backlog["waiting"] or backlog["given_up"]:
+            user.append(f"{backlog['waiting']} session(s) wait to be learned"
+                        + (f", {backlog['given_up']} given up" if backlog["given_up"] else "")
+                        + " (`cardmem doctor` says why)")
+        if pile.proposals:
+            user.append(f"{pile.proposals} proposed rule(s) await your review "
+                        "(`cardmem review`)")
+        text, cut = fit_host(text)
+        if cut:
+            user.append(f"session context cut by {cut} characters to fit Claude Code")
+        delivery = ""
+        if d is not None:
+            delivery = (f", rules file {'error' if not d.ok else 'rewritten' if d.wrote else 'current'}"
+                        f" ({d.total} rules, {len(d.changed)} changed)")
+        return text, f"ok: {len(pile.addresses)} cards, {host_len(text)} chars{delivery}" + (
+            f", {len(pile.notices)} unreadable" if pile.notices else "") + (
+            f", cut {cut}" if cut else ""), user
     except Exception as exc:  # noqa: BLE001
         why = " ".join(str(exc).split()) or type(exc).__name__
-        return _rule_titles(root) + f"\n(cardmem: memory only partly loaded: {why})\n", \
-            f"degraded: {why}"
+        text, _ = fit_host(_rule_titles(root) + f"\n(cardmem: memory only partly loaded: {why})\n")
+        return text, f"degraded: {why}", [f"memory only partly loaded: {why}"]
 
 
 def _rule_titles(root: Path) -> str:
@@ -116,12 +183,18 @@ def _rule_titles(root: Path) -> str:
         f"- `feedback/{n}`\n" for n in names)
 
 
-def session_start(payload: dict[str, Any], store_path: str | None = None) -> dict[str, Any]:
+def session_start(payload: dict[str, Any], store_path: str | None = None,
+                  rules_file: str | None = None) -> dict[str, Any]:
     started = time.monotonic()
     root = _store_root(store_path)
-    text, outcome = session_start_context(payload, root)
+    text, outcome, user = session_start_context(
+        payload, root, Path(rules_file).expanduser() if rules_file else None)
     hooklog.write(root, "session-start", started, outcome, payload.get("session_id"))
-    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+    out: dict[str, Any] = {"hookSpecificOutput": {"hookEventName": "SessionStart",
+                                                  "additionalContext": text}}
+    if user:
+        out["systemMessage"] = "cardmem: " + "; ".join(user)
+    return out
 
 
 # --- learning at the end -----------------------------------------------------------
@@ -148,7 +221,11 @@ def _mark_path(store: Any, session: str) -> Path:
 
 
 def learn(event: str, payload: dict[str, Any], store_path: str | None = None) -> str:
-    """Transcript -> redacted excerpt -> signals -> one commit. Returns the log outcome."""
+    """Transcript -> redacted excerpt -> signals -> one commit. Returns the log outcome.
+
+    The retry backlog's due sessions go first, into the same commit. A failed
+    extraction keeps the excerpt in the retry queue (store/retry.py): nothing is lost.
+    """
     from cardmem.store.errors import CardmemError
     from cardmem.store.store import Store
 
@@ -158,16 +235,16 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
         return f"no store: {exc.why}"
     session = str(payload.get("session_id") or "")
     transcript = payload.get("transcript_path")
-    from cardmem.store.compound import spool_dir
+    from cardmem.hooks import backlog
 
-    pending = any(spool_dir(store).glob("*.json"))
+    retried = backlog.retry_due(store, lambda s: str(_mark_path(store, s)) + ".lock")
     if not transcript:
-        return _file(store, [], session) if pending else "skipped: no transcript_path"
+        return _file_pending(store, session, "skipped: no transcript_path", retried)
     from cardmem.hooks.transcript import read_excerpt, should_skip
 
     if should_skip(transcript):
-        return _file(store, [], session) if pending else \
-            "skipped: no transcript or under 1,000 bytes"
+        return _file_pending(store, session, "skipped: no transcript or under 1,000 bytes",
+                             retried)
     from filelock import FileLock
 
     mark = _mark_path(store, session)
@@ -180,26 +257,47 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
             done = 0
         growth = size - done
         if growth <= 0 or (event == "stop" and done and growth < STOP_MIN_GROWTH):
-            return _file(store, [], session) if pending else \
-                "skipped: nothing new since the last run"
+            return _file_pending(store, session, "skipped: nothing new since the last run",
+                                 retried)
         cfg = store.config
         turns = read_excerpt(transcript, max_turns=int(cfg["extract"]["max_turns"]),
                              turn_chars=int(cfg["extract"]["turn_chars"]))
-        from cardmem.tools.extract import extract
-        from cardmem.tools.model import ModelError, ModelUnavailable
+        from cardmem.store import retry
         from cardmem.tools.redact import redact
 
         turns = [{"role": t.role, "text": redact(t.text)} for t in turns]
-        try:
-            signals = extract(turns, cfg=cfg["model"])
-        except ModelError as exc:
-            what = "no model" if isinstance(exc, ModelUnavailable) else "extraction failed"
-            spooled = f"; spool: {_file(store, [], session)}" if pending else ""
-            return f"{what}: {exc.why}; nothing extracted{spooled}"
+        project = _project(store, payload)
+        waiting = retry.load(store.root, session)
+        if waiting:  # this session failed before: one call for the old excerpt and the new
+            turns = backlog.merge_turns(waiting["turns"], turns,
+                                        2 * int(cfg["extract"]["max_turns"]))
+        signals, why, counts = backlog.extract_or_why(turns, cfg)
+        if signals is None:
+            gone = retry.fail(store.root, session, turns, why, counts=counts, project=project,
+                              cwd=payload.get("cwd"), size=size)
+            _write_mark(mark, size)  # queued: the backlog retries it, the next run does not
+            backlog.log_given_up(store, gone)
+            what = "extraction failed" if counts else "no model"
+            return _file_pending(store, session, f"{what}: {why}; kept for retry", retried)
         lines = [redact(s.line) for s in signals]
-        outcome = _file(store, lines, session)
+        outcome = _file(store, lines, session, project)
+        if waiting:
+            retry.remove(store.root, session)  # filed or spooled with this run's signals
         _write_mark(mark, size)  # filed or spooled, they are safe: never extract them twice
-        return outcome
+        return outcome + retried
+
+
+def _project(store: Any, payload: dict[str, Any]) -> str | None:
+    """The session's project, from the payload's cwd (as session start finds it)."""
+    cwd = payload.get("cwd")
+    if not isinstance(cwd, str) or not cwd:
+        return None
+    from cardmem.store.context import project_for
+
+    try:
+        return project_for(store, cwd)
+    except Exception:  # noqa: BLE001 - no project is no reason to lose the signals
+        return None
 
 
 def _write_mark(mark: Path, size: int) -> None:
@@ -208,10 +306,19 @@ def _write_mark(mark: Path, size: int) -> None:
     atomic_write(mark, json.dumps({"size": size, "at": time.time()}).encode())
 
 
-def _file(store: Any, lines: list[str], session: str) -> str:
+def _file_pending(store: Any, session: str, skipped: str, retried: str) -> str:
+    """File what waits in the spool (a busy store's signals, the backlog's), if anything."""
+    from cardmem.store.compound import spool_dir
+
+    if any(spool_dir(store).glob("*.json")):
+        return f"{skipped}; spool: {_file(store, [], session)}{retried}"
+    return skipped + retried
+
+
+def _file(store: Any, lines: list[str], session: str, project: str | None = None) -> str:
     from cardmem.store.compound import file_signals
 
-    r = file_signals(store, lines, session, source="stop-hook")
+    r = file_signals(store, lines, session, source="stop-hook", project=project)
     if r.spooled:
         return f"spooled {len(lines)} signal(s): {r.error}"
     if not r.filed and not r.duplicates and not lines and not r.from_spool:
@@ -225,12 +332,18 @@ def _file(store: Any, lines: list[str], session: str) -> str:
 
 # --- entry points ----------------------------------------------------------------
 
-def run(event: str, store_path: str | None = None, stdin=None, stdout=None) -> int:
+def run(event: str, store_path: str | None = None, stdin=None, stdout=None,
+        rules_file: str | None = None) -> int:
     """One hook event; always exit 0 (a hook must not break the host's session)."""
     stdout = stdout or sys.stdout
+    if os.environ.get(CHILD_ENV) == "1":  # never learn from, or feed, our own model call
+        if event == "session-start":
+            stdout.write("{}\n")
+        return 0
     payload = read_payload(stdin)
     if event == "session-start":
-        stdout.write(json.dumps(session_start(payload, store_path), ensure_ascii=False) + "\n")
+        out = session_start(payload, store_path, rules_file)
+        stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
         stdout.flush()
         return 0
     if event in ("stop", "session-end"):
@@ -262,9 +375,13 @@ def _learn_logged(event: str, payload: dict[str, Any], store_path: str | None) -
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    store_path = None
-    if len(args) >= 2 and args[0] == "--store":
-        store_path, args = args[1], args[2:]
+    store_path = rules_file = None
+    while len(args) >= 2 and args[0] in ("--store", "--rules-file"):
+        if args[0] == "--store":
+            store_path = args[1]
+        else:
+            rules_file = args[1]
+        args = args[2:]
     if args[:1] == ["_learn"] and len(args) == 3:  # the detached background process
         try:
             payload = json.loads(args[2])
@@ -272,10 +389,10 @@ def main(argv: list[str] | None = None) -> int:
             payload = {}
         return _learn_logged(args[1], payload if isinstance(payload, dict) else {}, store_path)
     if len(args) != 1:
-        sys.stderr.write("cardmem: hook claude-code: usage: [--store PATH] "
+        sys.stderr.write("cardmem: hook claude-code: usage: [--store PATH] [--rules-file PATH] "
                          f"{{{'|'.join(EVENTS)}}} (JSON on stdin)\n")
         return 2
-    return run(args[0], store_path)
+    return run(args[0], store_path, rules_file=rules_file)
 
 
 if __name__ == "__main__":

@@ -36,11 +36,22 @@ def default_settings() -> Path:
     return Path.home() / ".claude" / "settings.json"
 
 
-def command(event: str, store: Path | None = None, python: str | None = None) -> str:
+def rules_path(settings: Path | None = None) -> Path:
+    """The rules file for the hooks of a settings file: `rules/cardmem.md` beside it, which
+    Claude Code loads whole at start-up (~/.claude/rules/ for the user's settings; a
+    project's .claude/rules/ for a project's), so the rules reach exactly the sessions
+    whose hooks use this store."""
+    return Path(settings or default_settings()).expanduser().absolute().parent / "rules" / "cardmem.md"
+
+
+def command(event: str, store: Path | None = None, python: str | None = None,
+            rules_file: Path | None = None) -> str:
     """The shell command Claude Code runs for one of our events."""
     parts = [python or sys.executable, "-m", MODULE]
     if store is not None:
         parts += ["--store", str(Path(store).expanduser().absolute())]
+    if rules_file is not None:
+        parts += ["--rules-file", str(rules_file)]
     parts.append(event)
     return " ".join(shlex.quote(p) for p in parts)
 
@@ -102,7 +113,8 @@ def install(settings: Path | None = None, store: Path | None = None) -> dict[str
         if host_event not in data["hooks"]:
             data["hooks"][host_event] = []
             created.append(f"hooks.{host_event}")
-        entry = {"type": "command", "command": command(ours, store), **extra}
+        rules = rules_path(path) if ours == "session-start" else None
+        entry = {"type": "command", "command": command(ours, store, rules_file=rules), **extra}
         placed = False
         for g in data["hooks"][host_event]:
             if not (isinstance(g, dict) and isinstance(g.get("hooks"), list)):
@@ -136,11 +148,31 @@ def _was_ours(group: dict[str, Any]) -> bool:
     return set(group) <= {"hooks", "matcher"} and group.get("matcher") in (None, "")
 
 
-def uninstall(settings: Path | None = None) -> dict[str, Any]:
-    """Remove exactly our hook entries (and the containers install created)."""
+def installed_store(settings: Path | None = None) -> Path | None:
+    """The store our SessionStart hook in this settings file names (None: not baked in)."""
     path = Path(settings or default_settings()).expanduser()
+    try:
+        data = _load(path)
+    except CardmemError:
+        return None
+    for g in data.get("hooks", {}).get("SessionStart", []):
+        for h in (g.get("hooks", []) if isinstance(g, dict) else []):
+            if _ours(h):
+                args = shlex.split(str(h.get("command", "")))
+                if "--store" in args[:-1]:
+                    return Path(args[args.index("--store") + 1])
+    return None
+
+
+def uninstall(settings: Path | None = None) -> dict[str, Any]:
+    """Remove exactly our hook entries (and the containers install created), and the rules
+    file they kept (only if cardmem wrote it)."""
+    path = Path(settings or default_settings()).expanduser()
+    from cardmem.store.rules_file import remove
+
+    rules_gone = remove(installed_store(path), rules_path(path))
     if not path.exists():
-        return {"changed": False, "path": str(path)}
+        return {"changed": rules_gone, "path": str(path)}
     data = _load(path)
     before = json.dumps(data, sort_keys=True)
     created = set(recorded(path))

@@ -1,10 +1,12 @@
 """Compounding: file extracted signals into the store, one commit per run (DESIGN §6).
 
 Each signal goes to the History of the one existing card it clearly belongs to (its
-rarest keywords overlap that card, and no other card comes close), else into the day's
-signal card `signals/YYYY-MM-DD.md`. Exact and near-duplicate signals are not filed
-twice. Protected types (feedback, user) are never appended to: a signal that belongs
-there lands on the day card with a note naming the card it resembles.
+rarest keywords overlap that card, and no other card comes close), else into the signal
+card of the session's project, `projects/<project>/signals.md`, where that project's next
+session finds it; a session with no project uses the day's card `signals/YYYY-MM-DD.md`.
+Exact and near-duplicate signals are not filed twice. Protected types (feedback, user)
+are never appended to: a signal that belongs there lands on the signal card with a note
+naming the card it resembles.
 
 If the write lock is busy, the run's signals wait in `.cardmem/spool/` (one JSON file
 per run, written atomically) and the next run files them first. Nothing is dropped.
@@ -24,6 +26,7 @@ from typing import Any, Iterable
 
 from . import card as cardlib
 from .errors import CardmemError
+from .paths import project_signals_id
 from .proposals import rule_card, rule_lines
 from .status import INACTIVE, is_active
 from .store import Store
@@ -308,16 +311,38 @@ def _day_card_text(day: str) -> str:
     return cardlib.render(meta, f"Signals extracted from coding sessions on {day}.\n\n## History\n")
 
 
+def signal_card_id(project: str | None, day: str) -> str:
+    """Where a signal that matches no card goes: its project's card, else the day's."""
+    return project_signals_id(project) or day_card_id(day)
+
+
+def _project_card_text(project: str, day: str) -> str:
+    meta = {"title": f"Signals from {project} sessions", "type": "signal", "project": project,
+            "description": f"Unreviewed learnings from coding sessions in {project}.",
+            "created": date.fromisoformat(day)}
+    return cardlib.render(meta, f"Signals extracted from coding sessions in {project}, "
+                                "newest last.\n\n## History\n")
+
+
+def _new_signal_card_text(cid: str, day: str) -> str:
+    prefix, suffix = "projects/", "/signals"
+    if cid.startswith(prefix) and cid.endswith(suffix):
+        return _project_card_text(cid[len(prefix):-len(suffix)], day)
+    return _day_card_text(day)
+
+
 def file_signals(store: Store, signals: Iterable[Any], session: str | None, *,
                  source: str = "stop-hook", day: str | None = None,
-                 lock_timeout_s: float | None = None) -> Result:
+                 lock_timeout_s: float | None = None, project: str | None = None) -> Result:
     """File signals ("Kind: text" strings or objects with .line) and spooled ones: one commit.
 
-    On a busy lock the signals are spooled and Result.spooled names the file.
+    Signals that match no card go to `project`'s signal card (else the day card). On a
+    busy lock the signals are spooled, project and all, and Result.spooled names the file.
     """
     day = day or date.today().isoformat()
     lines = [s if isinstance(s, str) else s.line for s in signals]
-    batch = {"session": session or "", "day": day, "source": source, "signals": lines}
+    batch = {"session": session or "", "day": day, "source": source, "signals": lines,
+             "project": project}
     result = Result()
     claimed: list[Path] = []
     protected = set(store.config["extract"]["protected_types"])
@@ -337,7 +362,7 @@ def file_signals(store: Store, signals: Iterable[Any], session: str | None, *,
             if cid not in texts:
                 path = store.path(cid)
                 texts[cid] = path.read_text(encoding="utf-8") if path.exists() \
-                    else _day_card_text(bday)
+                    else _new_signal_card_text(cid, bday)
             return texts[cid]
 
         signal_history = _recent_signal_lines(store)
@@ -360,9 +385,9 @@ def file_signals(store: Store, signals: Iterable[Any], session: str | None, *,
                 if target and (matcher.type_of(target) or "") in protected:
                     note = f"(resembles {target})"
                     target = None
-                if flagged:  # a rule already there, or proposed: a note on the day card
+                if flagged:  # a rule already there, or proposed: a note on the signal card
                     target, note = None, flagged
-                dest = target or day_card_id(bday)
+                dest = target or signal_card_id(b.get("project"), bday)
                 existing = [entry_line(e) for e in cardlib.history(text_of(dest, bday))]
                 if is_duplicate(line, existing + signal_history):
                     result.duplicates.append(Filed(dest, line, sid, bday, "duplicate"))

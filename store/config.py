@@ -11,8 +11,9 @@ from .errors import CardmemError
 FILE = "cardmem.toml"
 
 DEFAULTS: dict[str, dict[str, Any]] = {
-    "model": {"name": "claude-sonnet-4-6", "max_tokens": 1024, "timeout_s": 30.0},
-    "context": {"budget_chars": 9000},
+    "model": {"name": "claude-sonnet-4-6", "max_tokens": 1024, "timeout_s": 30.0,
+              "route": "auto", "claude_model": "haiku", "claude_path": ""},
+    "context": {"budget_chars": 9000, "rules_file_chars": 100_000},
     "walk": {
         "max_tool_calls": 4,
         "tool_call_s": 6.0,
@@ -27,7 +28,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 # Keys whose value must be one of a few words.
-_CHOICES = {("walk", "on_deadline"): {"silence", "receipt"}}
+_CHOICES = {("walk", "on_deadline"): {"silence", "receipt"},
+            ("model", "route"): {"auto", "api", "claude-code"}}
 
 
 def _check(section: str, key: str, value: Any, default: Any, path: Path) -> Any:
@@ -91,12 +93,17 @@ def default_text() -> str:
     return """# cardmem store settings. Missing keys take these defaults.
 
 [model]
-name = "claude-sonnet-4-6"
+route = "auto"             # "api" (ANTHROPIC_API_KEY), "claude-code" (your Claude Code
+                           # login, through `claude -p`), or "auto": api if the key is set
+name = "claude-sonnet-4-6" # the api route's model
 max_tokens = 1024
 timeout_s = 30
+claude_model = "haiku"     # the claude-code route's model
+claude_path = ""           # "": `claude` on PATH
 
 [context]
 budget_chars = 9000        # Claude Code shows the model 10,000 at most
+rules_file_chars = 100000  # every rule, whole while they fit, in the file Claude Code loads
 
 [walk]
 max_tool_calls = 4

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from .holdings import Holdings, active_rules, catalog, holdings, is_active
+from .paths import project_signals_id
 
 if TYPE_CHECKING:  # a session's pile never imports the card parser (YAML) or the writer
     from .card import Card
@@ -29,6 +30,10 @@ DEFAULT_BUDGET = 9000
 # Full rule texts may fill at most this share of the budget, so the user card and the
 # project still get room; past it, rules are shown by description, then by title.
 RULES_FULL_SHARE = 0.6
+# The most of the budget each later section may hold back from the rules before them.
+USER_SHARE, PROJECT_SHARE, MAP_SHARE, RECENT_SHARE = 0.15, 0.3, 0.15, 0.1
+LESSON_LINES = 12  # a project's newest lessons shown at session start
+CHANGED_RULES_SHARE = 0.4  # rules changed since the host loaded its rules file, whole
 RECENT_DAYS = 14
 RECENT_COMMITS = 8
 MAP_RECENT_TITLES = 5
@@ -43,13 +48,16 @@ class Pile:
     (A plain class: `dataclasses` pulls in `inspect`, 15 ms of every session start.)
     """
 
-    __slots__ = ("text", "addresses", "left_out", "budget", "notices")
+    __slots__ = ("text", "addresses", "left_out", "budget", "notices", "delivered",
+                 "proposals")
 
     def __init__(self, text: str, addresses: list[str], left_out: list[dict[str, Any]],
                  budget: int, notices: list[str] | None = None) -> None:
         self.text, self.addresses, self.left_out = text, addresses, left_out
         self.budget = budget
         self.notices = notices if notices is not None else []  # unreadable cards met
+        self.delivered: Any = None  # the rules file's rules_file.Delivery, if one was used
+        self.proposals = 0  # agent-written rules waiting for a person's review
 
     def as_dict(self) -> dict[str, Any]:
         return {"text": self.text, "chars": len(self.text), "budget": self.budget,
@@ -123,17 +131,18 @@ def _titled(card: Card) -> str:
     return f"- {_one_line(card.title)} (`{card.id}`)"
 
 
-def _add_rules(b: _Builder, cards: list[Card]) -> None:
+def _add_rules(b: _Builder, cards: list[Card], full_share: float = RULES_FULL_SHARE) -> None:
     """Every rule: full text while its share lasts, then description, then title only.
 
     The steps only go down: once a rule no longer fits whole, the rest are described,
-    and once a description no longer fits, the rest are listed by title (past the budget).
+    and once a description no longer fits (the sections after keep their reserve), the
+    rest are listed by title past the budget.
     """
     rules = active_rules(cards)
     if not rules:
         return
     b.add(f"## Rules ({len(rules)}, always in force)")
-    full_room = int(b.budget * RULES_FULL_SHARE)
+    full_room = int(b.budget * full_share)
     spent_full = 0
     mode = "full"
     titles_only: list[Card] = []
@@ -163,16 +172,65 @@ def _add_rules(b: _Builder, cards: list[Card]) -> None:
     b.add("")
 
 
-def _add_proposals(b: _Builder, count: int) -> None:
-    """One line, never the proposals themselves: they are not in force until a person
-    accepts them, and an agent's words must not reach the pile as rules."""
-    line = f"{count} proposal{'s' * (count != 1)} await{'s' * (count == 1)} review: `cardmem review`"
-    if count and not b.add(line + "\n"):
-        b.cut(None, "proposals notice (budget)", count)
+def _add_delivered_rules(b: _Builder, d: Any, project: str | None) -> None:
+    """The rules when a rules file carries them whole (store/rules_file.py): how many, where,
+    and only what changed since the host loaded that file, within the budget.
+
+    What changed is shown whole while it fits, then by title; past the budget the rest are
+    counted and their ids named as far as room allows: they are in the rewritten file from
+    the next session on. None of it goes past the budget: the host would cut it all.
+    """
+    mine = d.by_project.get(project, 0) if project else 0
+    scoped = sum(d.by_project.values())
+    where = (f"{d.total} rules are in force, loaded whole at start-up from the rules file "
+             f"{d.path} (in your instructions as \"Standing rules (cardmem memory)\").")
+    if scoped:
+        where += (f" {d.total - scoped} apply to every session"
+                  + (f"; {mine} more only to this session's project, {project}" if mine else "")
+                  + (f"; {scoped - mine} belong to other projects: ignore those here."
+                     if scoped - mine else "."))
+    if d.listed:
+        where += (f" {d.listed} of them are listed there by title only (the file's size "
+                  "limit): read one whole with `cardmem show ID` before acting on it.")
+    b.add(f"## Rules ({d.total}, always in force)\n{where}")
+    if d.removed:
+        b.add(f"No longer in force (ignore them in the rules file): "
+              + ", ".join(f"`{i}`" for i in d.removed[:40])
+              + (f" and {len(d.removed) - 40} more." if len(d.removed) > 40 else "."))
+    if d.changed:
+        b.add(f"### Changed since the rules file was loaded ({len(d.changed)}; these take "
+              "precedence over the file)")
+        closing = 200  # held back for the line that names what did not fit
+        b.reserve += closing
+        full_room, spent, mode = int(b.budget * CHANGED_RULES_SHARE), 0, "full"
+        left: list[Any] = []
+        for c in d.changed:
+            if mode == "full":
+                block = _full(c, "####")
+                if spent + len(block) + 1 <= full_room and b.add(block, c.id):
+                    spent += len(block) + 1
+                    continue
+                mode = "title"
+            if mode == "title":
+                if b.add(_titled(c), c.id):
+                    b.cut(c.id, "changed rule shown by title only (budget)")
+                    continue
+                mode = "out"
+            left.append(c)
+        b.reserve -= closing
+        if left:
+            ids = ", ".join(f"`{c.id}`" for c in left[:3])
+            b.add(f"{len(left)} more changed rules ({ids}{', …' if len(left) > 3 else ''}): "
+                  "read them with `cardmem show ID`; the file holds them from the next session.")
+            for c in left:
+                b.cut(c.id, "changed rule not shown (budget): in the rules file next session")
+    b.add("")
 
 
-def _add_cards(b: _Builder, heading: str, cards: list[Card], reason: str) -> None:
-    """A section of cards: whole while they fit, then by description, then counted out."""
+def _add_cards(b: _Builder, heading: str, cards: list[Card], reason: str,
+               render: dict[str, Any] | None = None) -> None:
+    """A section of cards: whole while they fit, then by description, then counted out.
+    render: id -> a function rendering that card instead of whole (a project's lessons)."""
     if not cards:
         return
     if not b.fits(heading + "\n" + _described(cards[0])) or not b.add(heading):
@@ -182,7 +240,7 @@ def _add_cards(b: _Builder, heading: str, cards: list[Card], reason: str) -> Non
     mode = "full"
     for c in cards:
         if mode == "full":
-            if b.add(_full(c), c.id):
+            if b.add((render or {}).get(c.id, _full)(c), c.id):
                 continue
             mode = "description"
         if mode == "description":
@@ -387,9 +445,32 @@ def _budget(store: Store, budget: int | None) -> int:
         return DEFAULT_BUDGET
 
 
+def _lessons(card: Card) -> str:
+    """A project's signal card as its newest lessons first: the History's last lines."""
+    body = card.body
+    at = body.rfind("\n## History")
+    lines = [ln for ln in (body[at:] if at >= 0 else body).splitlines() if ln.startswith("- ")]
+    shown = lines[-LESSON_LINES:][::-1]
+    more = f"\n({len(lines) - len(shown)} older lessons: `cardmem show {card.id}`)" \
+        if len(lines) > len(shown) else ""
+    return (f"### Recent lessons from {card.project or 'this project'}'s sessions "
+            f"(`{card.id}`, newest first)\n" + "\n".join(shown) + more + "\n")
+
+
+def _section_need(heading: str, blocks: Iterable[str]) -> int:
+    return len(heading) + 2 + sum(len(x) + 1 for x in blocks)
+
+
 def session_context(store: Store, project: str | None = None, cwd: str | None = None,
-                    budget: int | None = None) -> Pile:
-    """The pile a coding session starts with (rung 1)."""
+                    budget: int | None = None, rules_file: Path | None = None) -> Pile:
+    """The pile a coding session starts with (rung 1).
+
+    rules_file: a file the host loads whole at start-up (store/rules_file.py) that carries
+    every rule: it is brought up to date, and the pile names it and shows only what changed
+    since the host loaded it (Pile.delivered says what was found).
+    Each section after the rules keeps a fair share of the budget (what it needs, at most
+    its share), so a thousand rules never crowd out the user, the project or the map.
+    """
     budget = _budget(store, budget)
     if project is None:
         project = project_for(store, cwd)
@@ -399,22 +480,49 @@ def session_context(store: Store, project: str | None = None, cwd: str | None = 
     recent = [(cid, h.titles[cid]) for cid in recent_ids if cid in h.titles]  # cards only
     map_lines = _map_brief(h, recent)
     recent_lines, more = _recent_lines(commits)
-    # The tail sections keep a modest share of the budget however long the rules are.
+    lesson = project_signals_id(project)
+    project_cards = sorted(h.project_cards, key=lambda c: (c.id != lesson, c.id))
+    render = {lesson: _lessons} if lesson else {}
     footer = _footer_room(h.total)
-    map_room = min(len("\n".join(map_lines)) + 2, int(budget * 0.15))
-    recent_room = min(len("\n".join(recent_lines)) + 50, int(budget * 0.1)) if recent_lines else 0
+    map_room = min(len("\n".join(map_lines)) + 2, int(budget * MAP_SHARE))
+    recent_room = min(len("\n".join(recent_lines)) + 50, int(budget * RECENT_SHARE)) \
+        if recent_lines else 0
+    user_room = min(_section_need("## User", (_full(c) for c in h.users)),
+                    int(budget * USER_SHARE)) if h.users else 0
+    project_room = min(_section_need(f"## Project {project} (0000 cards)",
+                                     (render.get(c.id, _full)(c) for c in project_cards)),
+                       int(budget * PROJECT_SHARE)) if project else 0
     b = _Builder(budget)
-    b.reserve = footer + map_room + recent_room
+    b.reserve = footer + map_room + recent_room + user_room + project_room
     b.add("# Memory (cardmem)")
     b.add(f"Cards from the store at {store.root}. Rules first; then the user, the project, "
           "a map and what changed recently.\n")
-    _add_rules(b, h.rules)
-    _add_proposals(b, h.proposals)
+    delivered = None
+    if rules_file is not None:
+        from .rules_file import limit_of, sync
+
+        delivered = sync(store.root, active_rules(h.rules), Path(rules_file),
+                         limit=limit_of(store))
+    if delivered is not None and delivered.ok:
+        _add_delivered_rules(b, delivered, project)
+        changed = {c.id for c in delivered.changed}
+        for c in active_rules(h.rules):  # whole in the file the host loaded: they reach it
+            if c.id not in b._seen and c.id not in changed:
+                b._seen.add(c.id)
+                b.addresses.append(c.id)
+    else:
+        _add_rules(b, h.rules)
+    proposals = h.proposals
+    if proposals:
+        b.add(f"({proposals} agent-proposed rule{'s' * (proposals != 1)} await a person's "
+              "review (`cardmem review`); they are not in force.)\n")
+    b.reserve -= user_room
     _add_cards(b, "## User", h.users, "user card (budget)")
+    b.reserve -= project_room
     if project:
-        if h.project_cards:
-            _add_cards(b, f"## Project {project} ({len(h.project_cards)} cards)",
-                       h.project_cards, f"project {project} card (budget)")
+        if project_cards:
+            _add_cards(b, f"## Project {project} ({len(project_cards)} cards)",
+                       project_cards, f"project {project} card (budget)", render)
         else:
             b.add(f"## Project {project}\nNo cards for this project yet.\n")
     b.reserve = footer + recent_room
@@ -422,7 +530,9 @@ def session_context(store: Store, project: str | None = None, cwd: str | None = 
     b.reserve = footer
     _add_recent(b, recent_lines, more)
     _footer(b, h.total)
-    return Pile(b.text(), b.addresses, b.left_out, budget, h.problems)
+    pile = Pile(b.text(), b.addresses, b.left_out, budget, h.problems)
+    pile.delivered, pile.proposals = delivered, proposals
+    return pile
 
 
 def _norm_alias(s: str) -> str:

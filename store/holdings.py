@@ -133,7 +133,7 @@ class Holdings(NamedTuple):
     total: int
     problems: list[str]
     titles: dict[str, str]  # id -> title, of the wanted ids that are cards
-    proposals: int = 0  # agent-written rule and user cards awaiting `cardmem review`
+    proposals: int = 0  # rules and user cards an agent proposed, awaiting a person
 
 
 def holdings(store: Store, project: str | None, want_titles: Iterable[str] = ()) -> Holdings:
@@ -169,8 +169,7 @@ def holdings(store: Store, project: str | None, want_titles: Iterable[str] = ())
         total=len(cards),
         problems=[f"{p.path}: skipped: {p.reason}" for p in problems],
         titles={i: by_id[i] for i in want_titles if i in by_id},
-        proposals=sum(1 for c in cards if c.type in ("feedback", "user")
-                      and status_of(c) == PROPOSED))
+        proposals=_proposals(cards))
 
 
 def _project_cards(cards: Iterable[Any], project: str | None) -> list[Any]:
@@ -295,8 +294,11 @@ def _built(store: Store, s: dict[str, Any], project: str | None,
                           project)
     types = Counter(s["types"])
     return Holdings(rules, users, mine, types, Counter(s["project_counts"]),
-                    sum(types.values()), s["problems"], titles,
-                    sum(1 for e in focus if status_of(e) == PROPOSED))
+                    sum(types.values()), s["problems"], titles, _proposals(focus))
+
+
+def _proposals(cards: Iterable[Any]) -> int:
+    return sum(1 for c in cards if c.type in ("feedback", "user") and status_of(c) == PROPOSED)
 
 
 def _stale(store: Store, rows: list[list[Any]], listed: set[str],

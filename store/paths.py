@@ -124,3 +124,16 @@ def type_from_id(card_id: str) -> str | None:
     if head == "projects":
         return "project"
     return FOLDER_TYPES.get(head)
+
+
+def project_signals_id(project: str | None) -> str | None:
+    """`projects/<project>/signals`, the card a project's unmatched session signals collect
+    in (compound files them; session start shows its newest History lines); None without
+    a project whose name is a safe path segment."""
+    if not project:
+        return None
+    cid = f"projects/{project}/signals"
+    try:
+        return cid if normalize_id(cid) == cid else None
+    except CardmemError:
+        return None

@@ -300,6 +300,9 @@ def refresh_index(store: "Store") -> None:
 
     with Index(store) as idx:
         idx.refresh()
+    from .rules_file import refresh
+
+    refresh(store)  # the rules files the hosts load next session: current after a move
 
 
 @contextmanager

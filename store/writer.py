@@ -212,4 +212,7 @@ def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", messa
                            *rels).strip():
                     raise git.error("commit", done)
                 return None
+        from .rules_file import after_write
+
+        after_write(root, changes)
         return git.head_fast(root)

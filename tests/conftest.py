@@ -55,6 +55,22 @@ def hermetic_git(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             os.environ[k] = v
 
 
+@pytest.fixture(autouse=True, scope="session")
+def no_claude_on_path() -> Iterator[None]:
+    """No `claude` on PATH: with no key the model route would otherwise be the developer's
+    own Claude Code login (a real model call). Tests that want one put a fake or the
+    pinned CLI on PATH themselves."""
+    import os
+    import shutil
+
+    saved = os.environ.get("PATH", "")
+    keep = [d for d in saved.split(os.pathsep)
+            if d and not shutil.which("claude", path=d)]
+    os.environ["PATH"] = os.pathsep.join(keep)
+    yield
+    os.environ["PATH"] = saved
+
+
 GIT_ID = {"GIT_AUTHOR_NAME": "Tess Tester", "GIT_AUTHOR_EMAIL": "tess@example.com",
           "GIT_COMMITTER_NAME": "Tess Tester", "GIT_COMMITTER_EMAIL": "tess@example.com"}
 

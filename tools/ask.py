@@ -5,6 +5,11 @@
     answer.receipt_id   # the line in .cardmem/receipts/ recording what was read and spent
 
 Every path writes exactly one receipt: composed, fallback, no key, and errors.
+
+On the claude-code route (a Claude Code login, no API key) there is no walk: `claude -p`
+runs with no tools, and a walk needs ours. Rung 1 alone answers many questions, so the
+model composes from it, told it cannot read more, and the receipt says the walk was
+skipped; failing instead would leave a subscription user with no `ask` at all.
 """
 from __future__ import annotations
 
@@ -18,9 +23,16 @@ from cardmem.store.errors import CardmemError
 from cardmem.store.store import Store
 
 from . import model, receipts
-from .walk import Limits, Walk, WalkResult
+from .walk import MIN_REQUEST_S, Limits, ModelRequest, Walk, WalkResult, mechanical_receipt
 
 MAX_QUESTION = 4000
+NO_WALK = "skipped: the claude-code route runs claude -p without tools; rung 1 only"
+RUNG1_SYSTEM = (
+    "You answer a teammate's question from a team's memory: Markdown cards kept by "
+    "cardmem. The first message holds what sits at the question's addresses (rung 1); you "
+    "cannot read more cards for this answer. Answer only from it. If it does not settle "
+    "the question, say so and what is missing; never claim a list or an answer is "
+    "complete when you could not read everything it needs.")
 
 
 @dataclass
@@ -64,9 +76,12 @@ def ask(store: Store, question: str, asker: str | None = None, *, limits: Limits
         limits = limits or Limits.from_config(store.config["walk"])
         settings = model.settings(store.config.get("model"))
         rec["limits"] = {**limits.__dict__, "reserve_s": limits.reserve_s}
-        rec["model"] = settings.name
         try:
-            sdk = sdk or model.client(settings, max_retries=0)  # the walk retries itself
+            route = "api" if sdk is not None else model.resolve(settings)[0]
+            rec["route"] = route
+            rec["model"] = settings.claude_model if route == "claude-code" else settings.name
+            if route == "api":
+                sdk = sdk or model.client(settings, max_retries=0)  # the walk retries itself
         except model.ModelUnavailable as exc:
             answer.outcome, answer.reason = "unavailable", exc.why
             raise
@@ -79,8 +94,18 @@ def ask(store: Store, question: str, asker: str | None = None, *, limits: Limits
                                 budget=int(store.config["context"]["budget_chars"]))
         rec["rung1"] = pile.as_dict()  # the text too: the judge grades against what was seen
         rec["timings"] = {"client_s": setup_s, "rung1_s": round(clock() - t0, 3)}
-        walk = Walk(store, sdk, settings, limits, started=t0, clock=clock, rung1=pile.addresses)
-        result = walk.run(user_message(pile.text, question, asker))
+        text = user_message(pile.text, question, asker)
+        if route == "claude-code":
+            rec["walk"] = NO_WALK
+            try:
+                result = rung1_only(settings, limits, text, t0, clock, pile.addresses)
+            except model.ModelUnavailable as exc:  # e.g. not logged in, found only now
+                answer.outcome, answer.reason = "unavailable", exc.why
+                raise
+        else:
+            walk = Walk(store, sdk, settings, limits, started=t0, clock=clock,
+                        rung1=pile.addresses)
+            result = walk.run(text)
         _fill(answer, rec, result)
         return answer
     except BaseException as exc:
@@ -94,6 +119,40 @@ def ask(store: Store, question: str, asker: str | None = None, *, limits: Limits
         rec.setdefault("timings", {})["total_s"] = round(clock() - t0, 3)
         answer.receipt = rec
         receipts.append(store, rec)
+
+
+def rung1_only(settings: model.ModelSettings, limits: Limits, text: str, t0: float,
+               clock: Callable[[], float], rung1: list[str]) -> WalkResult:
+    """One compose over rung 1 within the deadline, recorded as the walk records its own."""
+    r = WalkResult(None, "fallback", model=settings.claude_model)
+    left = t0 + limits.deadline_s - clock()
+    if left < MIN_REQUEST_S:
+        r.reason = "deadline"
+    else:
+        req = ModelRequest("compose", 1, round(clock() - t0, 3),
+                           round(min(settings.timeout_s, left), 3))
+        r.requests.append(req)
+        start = clock()
+        try:
+            out = model.complete(RUNG1_SYSTEM, text, cfg=settings, timeout_s=req.timeout_s)
+        except model.ModelUnavailable:
+            raise
+        except model.ModelError as exc:
+            req.error = r.reason = exc.why
+        else:
+            req.stop_reason, r.model = out.stop_reason, out.model
+            req.input_tokens = out.usage.get("input_tokens", 0)
+            req.output_tokens = out.usage.get("output_tokens", 0)
+            if out.text.strip():
+                r.reply, r.outcome, r.composed_in = out.text, "composed", "rung1"
+            else:
+                r.reason = "empty reply"
+        req.duration_s = r.timings["compose_s"] = round(clock() - start, 3)
+    if r.outcome != "composed":
+        r.fallback = limits.on_deadline
+        r.reply = mechanical_receipt(r, rung1) if r.fallback == "receipt" else None
+    r.timings["total_s"] = round(clock() - t0, 3)
+    return r
 
 
 def _fill(answer: Answer, rec: dict[str, Any], r: WalkResult) -> None:

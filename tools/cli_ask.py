@@ -2,7 +2,7 @@
 
 Exit codes: 0 a composed reply (ask) or a passing verdict (judge); 3 no composed reply
 (the on_deadline fallback was taken) or a failing/flagged verdict; 1 and one
-`cardmem: <what>: <why>` line for errors, a missing key among them.
+`cardmem: <what>: <why>` line for errors, a missing model among them.
 """
 from __future__ import annotations
 
@@ -14,8 +14,6 @@ from cardmem.store.errors import CardmemError
 
 from .cli import emit_json, json_option, open_store, store_option
 
-NO_KEY = ("needs a model: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a proxy); "
-          "everything else works without one")
 NO_ANSWER_EXIT = 3
 
 
@@ -32,8 +30,9 @@ def ask(question: str, asker: str | None, as_json: bool, store_path: Path | None
     store = open_store(store_path)
     try:
         answer = run_ask(store, question, asker=asker)
-    except model.ModelUnavailable:
-        raise CardmemError("ask", NO_KEY) from None
+    except model.ModelUnavailable as exc:
+        raise CardmemError("ask", f"needs a model: {exc.why}; everything else works without "
+                                  "one") from None
     if as_json:
         emit_json(answer.as_dict())
     elif answer.reply is not None:
@@ -43,7 +42,10 @@ def ask(question: str, asker: str | None, as_json: bool, store_path: Path | None
         click.echo(f"cardmem: ask: no composed reply ({answer.reason}); on_deadline gave "
                    f"{how}; receipt {answer.receipt_id}", err=True)
         raise SystemExit(NO_ANSWER_EXIT)
-    if not as_json:
+    if not as_json and answer.receipt.get("walk"):  # the claude-code route: no walk
+        click.secho(f"receipt {answer.receipt_id}: rung 1 only; walk {answer.receipt['walk']}",
+                    err=True, dim=True)
+    elif not as_json:
         floors = ", ".join(f["floor"] for f in answer.floors)
         click.secho(f"receipt {answer.receipt_id}: {answer.reads} reads of "
                     f"{answer.tool_calls} tool calls asked"
@@ -90,9 +92,9 @@ def judge(receipt_id: str, rule_only: bool, as_json: bool, store_path: Path | No
     rec = rc.find(store, receipt_id)
     try:
         v = run_judge(rec, use_model=not rule_only, cfg=store.config.get("model"))
-    except model.ModelUnavailable:
-        raise CardmemError("judge", "the grade " + NO_KEY.replace("everything else", "--rule-only")
-                           ) from None
+    except model.ModelUnavailable as exc:
+        raise CardmemError("judge", f"the grade needs a model: {exc.why}; --rule-only works "
+                                    "without one") from None
     if as_json:
         emit_json(v.as_dict())
     else:

@@ -32,7 +32,8 @@ STEPS: list[tuple[str, ...]] = [
      "--body", "cardmem demo ran here."),
     ("the store's history, from git", "log", "--limit", "5"),
     ("search, typo-tolerant", "search", "pytets fixtrues"),
-    ("answer a question: rung 1, then a walk of at most 4 reads (needs ANTHROPIC_API_KEY)",
+    ("answer a question: rung 1, then a walk of at most 4 reads (needs ANTHROPIC_API_KEY;"
+     " a Claude Code login answers from rung 1 only)",
      "ask", "Who approves a billing migration?", "--asker", "@priya"),
     ("what that answer read and spent: its receipt", "receipts", "--last", "1"),
     ("what a coding session starts with (rung 1): rules, user, project, map, recent changes;"

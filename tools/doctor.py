@@ -68,16 +68,82 @@ def check_index(store: Store) -> list[tuple[bool, str]]:
     return out
 
 
-CHECKS: list[Check] = [check_repo, check_config, check_cards, check_index]
+# A session waiting longer than this has outlived the queue's backoff (about 15 h):
+# something keeps failing that retries alone will not mend.
+BACKLOG_STALE_S = 24 * 3600
+
+
+def check_backlog(store: Store) -> list[tuple[bool, str]]:
+    """The retry queue: sessions whose extraction failed, waiting or given up."""
+    from cardmem.store.retry import retry_backlog
+
+    b = retry_backlog(store.root, detail=True)
+    error = f" (last error: {b['last_error']})" if b["last_error"] else ""
+    out = []
+    if b["given_up"]:
+        out.append((False, f"{b['given_up']} session(s) given up after failed extraction"
+                           f"{error}; their excerpts are in .cardmem/retry/given-up/: move one "
+                           "back to .cardmem/retry/ to try it again, or delete it"))
+    age = b["oldest_age_s"]
+    if b["waiting"]:
+        waiting = (f"{b['waiting']} session(s) waiting to be learned, oldest failed "
+                   f"{_age(age)} ago")
+        if age is not None and age > BACKLOG_STALE_S:
+            out.append((False, f"{waiting}{error}; check the model (ANTHROPIC_API_KEY, "
+                               "[model] in cardmem.toml) and .cardmem/hooks.log"))
+        else:
+            out.append((True, f"{waiting}; the next hook runs retry them"))
+    elif not b["given_up"]:
+        out.append((True, "retry queue: empty"))
+    return out
+
+
+def _age(seconds: float | None) -> str:
+    s = int(seconds or 0)
+    return f"{s // 86400} d" if s >= 86400 else f"{s // 3600} h" if s >= 3600 else \
+        f"{s // 60} min"
+
+
+def check_model(store: Store) -> list[tuple[bool, str]]:
+    """Which model route a call would take; no model call. With route = auto and no
+    route at all the store is still healthy (only learning, ask and judge need a model),
+    so that is a note; a route asked for by name that cannot work is a problem."""
+    from . import model
+
+    try:
+        settings = model.settings(store.config.get("model"))
+    except model.ModelError as exc:
+        return [(False, f"model route: none: {exc.why}")]
+    ok, line = model.route_status(settings)
+    if not ok and settings.route == "auto":
+        return [(True, line + " (learning, ask and judge need one)")]
+    return [(ok, line)]
+
+
+CHECKS: list[Check] = [check_repo, check_config, check_cards, check_index, check_backlog,
+                       check_model]
+
+
+# Host adapters (hooks/) sit above tools/: they offer their checks as entry points.
+CHECK_GROUP = "cardmem.checks"
+
+
+def _plugin_checks() -> list[Check]:
+    from importlib.metadata import entry_points
+
+    return [ep.load() for ep in sorted(entry_points(group=CHECK_GROUP), key=lambda e: e.name)]
 
 
 def run_checks(store: Store) -> list[tuple[bool, str]]:
     results = []
-    for check in CHECKS:
+    for check in CHECKS + _plugin_checks():
         try:
             results += check(store)
         except CardmemError as exc:
             results.append((False, str(exc)))
+        except Exception as exc:  # noqa: BLE001 - one broken check must not hide the rest
+            results.append((False, f"{getattr(check, '__name__', 'check')}: "
+                                   f"{type(exc).__name__}: {exc}"))
     return results
 
 

@@ -20,6 +20,7 @@ import functools
 import gc
 import importlib
 import logging
+import os
 import sys
 import threading
 import time
@@ -322,6 +323,10 @@ def _version() -> str:
 @click.option("-v", "--verbose", is_flag=True, help="Log each tool call to stderr.")
 def mcp_command(store_path: Path | None, verbose: bool) -> None:
     """The MCP server on stdio (for Claude Code, Claude Desktop, other MCP hosts)."""
+    from .model import CHILD_ENV
+
+    if os.environ.get(CHILD_ENV) == "1":  # inside cardmem's own `claude -p`: serve nothing
+        return
     store = open_store(store_path)  # a missing store fails here, before the SDK loads
     logging.basicConfig(stream=sys.stderr, level=logging.INFO if verbose else logging.WARNING,
                         format="cardmem mcp: %(message)s")

@@ -34,7 +34,7 @@ def hook(event: str, payload: dict | str, store: Path | None, env: dict | None =
 def context_of(proc: subprocess.CompletedProcess) -> str:
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert set(out) == {"hookSpecificOutput"}
+    assert set(out) <= {"hookSpecificOutput", "systemMessage"}
     assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     return out["hookSpecificOutput"]["additionalContext"]
 
@@ -281,3 +281,26 @@ def test_the_last_resort_rule_list_leaves_proposals_out(tmp_path: Path) -> None:
     assert _rule_titles(tmp_path) == "# Memory (cardmem)\n## Rules (titles only)\n- `feedback/live`\n"
     assert says_proposed("---\nstatus: 'proposed'  # by mcp\n---\n")
     assert not says_proposed("---\ntitle: x\n---\nstatus: proposed\n")  # the body says it
+
+
+def test_hooks_and_mcp_idle_inside_cardmems_own_model_call(example_store, tmp_path):
+    """In the `claude -p` child of the claude-code route (CARDMEM_HOOK_CHILD=1) no hook
+    adds context or learns, and `cardmem mcp` serves nothing: no recursion."""
+    from cardmem.tools.model import CHILD_ENV
+
+    assert CHILD_ENV == "CARDMEM_HOOK_CHILD"
+    child = {CHILD_ENV: "1", "CARDMEM_HOOK_FOREGROUND": "1", "ANTHROPIC_API_KEY": "k"}
+    transcript = write_transcript(tmp_path / "t.jsonl", CONVERSATION)
+    before = git.head(example_store.root)
+    start = hook("session-start", {"cwd": str(tmp_path)}, example_store.root, env=child)
+    assert (start.returncode, start.stdout) == (0, "{}\n")
+    for event in ("stop", "session-end"):
+        proc = hook(event, {"session_id": SESSION, "transcript_path": str(transcript)},
+                    example_store.root, env=child)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    assert git.head(example_store.root) == before
+    assert not (example_store.root / ".cardmem" / "hooks.log").exists()
+    mcp = subprocess.run([sys.executable, "-m", "cardmem.tools.cli", "mcp", "--store",
+                          str(tmp_path / "no-store")], input="", capture_output=True,
+                         text=True, timeout=30, env={**os.environ, CHILD_ENV: "1"})
+    assert (mcp.returncode, mcp.stdout, mcp.stderr) == (0, "", "")

@@ -117,9 +117,14 @@ def test_command_quotes_paths_with_spaces(tmp_path):
 def test_cli_install_and_uninstall(tmp_path):
     exe = str(Path(sys.executable).with_name("cardmem"))
     env = {**os.environ, "HOME": str(tmp_path)}
-    out = subprocess.run([exe, "install", "claude-code"], env=env, capture_output=True, text=True)
-    assert out.returncode == 0 and "installed" in out.stdout
     settings = tmp_path / ".claude" / "settings.json"
+    out = subprocess.run([exe, "install", "claude-code"], env=env, capture_output=True, text=True)
+    store = tmp_path / ".local" / "share" / "cardmem"
+    assert out.returncode == 1 and out.stderr.startswith(f"cardmem: store {store}: does not exist")
+    assert "--init" in out.stderr and not settings.exists() and not store.exists()
+    out = subprocess.run([exe, "install", "claude-code", "--init"], env=env, capture_output=True,
+                         text=True)
+    assert out.returncode == 0 and "installed" in out.stdout and f"(store {store})" in out.stdout
     assert len(ours(json.loads(settings.read_text()))) == 3
     out = subprocess.run([exe, "uninstall", "claude-code"], env=env, capture_output=True, text=True)
     assert out.returncode == 0 and not settings.exists()

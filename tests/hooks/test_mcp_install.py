@@ -137,7 +137,7 @@ def test_cli_install_registers_the_server_and_it_runs(tmp_path: Path, store) -> 
 def test_cli_install_no_mcp_leaves_the_file_alone(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLAUDE")}
     env["HOME"] = str(tmp_path)
-    out = subprocess.run([CARDMEM, "install", "claude-code", "--no-mcp"], env=env,
+    out = subprocess.run([CARDMEM, "install", "claude-code", "--no-mcp", "--init"], env=env,
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert not (tmp_path / ".claude.json").exists()

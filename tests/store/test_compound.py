@@ -167,9 +167,11 @@ def test_a_rule_signal_is_a_proposal_once_and_never_a_live_rule(example_store):
     # The second wording is flagged on the day card, not proposed again.
     assert history(example_store.read(f"signals/{TODAY}").text)[-1].endswith(
         f"(near-duplicate of {cid}; not proposed)")
+    notice = ("(1 agent-proposed rule await a person's review (`cardmem review`); they are "
+              "not in force.)\n\n")
     pile = session_context(example_store).text
-    assert pile.split("## Memory map")[0] == rules_before.replace(
-        "\n\n## User", "\n\n1 proposal awaits review: `cardmem review`\n\n## User", 1)
+    assert notice in pile
+    assert pile.split("## Memory map")[0].replace(notice, "") == rules_before
     # The next session's extraction says it again: still one proposal.
     again = file_signals(example_store, ["Rule: always squash commits before merging to main"],
                          "fedcba0")
@@ -184,3 +186,62 @@ def test_a_rule_signal_that_repeats_a_live_rule_is_flagged_not_proposed(example_
     assert sorted(p.name for p in (example_store.root / "feedback").iterdir()) == before
     assert r.filed[0].card == f"signals/{TODAY}"
     assert r.filed[0].note == "(near-duplicate of feedback/run-tests-with-x; not proposed)"
+
+
+# --- the project's signal card ---------------------------------------------------------
+
+ZORB = "Worked: quux frobnicated the zorblax"
+
+
+def test_unmatched_signal_from_a_project_session_lands_in_its_signal_card(example_store):
+    before = head(example_store)
+    r = file_signals(example_store, [KEDA, ZORB], "0a6a12f9", project="acme-api")
+    assert [f.card for f in r.filed] == ["entities/billing-service", "projects/acme-api/signals"]
+    assert git.log(example_store.root, limit=2)[1].commit == before  # one commit
+    card = example_store.read("projects/acme-api/signals")
+    assert (card.type, card.project, card.title) == \
+        ("signal", "acme-api", "Signals from acme-api sessions")
+    assert history(card.text) == [f"{TODAY} · session 0a6a12f · {ZORB}"]
+    assert not example_store.path(f"signals/{TODAY}").exists()
+    # Created once, then appended to, newest last, changing only the added line.
+    old = example_store.path("projects/acme-api/signals").read_bytes()
+    file_signals(example_store, ["Knowledge: the zorblax restarts nightly at 02:00"], "b2",
+                 project="acme-api")
+    new = example_store.path("projects/acme-api/signals").read_bytes()
+    assert new.startswith(old) and new[len(old):].count(b"\n") == 1
+    assert history(example_store.read("projects/acme-api/signals").text)[-1].endswith(
+        "session b2 · Knowledge: the zorblax restarts nightly at 02:00")
+
+
+def test_a_session_without_project_keeps_the_day_card(example_store):
+    facts = ["the zorblax", "a quux", "port 9999 of the frob", "tuesday restarts"]
+    for project, fact in zip((None, "", "../escape", ".hidden"), facts):
+        r = file_signals(example_store, [f"Knowledge: {fact} is odd"], "s1", project=project)
+        assert r.filed[0].card == f"signals/{TODAY}", project
+    assert not (example_store.root / "escape").exists()
+
+
+def test_a_protected_match_from_a_project_session_goes_to_the_project_card(example_store):
+    # (a `Decision:`: a `Rule:` line is proposed as a rule card instead)
+    r = file_signals(example_store, ["Decision: always run pytest with -x locally"], "p1",
+                     project="acme-api")
+    assert r.filed[0].card == "projects/acme-api/signals"
+    assert r.filed[0].note == "(resembles feedback/run-tests-with-x)"
+
+
+def test_a_project_sessions_repeated_rule_is_flagged_on_the_project_card(example_store):
+    r = file_signals(example_store, ["Rule: run the test suite with -x"], "p1",
+                     project="acme-api")
+    assert r.filed[0].card == "projects/acme-api/signals"
+    assert r.filed[0].note == "(near-duplicate of feedback/run-tests-with-x; not proposed)"
+
+
+def test_the_spool_keeps_the_project(example_store):
+    with write_lock(example_store.root, 1):
+        r = file_signals(example_store, [ZORB], "busyP", project="acme-api", lock_timeout_s=0.05)
+    assert r.spooled
+    assert json.loads(open(r.spooled).read())["project"] == "acme-api"
+    # The next run is from a session with no project: the spooled batch keeps its own.
+    r2 = file_signals(example_store, ["Knowledge: quux frobnicates on Tuesdays only"], "other")
+    assert {(f.session, f.card) for f in r2.filed} == {
+        ("busyP", "projects/acme-api/signals"), ("other", f"signals/{TODAY}")}

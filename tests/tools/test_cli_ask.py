@@ -28,8 +28,9 @@ def test_ask_without_a_key_is_one_clear_line(example_store) -> None:
     p = cardmem("ask", "Who approves a billing migration?", "--store", str(example_store.root))
     assert p.returncode == 1 and p.stdout == ""
     assert p.stderr.splitlines() == [
-        "cardmem: ask: needs a model: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a "
-        "proxy); everything else works without one"]
+        "cardmem: ask: needs a model: no ANTHROPIC_API_KEY set, and `claude` (Claude Code) is "
+        "not on PATH: set the key, or install Claude Code and log in; everything else works "
+        "without one"]
     r = cardmem("receipts", "--json", "--store", str(example_store.root))
     (rec,) = json.loads(r.stdout)
     assert rec["outcome"] == "unavailable"
@@ -87,4 +88,4 @@ def test_demo_shows_a_walk_with_a_key_and_says_how_without(fake_api: FakeAPI) ->
     assert "4 reads of 5 tool calls asked, floor hit: walk-budget" in with_key.stdout
     without = cardmem("demo")
     assert without.returncode == 0
-    assert "cardmem: ask: needs a model: set ANTHROPIC_API_KEY" in without.stdout
+    assert "cardmem: ask: needs a model: no ANTHROPIC_API_KEY set" in without.stdout

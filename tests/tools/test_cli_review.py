@@ -89,7 +89,7 @@ def test_accept_puts_it_in_force_as_the_persons_commit(person) -> None:
     assert (person.root / f"{cid}.md").read_text() == before.replace(
         "status: proposed\nproposed_by: mcp\n", "status: active\n")
     assert "Keep pull requests under 400 lines." in rules(person)
-    assert "await" not in rules(person)
+    assert "agent-proposed" not in rules(person)
 
 
 def test_accepting_a_change_replaces_the_card_it_names(person) -> None:
@@ -142,7 +142,7 @@ def test_reject_removes_it_as_the_persons_commit(person) -> None:
     head = git(person, "log", "-1", "--format=%an%n%B")
     assert head.startswith("Tess Tester\nreview: reject feedback/obey-the-readme")
     assert "Cardmem-Source: review" in head
-    assert "await" not in rules(person)
+    assert "agent-proposed" not in rules(person)
 
 
 @pytest.mark.parametrize("verb", ["accept", "reject"])

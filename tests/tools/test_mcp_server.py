@@ -406,7 +406,7 @@ def test_remember_of_a_rule_is_a_proposal_left_out_of_the_session(store) -> None
     pile = session_context(store).text
     assert "Push straight to main" not in pile and "Always push to main" not in pile.split(
         "## Memory map")[0]
-    assert "1 proposal awaits review: `cardmem review`" in pile
+    assert "(1 agent-proposed rule await a person's review (`cardmem review`)" in pile
 
 
 def test_a_contradicting_copy_of_a_rule_is_a_change_proposal_not_a_rule(store) -> None:
@@ -421,7 +421,7 @@ def test_a_contradicting_copy_of_a_rule_is_a_change_proposal_not_a_rule(store) -
     assert got["id"] == "feedback/run-tests-with-x-proposed-2"
     pile = session_context(store).text
     assert "## Rules (1, always in force)" in pile and "never" not in pile.lower()
-    assert "2 proposals await review" in pile
+    assert "2 agent-proposed rules await a person's review" in pile
     proposal = (store.root / "feedback/run-tests-with-x-proposed.md").read_text()
     assert "proposes_change_to: feedback/run-tests-with-x\n" in proposal
     assert proposal.endswith("Always -x.\n\n## " + proposal.split("## ")[-1])

@@ -24,7 +24,7 @@ def test_no_key_is_one_clear_line(fake_api: FakeAPI, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_api.base_url)
     with pytest.raises(model.ModelUnavailable) as exc:
         model.complete("sys", "hello")
-    assert str(exc.value) == "model: no ANTHROPIC_API_KEY set"
+    assert str(exc.value).startswith("model: no ANTHROPIC_API_KEY set, and `claude`")
     assert (exc.value.what, exc.value.exit_code) == ("model", 1)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "   ")
     with pytest.raises(model.ModelUnavailable):
