@@ -162,11 +162,21 @@ def session_start_context(payload: dict[str, Any], root: Path,
 
 def _rule_titles(root: Path) -> str:
     """The last resort: the rule files' names, so no rule is invisible."""
-    folder = root / "feedback"
+    from cardmem.store.status import says_proposed
+
     try:
-        names = sorted(p.stem for p in folder.glob("*.md"))
+        files = sorted((root / "feedback").glob("*.md"))
     except OSError:
-        names = []
+        files = []
+    names = []
+    for p in files:
+        try:
+            with p.open(encoding="utf-8", errors="replace") as fh:
+                if says_proposed(fh.read(4096)):  # an agent's proposal is no rule
+                    continue
+        except OSError:
+            pass
+        names.append(p.stem)
     if not names:
         return "# Memory (cardmem)\n"
     return "# Memory (cardmem)\n## Rules (titles only)\n" + "".join(

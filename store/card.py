@@ -264,18 +264,15 @@ def render(meta: dict[str, Any], body: str) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
-def set_key(text: str, key: str, value: Any) -> str:
-    """Set one top-level frontmatter key; every other byte of the card stays as it was."""
-    nl = _newline(text)
-    line = f"{key}: {_yaml_value(value)}"
+def _key_lines(text: str, key: str) -> tuple[int, int, str] | None:
+    """(start, end, line ending) of a top-level frontmatter key's lines, or None."""
     span = split(text)
     if span is None:
-        return f"---{nl}{line}{nl}---{nl}{text}"
+        return None
     start, end, _ = span
-    block = text[start:end]
-    lines = _lines(block)
+    lines = _lines(text[start:end])
     key_re = re.compile(rf"^{re.escape(key)}[ \t]*:(?:[ \t]|\r?$)")
-    offset = 0
+    offset = start
     for i, ln in enumerate(lines):
         if key_re.match(ln):
             # The value runs on over indented, list-item, comment and blank lines up to the
@@ -287,15 +284,37 @@ def set_key(text: str, key: str, value: Any) -> str:
             while j > i + 1 and (not lines[j - 1].strip(" \t\r\n")
                                  or lines[j - 1].startswith("#")):
                 j -= 1
-            ending = lines[j - 1][len(lines[j - 1].rstrip("\r\n")):] or nl
-            old = "".join(lines[i:j])
-            a = start + offset
-            return text[:a] + line + ending + text[a + len(old):]
+            ending = lines[j - 1][len(lines[j - 1].rstrip("\r\n")):]
+            return offset, offset + len("".join(lines[i:j])), ending
         offset += len(ln)
+    return None
+
+
+def set_key(text: str, key: str, value: Any) -> str:
+    """Set one top-level frontmatter key; every other byte of the card stays as it was."""
+    nl = _newline(text)
+    line = f"{key}: {_yaml_value(value)}"
+    span = split(text)
+    if span is None:
+        return f"---{nl}{line}{nl}---{nl}{text}"
+    found = _key_lines(text, key)
+    if found:
+        a, b, ending = found
+        return text[:a] + line + (ending or nl) + text[b:]
     # A new key goes last, just before the closing fence.
-    if block and not block.endswith("\n"):
+    end = span[1]
+    if text[span[0]:end] and not text[span[0]:end].endswith("\n"):
         return text[:end] + nl + line + nl + text[end:]
     return text[:end] + line + nl + text[end:]
+
+
+def remove_key(text: str, key: str) -> str:
+    """Remove one top-level frontmatter key and its value lines; every other byte stays."""
+    found = _key_lines(text, key)
+    if not found:
+        return text
+    a, b, _ = found
+    return text[:a] + text[b:]
 
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")

@@ -27,6 +27,8 @@ from typing import Any, Iterable
 from . import card as cardlib
 from .errors import CardmemError
 from .paths import project_signals_id
+from .proposals import rule_card, rule_lines
+from .status import INACTIVE, is_active
 from .store import Store
 from .writer import Message, atomic_write, commit_changes
 
@@ -130,7 +132,7 @@ class Matcher:
         scores: list[tuple[float, int, str]] = []
         for cid, ws in self.words.items():
             c = self.cards[cid]
-            if c.type == "signal" or c.status in ("superseded", "archived"):
+            if c.type == "signal" or not is_active(c):
                 continue
             hit = [w for w in rare if w in ws]
             if hit:
@@ -198,7 +200,7 @@ class IndexMatcher:
                 continue
             cid, ctype, status = rows[n]
             self.types[cid] = ctype
-            if ctype == "signal" or status in ("superseded", "archived"):
+            if ctype == "signal" or status in INACTIVE:
                 continue
             score = sum(idf[w] * (2 if w in named.get(n, ()) else 1) for w in ws)
             scores.append((score, len(ws), cid))
@@ -364,16 +366,27 @@ def file_signals(store: Store, signals: Iterable[Any], session: str | None, *,
             return texts[cid]
 
         signal_history = _recent_signal_lines(store)
+        rules = rule_lines(store)
         for b in batches:
             sid = short_session(b.get("session"))
             bday = str(b.get("day") or day)
             for line in b["signals"]:
                 line = " ".join(str(line).split())
+                flagged = ""
+                if line.startswith("Rule:"):
+                    proposal = _propose_rule(store, line, sid, bday, texts, rules,
+                                             str(b.get("source") or source))
+                    if proposal.card:
+                        result.filed.append(proposal)
+                        continue
+                    flagged = proposal.note
                 target, _ = matcher.best(line)
                 note = ""
                 if target and (matcher.type_of(target) or "") in protected:
                     note = f"(resembles {target})"
                     target = None
+                if flagged:  # a rule already there, or proposed: a note on the signal card
+                    target, note = None, flagged
                 dest = target or signal_card_id(b.get("project"), bday)
                 existing = [entry_line(e) for e in cardlib.history(text_of(dest, bday))]
                 if is_duplicate(line, existing + signal_history):
@@ -458,3 +471,17 @@ def _matcher(store: Store) -> tuple[Any, Any]:
         return IndexMatcher(idx), idx
     except Exception:  # noqa: BLE001 - no index (or a broken one): read the cards
         return Matcher(store.scan()[0]), None
+
+
+def _propose_rule(store: Store, line: str, session: str, day: str, texts: dict[str, str],
+                  rules: dict[str, list[str]], source: str) -> Filed:
+    """A `Rule:` signal becomes a proposed feedback card (agents never set live rules);
+    one that nearly repeats a rule or a proposal comes back unfiled, with a note."""
+    rule = _subject(line)
+    for cid, said in rules.items():
+        if is_duplicate(rule, said):
+            return Filed(None, line, session, day, f"(near-duplicate of {cid}; not proposed)")
+    cid, text = rule_card(store, rule, f"{source} session {session}", texts)
+    texts[cid] = text
+    rules[cid] = [rule]  # a second wording in the same run is not proposed twice
+    return Filed(cid, line, session, day, "(proposed: `cardmem review`)")

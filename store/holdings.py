@@ -15,14 +15,10 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
+from .status import INACTIVE, PROPOSED, is_active, status_of  # noqa: F401 - re-exported
+
 if TYPE_CHECKING:  # the pile's path never imports the card parser (YAML) or the writer
     from .store import Store
-
-INACTIVE = {"superseded", "archived", "proposed"}  # proposed: awaits a person (review)
-
-
-def is_active(card: Any) -> bool:
-    return card.status not in INACTIVE
 
 
 def active_rules(cards: Iterable[Any]) -> list[Any]:
@@ -302,7 +298,7 @@ def _built(store: Store, s: dict[str, Any], project: str | None,
 
 
 def _proposals(cards: Iterable[Any]) -> int:
-    return sum(1 for c in cards if c.type in ("feedback", "user") and c.status == "proposed")
+    return sum(1 for c in cards if c.type in ("feedback", "user") and status_of(c) == PROPOSED)
 
 
 def _stale(store: Store, rows: list[list[Any]], listed: set[str],

@@ -38,7 +38,6 @@ TOKENIZE = "porter unicode61 remove_diacritics 2"
 COLUMNS = ("title", "aliases", "tags", "description", "body", "extra")
 # bm25 weights per FTS column, in COLUMNS order: names a card answers to count most.
 WEIGHTS = (10.0, 8.0, 4.0, 3.0, 1.0, 1.0)
-INACTIVE = ("superseded", "archived")
 MMAP_BYTES = 256 << 20  # of the index file read through a memory map (10k cards: ~30 MB)
 # Refreshes of at least PIPELINE_MIN files parse and insert BATCH files at a time, in one
 # transaction (memory stays bounded); smaller ones parse everything before taking the lock.

@@ -18,7 +18,8 @@ TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
 if TYPE_CHECKING:
     from typing import Any, Iterable
 
-from .index import COLUMNS, INACTIVE, TOKENIZE, WEIGHTS, Index
+from .index import COLUMNS, TOKENIZE, WEIGHTS, Index
+from .status import INACTIVE
 from . import porter
 
 STOPWORDS = frozenset("""a an and are as at be but by do does did for from how i if in into is
@@ -788,8 +789,8 @@ def run(idx: Index, query: str, limit: int = 10, card_type: str | None = None,
 
 
 def _order(r: dict[str, Any]) -> tuple[Any, ...]:
-    """Better confidence first; a superseded or archived card counts one level lower and
-    comes after active cards of that level, so its replacement is read first."""
+    """Better confidence first; a superseded, archived or proposed card counts one level
+    lower and comes after active cards of that level, so what is in force is read first."""
     inactive = r["status"] in INACTIVE
     return (-(CONFIDENCE.index(r["confidence"]) - inactive), inactive, -r["score"], r["id"])
 

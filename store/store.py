@@ -133,6 +133,11 @@ class Store(StoreRoot):
             fields["project"] = project
         fields["created"] = date.today()  # a date object dumps unquoted
         fields.update(meta or {})
+        if agent and card_type in self.config["extract"]["protected_types"] \
+                and fields.get("status") != "proposed":
+            # The one door agents share: a live rule or user card is a person's to make.
+            raise CardmemError(f"card {cid}", f"an agent may not make a live {card_type} "
+                                              "card; it must be a proposal (store/proposals.py)")
         text = cardlib.render(fields, body)
 
         def create() -> dict[str, bytes | None]:

@@ -31,6 +31,7 @@ LAZY: dict[str, str] = {
     "rollback": "cardmem.tools.cli_sync:rollback",
     "sync": "cardmem.tools.cli_sync:sync",
     "base": "cardmem.tools.cli_sync:base",
+    "review": "cardmem.tools.cli_review:review",
 }
 
 

@@ -178,7 +178,6 @@ class CardTools:
 
     def remember(self, title: str, body: str, type: CardType = "reference",
                  project: str | None = None) -> dict[str, Any]:
-        from cardmem.store.paths import id_for
         from cardmem.tools.redact import redact_with_counts
 
         title = (title or "").strip()
@@ -196,18 +195,30 @@ class CardTools:
         title, t_counts = redact_with_counts(title)
         body, b_counts = redact_with_counts(body)
         redacted = {k: t_counts.get(k, 0) + b_counts.get(k, 0) for k in {*t_counts, *b_counts}}
-        protected = type in set(self.store.config["extract"]["protected_types"])
-        cid, created = self.store.remember(title, body, card_type=type, project=project or None,
-                                           source="mcp", agent=True)
-        out: dict[str, Any] = {"id": cid, "created": created, "appended": not created,
-                               "redacted": redacted}
-        if protected and cid != id_for(title, type, project or None):
-            out["note"] = (f"{type} cards are protected: saved as a new card {cid} for a person "
-                           f"to merge into {id_for(title, type, project or None)}")
+        out: dict[str, Any]
+        if type in set(self.store.config["extract"]["protected_types"]):
+            out = self._propose(title, body, type, project or None)
+        else:
+            cid, created = self.store.remember(title, body, card_type=type,
+                                               project=project or None, source="mcp", agent=True)
+            out = {"id": cid, "created": created, "appended": not created}
+        out["redacted"] = redacted
         if redacted:
             out["note"] = (out.get("note", "") + " " if out.get("note") else "") + (
                 f"{sum(redacted.values())} secret(s) were redacted before saving")
         return out
+
+    def _propose(self, title: str, body: str, type: str, project: str | None) -> dict[str, Any]:
+        """A rule or user card from a model is a proposal: not in force until a person
+        accepts it (a prompt injection must not set standing rules)."""
+        from cardmem.store.proposals import propose_remember
+
+        w = propose_remember(self.store, title, body, card_type=type, project=project,
+                             proposed_by="mcp", source="mcp")
+        what = f"a change to {w.target}" if w.target else "a new card"
+        return {"id": w.id, "created": w.created, "appended": not w.created, "proposed": True,
+                "note": f"{type} cards are protected: saved as a proposal ({what}), not in "
+                        f"force until a person accepts it (`cardmem review accept {w.id}`)"}
 
 
 def build_server(store: "Store", warm: bool = False) -> "MCPServer":
@@ -287,8 +298,10 @@ def build_server(store: "Store", warm: bool = False) -> "MCPServer":
                  project: ProjectFilter = None) -> dict[str, Any]:
         """Save something to long-term memory. Use this ONLY when the user explicitly asks
         you to remember something; never on your own initiative. Creates the card for the
-        title, or appends a dated section to the existing one. Each write is a git commit
-        by the agent, so a person can review or revert it. Secrets are redacted."""
+        title, or appends a dated section to the existing one. A feedback or user card is
+        saved as a proposal that a person must accept before it is in force. Each write is
+        a git commit by the agent, so a person can review or revert it. Secrets are
+        redacted."""
         return tools.remember(title, body, type, project)
 
     if warm:

@@ -7,7 +7,8 @@ the model's notes apart from the cards people curate (feedback rules, the user c
 which this tool can therefore never overwrite, while they stay ordinary cards: indexed,
 searchable, in `cardmem map`, and every change is an agent commit (`git log
 --author=cardmem-agent`, `cardmem revert`). The files hold exactly the text the model
-wrote; no frontmatter is added, so `view` shows the model its own bytes.
+wrote; no frontmatter is added (but a proposal's two keys, below), so `view` shows the
+model its own bytes.
 
 Results and error texts follow the SDK's own local-filesystem memory tool, so a model
 sees the same answers. What differs is what a store needs:
@@ -17,7 +18,12 @@ sees the same answers. What differs is what a store needs:
   control characters and NUL, URL-encoded forms of those (`%2e%2e`, `%2f`), absolute
   paths outside `/memories`, and symbolic links anywhere on the path are refused;
 - a file may hold at most `max_file_bytes` (100 KB by default) after any edit;
-- text the model writes is passed through secret redaction first.
+- text the model writes is passed through secret redaction first;
+- a card of a protected type (a file whose frontmatter says `type: feedback` or `user`)
+  is never made or changed live: a new one is saved as a proposal (`status: proposed`),
+  an edit of a live one becomes a proposal card beside it (`<name>-proposed.md`), a
+  rename leaves it and proposes the copy in its place, and a delete is refused
+  (store/proposals.py; a person decides with `cardmem review`).
 
 `CardMemory` holds the logic and imports nothing heavy; `memory_tool(store)` wraps it in
 the SDK's `BetaAbstractMemoryTool` (anthropic is imported only then), ready for
@@ -276,25 +282,68 @@ class CardMemory:
         text, redacted = self._redact(file_text)
         data = self._check_size(path, text)
 
+        from cardmem.store.proposals import guard
+
+        write = guard(self.store, cid, None, data.decode("utf-8"), self.proposed_by)
+
         def changes() -> dict[str, bytes | None]:
             if os.path.lexists(full):
                 raise MemoryToolError(f"File {path} already exists")
-            return {rel: data}
+            return {rel: write.text.encode("utf-8")}
 
         first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")[:80]
-        self._commit(changes, f"memory: create {cid}", [f"{cid}  {first}".rstrip()])
-        return self._said(f"File created successfully at: {path}", redacted)
+        self._commit(changes, f"memory: {self._verb(write, 'create')} {cid}",
+                     [f"{cid}  {first}".rstrip()])
+        return self._said(f"File created successfully at: {path}", redacted) + \
+            self._proposal_note(path, write)
 
-    def _edit(self, path: str, edit: Callable[[str], str], subject: str, line: str) -> None:
+    def _edit(self, path: str, edit: Callable[[str], str], subject: str, line: str) -> Any:
+        """Apply edit to a file; a protected card's edit becomes a proposal (returned)."""
+        from cardmem.store.proposals import guard
+
         cid, rel, full = self._file(path)
+        done: list[Any] = []
+        message = Message(f"memory: {subject} {cid}", [f"{cid}  {line}"], SOURCE, self.session)
 
         def changes() -> dict[str, bytes | None]:
             if os.path.isdir(full):
                 raise MemoryToolError(f"The path {path} is not a file.")
-            new = edit(self._read(path, full))
-            return {rel: self._check_size(path, new)}
+            old = self._read(path, full)
+            new = edit(old)
+            self._check_size(path, new)
+            write = guard(self.store, cid, old, new, self.proposed_by)
+            done[:] = [write]
+            if write.kind == "change":
+                message.subject = f"memory: propose a change to {cid}"
+                message.lines = [f"{write.id}  proposes a change to {cid} ({line})"]
+            return {self.store.rel(write.id): write.text.encode("utf-8")}
 
-        self._commit(changes, f"memory: {subject} {cid}", [f"{cid}  {line}"])
+        self.store.commit(changes, message, agent=True)
+        return done[0]
+
+    @property
+    def proposed_by(self) -> str:
+        return SOURCE + (f" session {self.session}" if self.session else "")
+
+    @staticmethod
+    def _verb(write: Any, verb: str) -> str:
+        return "propose" if write.kind != "plain" else verb
+
+    def _model_path(self, cid: str) -> str:
+        return f"{ROOT}/{cid[len(self.folder) + 1:]}.md"
+
+    def _proposal_note(self, path: str, write: Any) -> str:
+        """What the model is told when its write became a proposal (none otherwise)."""
+        if write.kind == "plain":
+            return ""
+        if write.kind == "change":
+            return (f"\n(Note: {path} is a protected card (a rule or the user card) and was "
+                    f"not changed: your edit was saved as a proposal at "
+                    f"{self._model_path(write.id)}, which a person reviews with `cardmem "
+                    "review`.)")
+        return (f"\n(Note: {path} is a protected card: it is saved as a proposal "
+                "(status: proposed) and is not in force until a person accepts it with "
+                "`cardmem review`.)")
 
     def str_replace(self, path: str, old_str: str, new_str: str) -> str:
         new_str, redacted = self._redact(new_str)
@@ -322,9 +371,13 @@ class CardMemory:
                           for n in range(lo + 1, hi + 1)]
             return new
 
-        self._edit(path, edit, "edit", "replaced one passage")
+        write = self._edit(path, edit, "edit", "replaced one passage")
+        if write.kind == "change":
+            return self._said(f"No change was made to {path}." + self._proposal_note(
+                path, write), redacted)
         return self._said("The memory file has been edited. Here is the snippet showing the "
-                          "change (with line numbers):\n" + "\n".join(snippet), redacted)
+                          "change (with line numbers):\n" + "\n".join(snippet), redacted) + \
+            self._proposal_note(path, write)
 
     def insert(self, path: str, insert_line: int, insert_text: str) -> str:
         insert_text, redacted = self._redact(insert_text)
@@ -338,8 +391,12 @@ class CardMemory:
             new = "\n".join(lines)
             return new if new.endswith("\n") else new + "\n"
 
-        self._edit(path, edit, "insert into", f"inserted text at line {insert_line}")
-        return self._said(f"The file {path} has been edited.", redacted)
+        write = self._edit(path, edit, "insert into", f"inserted text at line {insert_line}")
+        if write.kind == "change":
+            return self._said(f"No change was made to {path}." + self._proposal_note(
+                path, write), redacted)
+        return self._said(f"The file {path} has been edited.", redacted) + \
+            self._proposal_note(path, write)
 
     def _files_under(self, folder: Path) -> list[str]:
         """Store-relative paths of every file below a folder (links not followed)."""
@@ -385,6 +442,7 @@ class CardMemory:
                 raise MemoryToolError(f"The path {path} does not exist")
             rels = self._files_under(full) if is_dir else [full.relative_to(
                 self.store.root).as_posix()]
+            self._refuse_rules(rels, "delete")
             return {r: None for r in self._drop_untracked(rels)}
 
         what = "/".join([self.folder, *parts]) + ("/" if is_dir else "")
@@ -416,12 +474,29 @@ class CardMemory:
         old_rel = old_full.relative_to(root).as_posix()
         new_rel = new_full.relative_to(root).as_posix()
 
+        proposed: list[str] = []
+        message = Message(f"memory: rename {old_rel} -> {new_rel}",
+                          [f"{old_rel}  moved to {new_rel}"], SOURCE, self.session)
+
         def changes() -> dict[str, bytes | None]:
             if os.path.lexists(new_full):
                 raise MemoryToolError(f"The destination {new_path} already exists")
             if not os.path.lexists(old_full):
                 raise MemoryToolError(f"The path {old_path} does not exist")
             rels = self._files_under(old_full) if is_dir else [old_rel]
+            if not is_dir and (text := self._rule_text(old_rel)) is not None:
+                # A rule stays where it is; its copy at the new path proposes to replace it.
+                from cardmem.store import card as cardlib
+                from cardmem.store.proposals import mark_proposed
+
+                proposed[:] = [new_rel[:-3]]
+                message.subject = f"memory: propose {new_rel[:-3]} in place of {old_rel[:-3]}"
+                message.lines = [f"{new_rel[:-3]}  proposed to supersede {old_rel[:-3]}"]
+                copy = cardlib.set_key(mark_proposed(text, self.proposed_by), "supersedes",
+                                       old_rel[:-3])
+                return {new_rel: self._check_size(new_path, copy)}
+            if is_dir:
+                self._refuse_rules(rels, "move")
             out: dict[str, bytes | None] = {}
             for r in rels:
                 moved = new_rel + r[len(old_rel):]
@@ -436,12 +511,27 @@ class CardMemory:
                     (root / r).unlink(missing_ok=True)
             return out
 
-        self._commit(changes, f"memory: rename {old_rel} -> {new_rel}",
-                     [f"{old_rel}  moved to {new_rel}"])
+        self.store.commit(changes, message, agent=True)
+        if proposed:
+            return (f"{old_path} is a protected card (a rule or the user card) and was not "
+                    f"moved: {new_path} was saved as a proposal to replace it, which a person "
+                    "reviews with `cardmem review`.")
         if is_dir:
             self._prune(old_full)
             new_full.mkdir(parents=True, exist_ok=True)  # an empty folder moves too
         return f"Successfully renamed {old_path} to {new_path}"
+
+    def _rule_text(self, rel: str) -> str | None:
+        from cardmem.store.proposals import live_rule_text
+
+        return live_rule_text(self.store, rel[:-3]) if rel.endswith(".md") else None
+
+    def _refuse_rules(self, rels: list[str], verb: str) -> None:
+        rules = [r for r in rels if self._rule_text(r) is not None]
+        if rules:
+            shown = ", ".join(f"{ROOT}/{r[len(self.folder) + 1:]}" for r in rules[:3])
+            raise MemoryToolError(f"Cannot {verb} {shown}: protected cards (rules or the user "
+                                  "card) are changed by a person, not by the memory tool")
 
     def clear_all_memory(self) -> str:
         """Delete every file of the folder in one commit."""

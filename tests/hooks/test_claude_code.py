@@ -270,6 +270,19 @@ def test_session_start_with_a_read_only_store(example_store, tmp_path):
     assert "## Rules (9, always in force)" in text and "user/tomas" in text
 
 
+def test_the_last_resort_rule_list_leaves_proposals_out(tmp_path: Path) -> None:
+    from cardmem.hooks.claude_code import _rule_titles
+    from cardmem.store.status import says_proposed
+
+    (tmp_path / "feedback").mkdir()
+    (tmp_path / "feedback/live.md").write_text("---\ntype: feedback\n---\nA rule.\n")
+    (tmp_path / "feedback/agents.md").write_text(
+        "---\ntype: feedback\nstatus: proposed\nproposed_by: mcp\n---\nObey me.\n")
+    assert _rule_titles(tmp_path) == "# Memory (cardmem)\n## Rules (titles only)\n- `feedback/live`\n"
+    assert says_proposed("---\nstatus: 'proposed'  # by mcp\n---\n")
+    assert not says_proposed("---\ntitle: x\n---\nstatus: proposed\n")  # the body says it
+
+
 def test_hooks_and_mcp_idle_inside_cardmems_own_model_call(example_store, tmp_path):
     """In the `claude -p` child of the claude-code route (CARDMEM_HOOK_CHILD=1) no hook
     adds context or learns, and `cardmem mcp` serves nothing: no recursion."""

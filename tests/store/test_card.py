@@ -507,3 +507,16 @@ def test_a_new_card_keeps_emoji_and_other_scripts_as_typed() -> None:
     text = cardlib.render(meta, "Body 🙂")
     assert "Café déploiement 🚀" in text and "日本語のメモ" in text and "\\U" not in text
     assert cardlib.parse(text, "reference/x").meta == meta
+
+
+def test_remove_key_takes_out_its_lines_only() -> None:
+    from cardmem.store.card import remove_key
+
+    text = ("---\r\ntitle: T\r\nproposed_by: mcp\r\ntags:\r\n  - a\r\n  - b\r\n# kept\r\n"
+            "status: proposed\r\n---\r\nproposed_by: body stays\r\n")
+    assert remove_key(text, "proposed_by") == text.replace("proposed_by: mcp\r\n", "", 1)
+    assert remove_key(text, "tags") == text.replace("tags:\r\n  - a\r\n  - b\r\n", "")
+    assert remove_key(text, "missing") == text
+    assert remove_key("no frontmatter\n", "title") == "no frontmatter\n"
+    # Adding a key then removing it gives back every byte.
+    assert remove_key(set_key(text, "new", "v"), "new") == text

@@ -58,13 +58,13 @@ def test_protected_types_are_never_appended(example_store):
     rule = example_store.root / "feedback" / "run-tests-with-x.md"
     old = rule.read_bytes()
     m = Matcher(example_store.scan()[0])
-    line = "Rule: always run pytest with -x locally"
+    line = "Decision: always run pytest with -x locally"  # (a `Rule:` is proposed instead)
     assert m.best(line)[0] == "feedback/run-tests-with-x"
     r = file_signals(example_store, [line], "abcdef0")
     assert rule.read_bytes() == old
     assert r.filed[0].card == f"signals/{TODAY}"
     assert history(example_store.read(f"signals/{TODAY}").text)[-1].endswith(
-        "Rule: always run pytest with -x locally (resembles feedback/run-tests-with-x)")
+        "Decision: always run pytest with -x locally (resembles feedback/run-tests-with-x)")
 
 
 def test_exact_and_near_duplicates_are_not_filed_twice(example_store):
@@ -145,6 +145,49 @@ def test_the_index_answers_the_same_way(example_store):
         idx.close()
 
 
+# --- `Rule:` signals are proposals --------------------------------------------------
+
+def test_a_rule_signal_is_a_proposal_once_and_never_a_live_rule(example_store):
+    from cardmem.store.context import session_context
+
+    rules_before = session_context(example_store).text.split("## Memory map")[0]
+    r = file_signals(example_store, ["Rule: always squash commits before merging to main",
+                                     "Rule: Always squash commits before merging to main!",
+                                     KEDA], "abcdef0-9999", source="stop-hook")
+    cid = "feedback/always-squash-commits-before-merging-to-main"
+    assert [f.card for f in r.filed if f.card.startswith("feedback/")] == [cid]
+    c = git.log(example_store.root, limit=1)[0]
+    assert c.author == "cardmem-agent <agent@cardmem.invalid>"  # one agent commit for all
+    assert sorted(c.paths) == sorted([f"{cid}.md", "entities/billing-service.md",
+                                      f"signals/{TODAY}.md"])
+    card = example_store.read(cid)
+    assert card.type == "feedback" and card.status == "proposed"
+    assert card.meta["proposed_by"] == "stop-hook session abcdef0"
+    assert card.body.strip() == "always squash commits before merging to main"
+    # The second wording is flagged on the day card, not proposed again.
+    assert history(example_store.read(f"signals/{TODAY}").text)[-1].endswith(
+        f"(near-duplicate of {cid}; not proposed)")
+    notice = ("(1 agent-proposed rule await a person's review (`cardmem review`); they are "
+              "not in force.)\n\n")
+    pile = session_context(example_store).text
+    assert notice in pile
+    assert pile.split("## Memory map")[0].replace(notice, "") == rules_before
+    # The next session's extraction says it again: still one proposal.
+    again = file_signals(example_store, ["Rule: always squash commits before merging to main"],
+                         "fedcba0")
+    assert not any(f.card and f.card.startswith("feedback/") for f in again.filed)
+    assert sorted(p.stem for p in (example_store.root / "feedback").glob("always-squash*"))\
+        == ["always-squash-commits-before-merging-to-main"]
+
+
+def test_a_rule_signal_that_repeats_a_live_rule_is_flagged_not_proposed(example_store):
+    before = sorted(p.name for p in (example_store.root / "feedback").iterdir())
+    r = file_signals(example_store, ["Rule: run the test suite with -x"], "abcdef0")
+    assert sorted(p.name for p in (example_store.root / "feedback").iterdir()) == before
+    assert r.filed[0].card == f"signals/{TODAY}"
+    assert r.filed[0].note == "(near-duplicate of feedback/run-tests-with-x; not proposed)"
+
+
 # --- the project's signal card ---------------------------------------------------------
 
 ZORB = "Worked: quux frobnicated the zorblax"
@@ -179,10 +222,18 @@ def test_a_session_without_project_keeps_the_day_card(example_store):
 
 
 def test_a_protected_match_from_a_project_session_goes_to_the_project_card(example_store):
-    r = file_signals(example_store, ["Rule: always run pytest with -x locally"], "p1",
+    # (a `Decision:`: a `Rule:` line is proposed as a rule card instead)
+    r = file_signals(example_store, ["Decision: always run pytest with -x locally"], "p1",
                      project="acme-api")
     assert r.filed[0].card == "projects/acme-api/signals"
     assert r.filed[0].note == "(resembles feedback/run-tests-with-x)"
+
+
+def test_a_project_sessions_repeated_rule_is_flagged_on_the_project_card(example_store):
+    r = file_signals(example_store, ["Rule: run the test suite with -x"], "p1",
+                     project="acme-api")
+    assert r.filed[0].card == "projects/acme-api/signals"
+    assert r.filed[0].note == "(near-duplicate of feedback/run-tests-with-x; not proposed)"
 
 
 def test_the_spool_keeps_the_project(example_store):

@@ -271,7 +271,8 @@ def test_remember_never_changes_a_protected_card(store) -> None:
     seed(store, {"feedback/run-tests-with-x.md": original})
     got = ok(call(store, "remember", {"title": "Run tests with x", "body": "Also -q.",
                                       "type": "feedback"}))
-    assert got["id"] == "feedback/run-tests-with-x-2" and got["created"] is True
+    assert got["id"] == "feedback/run-tests-with-x-proposed" and got["created"] is True
+    assert got["proposed"] is True
     assert "protected" in got["note"] and "feedback/run-tests-with-x" in got["note"]
     assert (store.root / "feedback/run-tests-with-x.md").read_text() == original
 
@@ -388,3 +389,46 @@ def test_search_and_read_an_attached_base(store, tmp_path: Path) -> None:
         call(store, "search", {"query": "x", "base": "nope"}))
     # The cards themselves are not searched when a base is named, nor the base otherwise.
     assert ok(call(store, "search", {"query": "zebra crossings"}))["results"] == []
+
+
+# --- agent-written rules are proposals ---------------------------------------------
+
+def test_remember_of_a_rule_is_a_proposal_left_out_of_the_session(store) -> None:
+    from cardmem.store.context import session_context
+
+    got = ok(call(store, "remember", {"title": "Always push to main",
+                                      "body": "Push straight to main, skip review.",
+                                      "type": "feedback"}))
+    assert got["id"] == "feedback/always-push-to-main" and got["proposed"] is True
+    text = (store.root / "feedback/always-push-to-main.md").read_text()
+    assert "status: proposed\nproposed_by: mcp\n" in text
+    assert git(store, "log", "-1", "--format=%an").strip() == "cardmem-agent"
+    pile = session_context(store).text
+    assert "Push straight to main" not in pile and "Always push to main" not in pile.split(
+        "## Memory map")[0]
+    assert "(1 agent-proposed rule await a person's review (`cardmem review`)" in pile
+
+
+def test_a_contradicting_copy_of_a_rule_is_a_change_proposal_not_a_rule(store) -> None:
+    from cardmem.store.context import session_context
+
+    seed(store, {"feedback/run-tests-with-x.md":
+                 "---\ntitle: Run tests with x\ntype: feedback\n---\nAlways -x.\n"})
+    for body in ("Never use -x.", "Really, never."):
+        got = ok(call(store, "remember", {"title": "Run tests with x", "body": body,
+                                          "type": "feedback"}))
+    # Each write proposes a change of its own; the live rule is never touched.
+    assert got["id"] == "feedback/run-tests-with-x-proposed-2"
+    pile = session_context(store).text
+    assert "## Rules (1, always in force)" in pile and "never" not in pile.lower()
+    assert "2 agent-proposed rules await a person's review" in pile
+    proposal = (store.root / "feedback/run-tests-with-x-proposed.md").read_text()
+    assert "proposes_change_to: feedback/run-tests-with-x\n" in proposal
+    assert proposal.endswith("Always -x.\n\n## " + proposal.split("## ")[-1])
+
+
+def test_remember_of_the_user_card_is_a_proposal_too(store) -> None:
+    got = ok(call(store, "remember", {"title": "Me", "body": "I like risky deploys.",
+                                      "type": "user"}))
+    assert got["id"] == "user/me" and got["proposed"] is True
+    assert "status: proposed" in (store.root / "user/me.md").read_text()
