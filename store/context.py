@@ -514,8 +514,8 @@ def session_context(store: Store, project: str | None = None, cwd: str | None = 
         _add_rules(b, h.rules)
     proposals = h.proposals
     if proposals:
-        b.add(f"({proposals} agent-proposed rule{'s' * (proposals != 1)} await a person's "
-              "review (`cardmem review`); they are not in force.)\n")
+        b.add(f"({proposals} agent-proposed rule{'s await' if proposals != 1 else ' awaits'} "
+              "a person's review (`cardmem review`); not in force until accepted.)\n")
     b.reserve -= user_room
     _add_cards(b, "## User", h.users, "user card (budget)")
     b.reserve -= project_room

@@ -167,8 +167,8 @@ def test_a_rule_signal_is_a_proposal_once_and_never_a_live_rule(example_store):
     # The second wording is flagged on the day card, not proposed again.
     assert history(example_store.read(f"signals/{TODAY}").text)[-1].endswith(
         f"(near-duplicate of {cid}; not proposed)")
-    notice = ("(1 agent-proposed rule await a person's review (`cardmem review`); they are "
-              "not in force.)\n\n")
+    notice = ("(1 agent-proposed rule awaits a person's review (`cardmem review`); not in "
+              "force until accepted.)\n\n")
     pile = session_context(example_store).text
     assert notice in pile
     assert pile.split("## Memory map")[0].replace(notice, "") == rules_before

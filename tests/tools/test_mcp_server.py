@@ -406,7 +406,7 @@ def test_remember_of_a_rule_is_a_proposal_left_out_of_the_session(store) -> None
     pile = session_context(store).text
     assert "Push straight to main" not in pile and "Always push to main" not in pile.split(
         "## Memory map")[0]
-    assert "(1 agent-proposed rule await a person's review (`cardmem review`)" in pile
+    assert "(1 agent-proposed rule awaits a person's review (`cardmem review`)" in pile
 
 
 def test_a_contradicting_copy_of_a_rule_is_a_change_proposal_not_a_rule(store) -> None:
