@@ -17,7 +17,7 @@ from typing import Any
 from cardmem.store.errors import CardmemError
 
 from . import hooklog
-from .install import HOOKS, MODULE, _load, default_settings, rules_path
+from .install import HOOKS, MODULE, _load, default_settings
 
 RECENT_DAYS = 7
 # Outcomes in the hook log that mean memory was not loaded or not learned.
