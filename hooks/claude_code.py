@@ -173,13 +173,15 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
             return _file(store, [], session) if pending else \
                 "skipped: nothing new since the last run"
         cfg = store.config
-        turns = read_excerpt(transcript, max_turns=int(cfg["extract"]["max_turns"]),
-                             turn_chars=int(cfg["extract"]["turn_chars"]))
-        from cardmem.tools.extract import extract
-        from cardmem.tools.model import ModelError, ModelUnavailable
         from cardmem.tools.redact import redact
 
-        turns = [{"role": t.role, "text": redact(t.text)} for t in turns]
+        # redact, then cut: half a token is no longer recognised
+        turns = read_excerpt(transcript, max_turns=int(cfg["extract"]["max_turns"]),
+                             turn_chars=int(cfg["extract"]["turn_chars"]), redact=redact)
+        from cardmem.tools.extract import extract
+        from cardmem.tools.model import ModelError, ModelUnavailable
+
+        turns = [{"role": t.role, "text": t.text} for t in turns]
         try:
             signals = extract(turns, cfg=cfg["model"])
         except ModelError as exc:

@@ -50,11 +50,21 @@ def _telegram(m: re.Match[str], text: str) -> bool:
     return re.search(r"(?<![A-Za-z0-9_])[0-9]{5,16}:\Z", text[max(0, m.start() - 18) : m.start() + 1]) is not None
 
 
+_B64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+
+
 def _not_in_base64(m: re.Match[str], text: str) -> bool:
-    # A short head such as EAAA also turns up inside base64 data (images, keys)
-    # between a '+' or '/' and the next one: a token is not glued to either.
+    # A short head such as EAAA also turns up inside base64 data (an image, a key)
+    # next to a '+' or '/'. A token in a URL path has a '/' around it too, but its
+    # base64-looking run holds no '+' and soon ends; a blob's goes on.
     start, end = m.start("s"), m.end("s")
-    return (start == 0 or text[start - 1] not in "+/") and text[end : end + 1] not in ("+", "/", "=")
+    lo, hi = start, end
+    while lo > 0 and start - lo < 64 and text[lo - 1] in _B64:
+        lo -= 1
+    while hi < len(text) and hi - end < 64 and text[hi] in _B64:
+        hi += 1
+    run = text[lo:start] + text[end:hi]
+    return "+" not in run and start - lo < 64 and hi - end < 64
 
 
 def T(kind: str, head: str, body: str, needles: tuple[str, ...] | None = None, *,
@@ -117,7 +127,7 @@ TOKENS: tuple[TokenRule, ...] = (
     T("dynatrace-token", "dt0c01.", "[A-Za-z0-9]{24}\\.[A-Za-z0-9]{64}"),
     T("terraform-token", ".atlasv1.", "[A-Za-z0-9_=-]{60,}", before="[A-Za-z0-9]{14}", left=14),
     T("vault-token", "hv[sbr]\\.", "[A-Za-z0-9_-]{20,}", ("hvs.", "hvb.", "hvr."), literal=False),
-    T("doppler-token", "dp.", "(?:pt|st|ct|sa|scim|audit)\\.[A-Za-z0-9]{40,}", ("dp.",)),
+    T("doppler-token", "dp.", "(?:pt|st(?:\\.[a-z0-9_-]+)?|ct|sa|scim|audit)\\.[A-Za-z0-9]{40,}", ("dp.",)),
     T("pulumi-token", "pul-", "[a-f0-9]{40}"),
     T("harness-key", "(?:pat|sat)\\.", "[A-Za-z0-9_-]{22}\\.[A-Za-z0-9]{24}\\.[A-Za-z0-9]{20}",
       ("pat.", "sat."), literal=False),

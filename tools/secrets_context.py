@@ -62,7 +62,7 @@ FLAG = re.compile(
 _NOT_SECRETS = frozenset(
     """str string bytes int float bool boolean none null nil true false undefined
     optional any object dict list number text required secretstr secretbytes
-    yes no on off env redacted unset empty""".split()
+    yes no on off env redacted unset empty include omit same-origin""".split()
 )
 _PLACEHOLDER = re.compile(
     r"""^(?:\$|%\(|\{\{|<|\*{3}|x{3,}$|\.{3}|\[REDACTED|os\.(?:environ|getenv)
@@ -122,16 +122,17 @@ def assign_ok(m: re.Match[str], text: str) -> bool:
     if not _value_is_secret(m.group(g), m.group("word"), bare):
         return False
     if m.group("op") == ":" and bare:
-        # "key: value" without quotes is prose unless the key opens its line
-        # (YAML, HTTP headers, .npmrc), is quoted (JSON, Python dicts) or is a header
-        # in quotes of its own (curl -H 'X-Api-Key: ...').
-        if (not m.group("kq") and not _LINE_PREFIX.match(_line_prefix(text, m.start()))
-                and not _quoted_header(m, text)):
-            return False
-        if _TYPE_NAME.match(m.group(g)):
+        value = m.group(g)
+        if _TYPE_NAME.match(value):
             return False  # password: SecretStr
         if not _LINE_END.match(text, m.end()):
             return False  # "Password: must be 8 characters" is a sentence
+        # "key: value" without quotes is prose unless the key opens its line (YAML,
+        # HTTP headers, .npmrc), is quoted (JSON, Python dicts), is a header in quotes
+        # of its own (curl -H 'X-Api-Key: ...') or the value looks random.
+        if not (m.group("kq") or _LINE_PREFIX.match(_line_prefix(text, m.start()))
+                or _quoted_header(m, text) or (len(value) >= 8 and _has_digit_and_letter(value))):
+            return False
     return True
 
 
@@ -211,13 +212,22 @@ NEAR = re.compile(
 _HEX_DIGEST = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64}|[0-9A-F]{40}|[0-9A-F]{64})$")
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _VERSION = re.compile(r"^v?[0-9]+(?:\.[0-9]+)+(?:[-+.][0-9A-Za-z.-]+)?$")
-_WORDY = re.compile(r"^[A-Za-z]+(?:[_.-]?[A-Za-z]+)*$")
+_WORDY = re.compile(r"^[A-Za-z]+(?:[_.-][A-Za-z]+)*$")
 
 
 def entropy(s: str) -> float:
     """Shannon entropy of s, in bits per character."""
     n = len(s)
     return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
+
+
+# Parts of names and digests: node-cache-Linux-x64-npm-<sha256>, bert-base-cased-conll03
+_NAME_PART = re.compile(r"[A-Za-z][a-z]*[0-9]{0,4}|[0-9]{1,4}|[A-Z]{1,6}[0-9]{0,3}|[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def _looks_like_name(v: str) -> bool:
+    parts = re.split(r"[-_.]", v)
+    return len(parts) > 1 and all(_NAME_PART.fullmatch(p) for p in parts if p)
 
 
 def _looks_like_path(v: str) -> bool:
@@ -234,7 +244,7 @@ def random_enough(v: str) -> bool:
     v = v.rstrip("=")
     if len(v) < 16 or _HEX_DIGEST.match(v) or _UUID.match(v) or _VERSION.match(v):
         return False
-    if DOTTED_NAME.match(v) or _looks_like_path(v):
+    if DOTTED_NAME.match(v) or _looks_like_path(v) or _looks_like_name(v):
         return False
     if _WORDY.match(v):
         # letters only: a random string switches case often, an identifier rarely
