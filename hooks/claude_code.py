@@ -253,6 +253,9 @@ def _learn_logged(event: str, payload: dict[str, Any], store_path: str | None) -
 
 
 def main(argv: list[str] | None = None) -> int:
+    # The caller is an agent: cardmem run from here (the learner, a shelled-out
+    # `cardmem remember`) redacts what it writes (cardmem.tools.cli.AGENT_ENV).
+    os.environ["CARDMEM_AGENT"] = "1"
     args = list(sys.argv[1:] if argv is None else argv)
     store_path = None
     if len(args) >= 2 and args[0] == "--store":

@@ -68,7 +68,19 @@ def check_index(store: Store) -> list[tuple[bool, str]]:
     return out
 
 
-CHECKS: list[Check] = [check_repo, check_config, check_cards, check_index]
+def check_secrets(store: Store) -> list[tuple[bool, str]]:
+    """Cards that hold a secret: their ids and the kinds, never the values."""
+    from cardmem.tools.redact import secret_kinds
+
+    cards, _ = store.scan()
+    found = [(c.id, kinds) for c in cards if (kinds := secret_kinds(c.text))]
+    if not found:
+        return [(True, f"secrets: none found in {len(cards)} cards")]
+    return [(False, f"{cid}: holds {', '.join(f'{k} x{n}' if n > 1 else k for k, n in sorted(kinds.items()))}; "
+                    "remove it, rotate it (git history keeps it)") for cid, kinds in found]
+
+
+CHECKS: list[Check] = [check_repo, check_config, check_cards, check_secrets, check_index]
 
 
 def run_checks(store: Store) -> list[tuple[bool, str]]:

@@ -107,6 +107,8 @@ def _line_prefix(text: str, start: int) -> str:
 def _starts_name_segment(text: str, i: int) -> bool:
     if i == 0 or not text[i - 1].isascii() or not text[i - 1].isalnum():
         return True
+    if text[i - 1 : i + 8].lower() == "1password":
+        return False  # the product: 1Password: "Stripe live" names a vault item
     return text[i].isupper() and (text[i - 1].islower() or text[i - 1].isdigit())
 
 
