@@ -117,7 +117,8 @@ _RULES: tuple[_Rule, ...] = (
         anchor=_literals("bearer", "basic", "token"),
         accept=ctx.bearer_ok,
     ),
-    _Rule("docker-auth", ctx.DOCKER_AUTH, ('"auth',), lowered=True, accept=ctx.docker_auth_ok),
+    _Rule("docker-auth", ctx.DOCKER_AUTH, ('"auth',), lowered=True, anchor=_literals('"auth'),
+          accept=ctx.docker_auth_ok),
     _Rule("password", ctx.CURL_USER, ("curl",), lowered=True, accept=ctx.curl_user_ok),
     _Rule("password", ctx.QUERY, ("=",), accept=ctx.value_ok),
     _Rule("password", ctx.FLAG, ("--",), accept=ctx.value_ok),
@@ -138,16 +139,17 @@ _RULES: tuple[_Rule, ...] = (
 )
 
 # The token rules' keywords are looked up in the words of a text that are at least
-# this long (no token is shorter), deduplicated: a few per cent of a transcript.
+# this long (no token is shorter), deduplicated: a few per cent of a transcript. A rule
+# whose keyword is there is tried on those words first, and on the whole text only if
+# it matches there: most keywords (sk-, pat, key-) turn up in ordinary text.
 MIN_WORD = 16
 _SPLIT = str.maketrans({c: " " for c in "\"'<>(){}[],;`|\\"})
 
 
-def _long_words(text: str, lowered: str) -> str:
+def _long_words(text: str) -> str:
     if len(text) < 20_000:
-        return lowered  # small: the lowered text is as cheap to search
-    words = {w for w in text.translate(_SPLIT).split() if len(w) >= MIN_WORD}
-    return " ".join(words).lower()
+        return text  # small: as cheap to search whole
+    return " ".join({w for w in text.translate(_SPLIT).split() if len(w) >= MIN_WORD})
 
 
 def _matches(rule: _Rule, text: str, lowered: str | None) -> Iterator[re.Match[str]]:
@@ -195,20 +197,23 @@ def redact_with_counts(text: str) -> tuple[str, dict[str, int]]:
     lowered: str | None = None
     # Looked up once, in the text as it came: a later rule's marker adds no keyword
     # worth a look, and one that a marker took away only costs a useless pass.
-    words: str | None = None
+    words: tuple[str, str] | None = None  # the long words, and lowered
     for rule in _RULES:
         if rule.in_words:
             if words is None:
-                words = _long_words(text, text.lower())
-            hay = words
-        elif rule.lowered:
-            if lowered is None:
-                lowered = text.lower()
-            hay = lowered
+                w = _long_words(text)
+                words = (w, w.lower())
+            if not any(n in words[1] for n in rule.needles) or not rule.pattern.search(words[0]):
+                continue
         else:
-            hay = text
-        if not any(n in hay for n in rule.needles):
-            continue
+            if rule.lowered:
+                if lowered is None:
+                    lowered = text.lower()
+                hay = lowered
+            else:
+                hay = text
+            if not any(n in hay for n in rule.needles):
+                continue
         new = _apply(rule, text, lowered if rule.lowered else None, counts)
         if new != text:
             text, lowered = new, None

@@ -181,7 +181,7 @@ def curl_user_ok(m: re.Match[str], text: str) -> bool:
 
 # --- Docker's config.json: "auth": "<base64 of user:password>" ----------------------
 
-DOCKER_AUTH = re.compile(r'\\?"auth\\?"[ \t]*:[ \t]*\\?"(?P<s>[A-Za-z0-9+/]{4,}={0,2})\\?"')
+DOCKER_AUTH = re.compile(r'"auth\\?"[ \t]*:[ \t]*\\?"(?P<s>[A-Za-z0-9+/]{4,}={0,2})\\?"')
 
 
 def docker_auth_ok(m: re.Match[str], _text: str) -> bool:
