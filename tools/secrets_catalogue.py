@@ -30,14 +30,14 @@ class TokenRule(NamedTuple):
     accept: Callable[[re.Match[str], str], bool] | None = None
 
 
-def _has_digit_and_letter(s: str) -> bool:
+def has_digit_and_letter(s: str) -> bool:
     return any(c.isdigit() for c in s) and any(c.isalpha() for c in s)
 
 
 def random_looking(m: re.Match[str], _text: str) -> bool:
     # Real keys are random, letters and digits mixed; a slug such as
     # sk-this-is-not-a-key-at-all is left alone.
-    return _has_digit_and_letter(m.group("s"))
+    return has_digit_and_letter(m.group("s"))
 
 
 def _mixed_case(m: re.Match[str], _text: str) -> bool:

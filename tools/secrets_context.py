@@ -13,7 +13,7 @@ import math
 import re
 from collections import Counter
 
-from .secrets_catalogue import _has_digit_and_letter
+from .secrets_catalogue import has_digit_and_letter
 
 # --- assignments: password = ..., "apiKey": "...", --token ..., X-Api-Key: ... --------
 
@@ -92,7 +92,7 @@ def _value_is_secret(value: str, key: str, bare: bool) -> bool:
         return False  # password=None, token=token
     if _PLACEHOLDER.match(v):
         return False  # password=$DB_PASSWORD, token: ${{ secrets.X }}, <your-key>
-    if bare and DOTTED_NAME.match(v) and not any(map(_has_digit_and_letter, v.split(".")[1:])):
+    if bare and DOTTED_NAME.match(v) and not any(map(has_digit_and_letter, v.split(".")[1:])):
         return False  # token=self.token, password=args.password; not hvs.CAESIJ0abc
     return True
 
@@ -133,7 +133,7 @@ def assign_ok(m: re.Match[str], text: str) -> bool:
         # HTTP headers, .npmrc), is quoted (JSON, Python dicts), is a header in quotes
         # of its own (curl -H 'X-Api-Key: ...') or the value looks random.
         if not (m.group("kq") or _LINE_PREFIX.match(_line_prefix(text, m.start()))
-                or _quoted_header(m, text) or (len(value) >= 8 and _has_digit_and_letter(value))):
+                or _quoted_header(m, text) or (len(value) >= 8 and has_digit_and_letter(value))):
             return False
     return True
 
@@ -162,7 +162,7 @@ def bearer_ok(m: re.Match[str], text: str) -> bool:
     before = text[max(0, m.start() - 40) : m.start()].lower()
     if _AUTH_HEADER.search(before) is not None:
         return True  # Authorization: Bearer/Basic/token <credential>
-    if not _has_digit_and_letter(s):
+    if not has_digit_and_letter(s):
         return False  # "basic setup", "token bucket", "Bearer tokenization"
     return m.group("scheme").lower() == "bearer" or _AUTH_WORD.search(before) is not None
 
@@ -253,7 +253,7 @@ def random_enough(v: str) -> bool:
         switches = sum(a.islower() != b.islower() for a, b in zip(v, v[1:]) if a.isalpha() and b.isalpha())
         if switches < len(v) / 4:
             return False
-    elif not _has_digit_and_letter(v):
+    elif not has_digit_and_letter(v):
         return False
     return entropy(v) >= 3.0
 
