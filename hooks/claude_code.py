@@ -260,12 +260,13 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
             return _file_pending(store, session, "skipped: nothing new since the last run",
                                  retried)
         cfg = store.config
-        turns = read_excerpt(transcript, max_turns=int(cfg["extract"]["max_turns"]),
-                             turn_chars=int(cfg["extract"]["turn_chars"]))
         from cardmem.store import retry
         from cardmem.tools.redact import redact
 
-        turns = [{"role": t.role, "text": redact(t.text)} for t in turns]
+        # redact, then cut: half a token is no longer recognised
+        turns = read_excerpt(transcript, max_turns=int(cfg["extract"]["max_turns"]),
+                             turn_chars=int(cfg["extract"]["turn_chars"]), redact=redact)
+        turns = [{"role": t.role, "text": t.text} for t in turns]
         project = _project(store, payload)
         waiting = retry.load(store.root, session)
         if waiting:  # this session failed before: one call for the old excerpt and the new
@@ -374,6 +375,9 @@ def _learn_logged(event: str, payload: dict[str, Any], store_path: str | None) -
 
 
 def main(argv: list[str] | None = None) -> int:
+    # The caller is an agent: cardmem run from here (the learner, a shelled-out
+    # `cardmem remember`) redacts what it writes (cardmem.tools.cli.AGENT_ENV).
+    os.environ["CARDMEM_AGENT"] = "1"
     args = list(sys.argv[1:] if argv is None else argv)
     store_path = rules_file = None
     while len(args) >= 2 and args[0] in ("--store", "--rules-file"):

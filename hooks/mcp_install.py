@@ -36,7 +36,9 @@ def server_entry(store: Path | None = None, python: str | None = None) -> dict[s
     args = ["-m", MODULE, "mcp"]
     if store is not None:
         args += ["--store", str(Path(store).expanduser().absolute())]
-    return {"type": "stdio", "command": python or sys.executable, "args": args, "env": {}}
+    # CARDMEM_AGENT: the caller is an agent (see cardmem.tools.cli.AGENT_ENV)
+    return {"type": "stdio", "command": python or sys.executable, "args": args,
+            "env": {"CARDMEM_AGENT": "1"}}
 
 
 def _ours(entry: Any) -> bool:

@@ -14,7 +14,9 @@ no meta lines, no compaction summaries, no slash-command echoes or system remind
 The format is undocumented and the file is being written while we read it, so every
 line is parsed defensively and anything unexpected is skipped, never fatal.
 
-Pure standard library; secrets are not redacted here (see cardmem.tools.redact).
+Pure standard library. Secrets are removed by the caller's `redact` (see
+cardmem.tools.redact), which read_excerpt applies to each turn before cutting it: a
+token cut in half would no longer be recognised.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Iterator, Literal
+from typing import Any, Callable, Iterator, Literal
 
 MIN_SESSION_BYTES = 1_000
 
@@ -66,9 +68,11 @@ def read_excerpt(
     max_bytes: int = 2_000_000,
     max_turns: int = 20,
     turn_chars: int = 1500,
+    redact: Callable[[str], str] = lambda text: text,
 ) -> list[Turn]:
     """The last `max_turns` user/assistant turns of the transcript's last `max_bytes`,
-    each cut to `turn_chars` characters. Raises OSError if the file cannot be read."""
+    each passed through `redact`, then cut to `turn_chars` characters. Raises OSError
+    if the file cannot be read."""
     turns: list[Turn] = []
     last_msg_id: str | None = None  # message.id of turns[-1], when it is an assistant's
     for record in _records(_tail_lines(path, max_bytes)):
@@ -80,7 +84,7 @@ def read_excerpt(
         turns.append(Turn(role, text))
         last_msg_id = msg_id if role == "assistant" else None
     kept = turns[-max_turns:] if max_turns > 0 else []
-    return [Turn(t.role, _cut(t.text, turn_chars)) for t in kept]
+    return [Turn(t.role, _cut(redact(t.text), turn_chars)) for t in kept]
 
 
 def _tail_lines(path: str | os.PathLike[str], max_bytes: int) -> list[str]:

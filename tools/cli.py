@@ -6,6 +6,7 @@ Commands of other areas live in their own modules and load only when called (LAZ
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,41 @@ def read_body(body: str | None) -> str:
     return body or ""
 
 
+# Set ("1") where cardmem launches itself for an agent (hooks, the MCP server entry): an
+# agent that shells out to `cardmem new` or `remember` gets its secrets redacted.
+AGENT_ENV = "CARDMEM_AGENT"
+
+
+def screen_secrets(texts: list[str | None], redact: bool) -> list[str | None]:
+    """What a person writes is stored as written, with a warning on stderr naming the
+    kinds of secret it holds (never the secret); with --redact, or for an agent, the
+    secrets are replaced first."""
+    from collections import Counter
+
+    from cardmem.tools.redact import redact_with_counts
+
+    redact = redact or os.environ.get(AGENT_ENV) == "1"
+    kinds: Counter[str] = Counter()
+    out: list[str | None] = []
+    for text in texts:
+        if text:
+            cleaned, counts = redact_with_counts(text)
+            kinds.update(counts)
+            text = cleaned if redact else text
+        out.append(text)
+    if kinds:
+        what = ", ".join(sorted(kinds))
+        n = sum(kinds.values())
+        click.echo(f"cardmem: redacted {n} secret(s): {what}" if redact else
+                   f"cardmem: warning: stored {n} secret(s) as written: {what} "
+                   "(--redact replaces them)", err=True)
+    return out
+
+
+redact_option = click.option("--redact", is_flag=True,
+                             help="Replace secrets (API keys, tokens, passwords) by markers.")
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cardmem")
 def cli() -> None:
@@ -123,13 +159,20 @@ TYPES = ["user", "feedback", "person", "entity", "project", "reference", "signal
 @click.option("--project")
 @click.option("--description")
 @click.option("--body", help="The card's body, or - to read it from standard input.")
+@redact_option
 @store_option
 def new(card_id: str, title: str | None, card_type: str | None, project: str | None,
-        description: str | None, body: str | None, store_path: Path | None) -> None:
-    """Create a card; refuse if it exists."""
+        description: str | None, body: str | None, redact: bool, store_path: Path | None) -> None:
+    """Create a card; refuse if it exists.
+
+    \b
+    Example:
+        cardmem new reference/deploy --title "Deploy" --body "make deploy" --redact
+    """
     store = open_store(store_path)
+    title, description, text = screen_secrets([title, description, read_body(body)], redact)
     cid = store.new(card_id, title=title, card_type=card_type, project=project,
-                    description=description, body=read_body(body))
+                    description=description, body=text or "")
     click.echo(f"created {cid}")
 
 
@@ -139,12 +182,19 @@ def new(card_id: str, title: str | None, card_type: str | None, project: str | N
               show_default=True)
 @click.option("--project")
 @click.option("--body", help="The text to remember, or - to read it from standard input.")
+@redact_option
 @store_option
-def remember(title: str, card_type: str, project: str | None, body: str | None,
+def remember(title: str, card_type: str, project: str | None, body: str | None, redact: bool,
              store_path: Path | None) -> None:
-    """Create the card with this title, or append a dated section to it."""
+    """Create the card with this title, or append a dated section to it.
+
+    \b
+    Example:
+        echo "staging DB is db2" | cardmem remember "Staging" --body - --redact
+    """
     store = open_store(store_path)
-    cid, created = store.remember(title, read_body(body), card_type=card_type, project=project)
+    title, text = screen_secrets([title, read_body(body)], redact)
+    cid, created = store.remember(title or "", text or "", card_type=card_type, project=project)
     click.echo(f"{'created' if created else 'appended to'} {cid}")
 
 

@@ -136,10 +136,6 @@ def check_model(store: Store) -> list[tuple[bool, str]]:
     return [(ok, line)]
 
 
-CHECKS: list[Check] = [check_repo, check_config, check_cards, check_index, check_backlog,
-                       check_model]
-
-
 # Host adapters (hooks/) sit above tools/: they offer their checks as entry points.
 CHECK_GROUP = "cardmem.checks"
 
@@ -148,6 +144,22 @@ def _plugin_checks() -> list[Check]:
     from importlib.metadata import entry_points
 
     return [ep.load() for ep in sorted(entry_points(group=CHECK_GROUP), key=lambda e: e.name)]
+
+
+def check_secrets(store: Store) -> list[tuple[bool, str]]:
+    """Cards that hold a secret: their ids and the kinds, never the values."""
+    from cardmem.tools.redact import secret_kinds
+
+    cards, _ = store.scan()
+    found = [(c.id, kinds) for c in cards if (kinds := secret_kinds(c.text))]
+    if not found:
+        return [(True, f"secrets: none found in {len(cards)} cards")]
+    return [(False, f"{cid}: holds {', '.join(f'{k} x{n}' if n > 1 else k for k, n in sorted(kinds.items()))}; "
+                    "remove it, rotate it (git history keeps it)") for cid, kinds in found]
+
+
+CHECKS: list[Check] = [check_repo, check_config, check_cards, check_secrets, check_index,
+                       check_backlog, check_model]
 
 
 def run_checks(store: Store) -> list[tuple[bool, str]]:

@@ -1,0 +1,82 @@
+"""Secrets written through the CLI: a person is warned, --redact or an agent
+(CARDMEM_AGENT=1) redacts, and `doctor` names the cards that hold one."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+
+from cardmem.tools.cli import cli
+from cardmem.tools.doctor import doctor
+
+TOKEN = "ghp_" + "A1b2C3d4E5" * 4
+PASSWORD_LINE = "DB_PASSWORD=Zq8vL2mN4pR7xW"
+
+
+def run(store, *args: str, env: dict[str, str] | None = None):
+    return CliRunner().invoke(cli, [*args, "--store", str(store.root)], env=env or {},
+                              catch_exceptions=False)
+
+
+def card_text(store, cid: str) -> str:
+    return (store.root / f"{cid}.md").read_text()
+
+
+def history(store) -> str:
+    return subprocess.run(["git", "-C", str(store.root), "log", "-p"], capture_output=True,
+                          text=True, check=True).stdout
+
+
+def test_a_person_is_warned_by_kind_and_the_text_is_kept(store):
+    res = run(store, "new", "reference/deploy", "--body", f"token {TOKEN}\n{PASSWORD_LINE}\n",
+              env={"CARDMEM_AGENT": None})
+    assert res.exit_code == 0, res.output
+    warning = res.stderr.strip()
+    assert warning.count("\n") == 0 and "github-token" in warning and "password" in warning
+    assert TOKEN not in res.stderr and "Zq8vL2mN4pR7xW" not in res.stderr
+    assert TOKEN in card_text(store, "reference/deploy")
+
+
+@pytest.mark.parametrize("how", ["flag", "agent"])
+def test_redact_flag_or_an_agent_caller_redacts(store, how):
+    args = ["--redact"] if how == "flag" else []
+    env = {"CARDMEM_AGENT": "1"} if how == "agent" else {"CARDMEM_AGENT": None}
+    res = run(store, "remember", f"Deploy with {TOKEN}", "--body", PASSWORD_LINE, *args, env=env)
+    assert res.exit_code == 0, res.output
+    assert "redacted 2 secret(s)" in res.stderr and TOKEN not in res.stderr
+    res = run(store, "new", "reference/ci", "--title", "CI", "--body", f"use {TOKEN}", *args, env=env)
+    assert res.exit_code == 0, res.output
+    assert "[REDACTED:github-token]" in card_text(store, "reference/ci")
+    log = history(store)
+    assert TOKEN not in log and "Zq8vL2mN4pR7xW" not in log
+
+
+def test_clean_text_writes_without_a_word(store):
+    res = run(store, "new", "reference/plain", "--body", "make deploy", env={"CARDMEM_AGENT": None})
+    assert res.exit_code == 0 and res.stderr == ""
+
+
+def test_doctor_names_cards_and_kinds_never_values(store):
+    store.new("reference/clean", body="nothing here")
+    store.new("reference/leaky", body=f"token {TOKEN}\n{PASSWORD_LINE}\n")
+    res = CliRunner().invoke(doctor, ["--store", str(store.root)])
+    assert res.exit_code == 1
+    problems = [ln for ln in res.stdout.splitlines() if ln.startswith("PROBLEM")]
+    assert len(problems) == 1, res.stdout
+    assert "reference/leaky" in problems[0] and "github-token" in problems[0]
+    assert "password" in problems[0]
+    assert TOKEN not in res.stdout and "Zq8vL2mN4pR7xW" not in res.stdout
+
+
+def test_hooks_and_mcp_entry_mark_the_caller_as_an_agent():
+    from cardmem.hooks.mcp_install import server_entry
+
+    assert server_entry()["env"]["CARDMEM_AGENT"] == "1"
+
+
+def test_a_vault_item_named_in_1password_is_no_secret():
+    from cardmem.tools.redact import redact
+
+    text = 'e.g. `<STRIPE_SECRET_KEY in 1Password: "Stripe live – billing">`'
+    assert redact(text) == text
