@@ -111,7 +111,29 @@ def check_backlog(store: Store) -> list[tuple[bool, str]]:
             out.append((True, f"{waiting}; the next hook runs retry them"))
     elif not b["given_up"]:
         out.append((True, "retry queue: empty"))
+    out += _spool(store)
     return out
+
+
+def _spool(store: Store) -> list[tuple[bool, str]]:
+    """Signals extracted while the store was busy wait in the spool for the next filing;
+    a spool file older than a day means no hook has filed since."""
+    import time
+
+    from cardmem.store.compound import SPOOL
+
+    try:
+        files = [p for p in (store.state_dir / SPOOL).iterdir() if p.suffix == ".json"]
+    except OSError:
+        files = []
+    if not files:
+        return []
+    age = time.time() - min(p.stat().st_mtime for p in files)
+    line = f"{len(files)} batch(es) of signals spooled (the store was busy), oldest {_age(age)} old"
+    if age > BACKLOG_STALE_S:
+        return [(False, f"{line}; no hook has filed them since (the next session's "
+                        "learner does; .cardmem/hooks.log says why it has not)")]
+    return [(True, f"{line}; the next hook run files them")]
 
 
 def _age(seconds: float | None) -> str:

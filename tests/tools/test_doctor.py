@@ -89,3 +89,21 @@ def test_model_route_is_named_and_a_broken_one_is_a_problem(store: Store, tmp_pa
     assert proc.returncode == 1
     assert ("PROBLEM  model route: none: route claude-code: [model] claude_path "
             "'/nowhere/claude' is not an executable file") in proc.stdout
+
+
+def test_an_old_spool_fails_doctor(example_store: Store) -> None:
+    import os
+    import time
+
+    spool = example_store.root / ".cardmem" / "spool"
+    spool.mkdir(parents=True, exist_ok=True)
+    batch = spool / "b1.json"
+    batch.write_text('{"session": "s", "day": "2026-11-30", "signals": ["Worked: x"]}')
+    proc = doctor(example_store)
+    assert "ok       1 batch(es) of signals spooled" in proc.stdout
+    old = time.time() - 3 * 86400
+    os.utime(batch, (old, old))
+    proc = doctor(example_store)
+    assert proc.returncode == 1
+    assert "PROBLEM  1 batch(es) of signals spooled (the store was busy), oldest 3 d old" \
+        in proc.stdout
