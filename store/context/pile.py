@@ -134,23 +134,8 @@ def _add_rules(b: _Builder, cards: list[Card], full_share: float = RULES_FULL_SH
     if not rules:
         return
     b.add(f"## Rules ({len(rules)}, always in force)")
-    full_room = int(b.budget * full_share)
-    spent_full = 0
-    mode = "full"
-    titles_only: list[Card] = []
-    for c in rules:
-        if mode == "full":
-            block = _full(c)
-            if spent_full + len(block) + 1 <= full_room and b.add(block, c.id):
-                spent_full += len(block) + 1
-                continue
-            mode = "description"
-        if mode == "description":
-            if b.add(_described(c), c.id):
-                b.cut(c.id, "rule shown by description only (budget)")
-                continue
-            mode = "title"
-        titles_only.append(c)
+    titles_only = _step_down(b, rules, _full, int(b.budget * full_share), _described,
+                             "rule shown by description only (budget)")
     if titles_only:
         # Listed last, past the budget: a host that cuts long context cuts these titles,
         # not the user, the project or the map.
@@ -194,21 +179,9 @@ def _add_delivered_rules(b: _Builder, d: Any, project: str | None) -> None:
               "precedence over the file)")
         closing = 200  # held back for the line that names what did not fit
         b.reserve += closing
-        full_room, spent, mode = int(b.budget * CHANGED_RULES_SHARE), 0, "full"
-        left: list[Any] = []
-        for c in d.changed:
-            if mode == "full":
-                block = _full(c, "####")
-                if spent + len(block) + 1 <= full_room and b.add(block, c.id):
-                    spent += len(block) + 1
-                    continue
-                mode = "title"
-            if mode == "title":
-                if b.add(_titled(c), c.id):
-                    b.cut(c.id, "changed rule shown by title only (budget)")
-                    continue
-                mode = "out"
-            left.append(c)
+        left = _step_down(b, d.changed, lambda c: _full(c, "####"),
+                          int(b.budget * CHANGED_RULES_SHARE), _titled,
+                          "changed rule shown by title only (budget)")
         b.reserve -= closing
         if left:
             ids = ", ".join(f"`{c.id}`" for c in left[:3])
@@ -229,19 +202,32 @@ def _add_cards(b: _Builder, heading: str, cards: list[Card], reason: str,
         for c in cards:
             b.cut(c.id, reason)
         return
-    mode = "full"
-    for c in cards:
-        if mode == "full":
-            if b.add((render or {}).get(c.id, _full)(c), c.id):
-                continue
-            mode = "description"
-        if mode == "description":
-            if b.add(_described(c), c.id):
-                b.cut(c.id, f"{reason}: shown by description only")
-                continue
-            mode = "out"
+    whole = render or {}
+    for c in _step_down(b, cards, lambda c: whole.get(c.id, _full)(c), b.budget, _described,
+                        f"{reason}: shown by description only"):
         b.cut(c.id, reason)
     b.add("")
+
+
+def _step_down(b: _Builder, cards: list[Any], whole: Any, whole_room: int, short: Any,
+               short_reason: str) -> list[Any]:
+    """Add cards in order, whole (at most whole_room characters of them), then in short
+    while they fit; the steps only go down. Returns the cards that neither step fit."""
+    spent, step, left = 0, 0, []
+    for c in cards:
+        if step == 0:
+            block = whole(c)
+            if spent + len(block) + 1 <= whole_room and b.add(block, c.id):
+                spent += len(block) + 1
+                continue
+            step = 1
+        if step == 1:
+            if b.add(short(c), c.id):
+                b.cut(c.id, short_reason)
+                continue
+            step = 2
+        left.append(c)
+    return left
 
 
 def _type_counts(counts: Counter) -> str:
