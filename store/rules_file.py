@@ -79,6 +79,10 @@ def _described(card: Any) -> str:
     return f"- {_one_line(card.title)} (`{card.id}`){desc}"
 
 
+def _titled(card: Any) -> str:
+    return f"- {_one_line(card.title)} (`{card.id}`)"
+
+
 def render(root: Path, rules: Iterable[Any], limit: int = LIMIT) -> tuple[str, int]:
     """The file's text, and how many rules it lists by title and description only.
 
@@ -90,15 +94,21 @@ def render(root: Path, rules: Iterable[Any], limit: int = LIMIT) -> tuple[str, i
     for c in sorted(rules, key=lambda c: c.id):
         groups.setdefault(rule_project(c) or "", []).append(c)
     ordered = [c for p in sorted(groups) for c in groups[p]]
-    short = {c.id: _described(c) for c in ordered}
-    room = limit - sum(len(x) + 1 for x in short.values()) - 2000  # headings and preamble
-    whole: set[str] = set()
-    for c in ordered:  # upgrade to whole text in order; the steps only go down
-        extra = len(block(c)) - len(short[c.id])
-        if extra > room:
-            break
-        room -= extra
-        whole.add(c.id)
+    # Every rule costs at least its title line; what is left of the limit upgrades rules,
+    # in order, to their whole text, then (once one no longer fits) to title and
+    # description. The steps only go down, as in the session's pile.
+    shown = {c.id: _titled(c) for c in ordered}
+    room = limit - sum(len(x) + 1 for x in shown.values()) - 2000  # headings and preamble
+    step, whole = 0, set()
+    for c in ordered:
+        for render_as in (block, _described)[step:]:
+            extra = len(render_as(c)) - len(shown[c.id])
+            if extra <= room:
+                room -= extra
+                shown[c.id] = render_as(c)
+                whole.update([c.id] if render_as is block else [])
+                break
+            step += 1
     total, listed = len(ordered), len(ordered) - len(whole)
     out = [MARK, "# Standing rules (cardmem memory)", "",
            f"{'This rule is' if total == 1 else f'These {total} rules are'} the user's "
@@ -108,7 +118,7 @@ def render(root: Path, rules: Iterable[Any], limit: int = LIMIT) -> tuple[str, i
            "rule, the user edits its card (`cardmem edit ID`); this file is rewritten from "
            "the cards.", ""]
     if listed:
-        out += [f"{listed} rules are listed by title and description only, to keep this file "
+        out += [f"{listed} rules are listed by title (and description) only, to keep this file "
                 f"within {limit:,} characters: they are in force all the same; read one whole "
                 "with `cardmem show ID` (or the MCP tool `read_card`) before acting on it.", ""]
     for project in sorted(groups):
@@ -116,7 +126,7 @@ def render(root: Path, rules: Iterable[Any], limit: int = LIMIT) -> tuple[str, i
         out.append(f"## Rules for project `{project}` only ({len(g)})" if project
                    else f"## Rules for every session ({len(g)})")
         out.append("")
-        out += [block(c) if c.id in whole else short[c.id] for c in g]
+        out += [shown[c.id] for c in g]
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n", listed
 

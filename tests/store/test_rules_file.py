@@ -154,7 +154,7 @@ def test_the_limit_is_a_setting_and_a_new_limit_rewrites_the_file(store, tmp_pat
     assert d.wrote and 0 < d.listed < 50
     text = target.read_text()
     assert len(text) <= 10_000 and text.count("### Rule") == 50 - d.listed
-    assert "are listed by title and description only, to keep this file within 10,000" in text
+    assert "are listed by title (and description) only, to keep this file within 10,000" in text
 
 
 def test_changed_rules_fit_the_budget_and_the_rest_are_named(store, tmp_path):
@@ -213,3 +213,16 @@ def test_a_touched_rule_updates_the_stamps_without_rewriting_the_file(store, tmp
     assert not d.wrote and d.changed == [] and target.stat().st_mtime_ns == before
     state = json.loads((store.root / ".cardmem" / rules_file.STATE).read_text())
     assert state[str(target)]["rules"]["feedback/a"][0] == st.st_mtime_ns + 5_000_000
+
+
+def test_past_the_limit_rules_step_down_to_descriptions_then_titles(store, tmp_path):
+    for i in range(400):
+        rule(store, f"feedback/r{i:03d}", f"Rule {i}", "Body words. " * 40,
+             description=f"What rule {i} is about, in one line of ordinary length.")
+    text, listed = rules_file.render(store.root, rules_now(store), limit=30_000)
+    assert len(text) <= 30_000 and listed > 0
+    lines = text.splitlines()
+    kinds = ["whole" if ln.startswith("### Rule") else "described" if " — What rule" in ln
+             else "title" for ln in lines if ln.startswith(("### Rule", "- Rule"))]
+    assert len(kinds) == 400 and set(kinds) == {"whole", "described", "title"}
+    assert kinds == sorted(kinds, key=["whole", "described", "title"].index)  # only down
