@@ -1,6 +1,6 @@
 """Redaction on 2 MB of realistic transcript, against the code before this change.
 
-    python bench/bench_redact.py [--base main] [--runs 7] [--detect-secrets]
+    python bench/bench_redact.py [--base 67aa38a] [--runs 7] [--detect-secrets]
 
 Builds ~2,000,000 characters of a Claude Code transcript (JSONL: prose, code, git
 logs, pip/npm output, request logs with UUIDs, docker digests, base64 images), with a
@@ -106,7 +106,8 @@ def detect_secrets_fn():
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--base", default="main")
+    # main before the redaction change landed (its merge is db8189e)
+    ap.add_argument("--base", default="67aa38a")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--detect-secrets", action="store_true")
     args = ap.parse_args()
