@@ -111,9 +111,9 @@ def render(root: Path, rules: Iterable[Any], limit: int = LIMIT) -> tuple[str, i
             step += 1
     total, listed = len(ordered), len(ordered) - len(whole)
     out = [MARK, "# Standing rules (cardmem memory)", "",
-           f"{'This rule is' if total == 1 else f'These {total} rules are'} the user's "
-           f"standing instructions, kept as cards in the cardmem store at {root}. Follow "
-           "them in every session; a rule listed under a project applies only in sessions "
+           f"The rules below ({total} in all) are the user's standing instructions, kept as "
+           f"cards in the cardmem store at {root}. Follow them in every session; a rule "
+           "listed under a project applies only in sessions "
            "of that project (the session's cardmem context names its project). To change a "
            "rule, the user edits its card (`cardmem edit ID`); this file is rewritten from "
            "the cards.", ""]
