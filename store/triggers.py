@@ -1,0 +1,293 @@
+"""The trigger table: every active rule's `applies_to`, `enforce` and keywords, compiled
+into `.cardmem/triggers.json`, so the PreToolUse hook reads one file and opens nothing
+else (no index, no YAML, no git).
+
+A rule's frontmatter may say what it governs and how:
+
+    applies_to: ["git push --force*", "git push -f*", "path: migrations/**"]
+    enforce: deny        # remind (default) | ask | deny
+
+The table is rebuilt after every commit that may touch a rule (store/writer.py calls
+`after_write`) and whenever `load` finds it stale: it records each rule file's
+(mtime_ns, size), the mtimes of the folders holding rules and cardmem.toml's stamp, and
+a stat of each is all a hook pays to know the table is current.
+
+Safety: only a person's rule may `ask` or `deny`. A rule that carries `proposed_by`, or
+whose last commit is the cardmem agent's while the file is unchanged since, is kept
+as a reminder (its `downgraded` says why). A person's uncommitted edit counts as the
+person's: agents write only through commits (store/writer.py).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+NAME = "triggers.json"  # in .cardmem/
+VERSION = 1
+ENFORCE = ("remind", "ask", "deny")
+THRESHOLD = 0.6  # relevance, calibrated on tests/store/relevance_set.py (bench/RESULTS.md)
+MAX_RULE_CHARS = 1500  # of a rule's text handed to the agent at a call
+
+
+def path_of(root: str | os.PathLike[str]) -> str:
+    return os.path.join(os.fspath(root), ".cardmem", NAME)
+
+
+# --- hook time: load and check, nothing else ---------------------------------------
+
+def _stat(p: str) -> list[int] | None:
+    try:
+        st = os.stat(p)
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size]
+
+
+def fresh(table: dict[str, Any], root: str) -> bool:
+    """Whether the files the table was built from are as they were (stat only)."""
+    s = table.get("stamps") or {}
+    base = root.rstrip("/") + "/"
+    for d, m in s.get("dirs", {}).items():
+        st = _stat(base + d if d else root)
+        if st is None or st[0] != m:
+            return False
+    if _stat(base + "cardmem.toml") != s.get("config"):
+        return False
+    stat = os.stat
+    for cid, m, size in s.get("files", ()):
+        try:
+            st = stat(base + cid + ".md")
+        except OSError:
+            return False
+        if st.st_mtime_ns != m or st.st_size != size:
+            return False
+    return True
+
+
+def load(root: str) -> dict[str, Any] | None:
+    """The table if it exists, has this layout and is current; else None."""
+    try:
+        with open(path_of(root), "rb") as f:
+            table = json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(table, dict) or table.get("v") != VERSION:
+        return None
+    return table if fresh(table, root) else None
+
+
+def rule_text(root: str, card_id: str) -> str:
+    """A rule's body (after its frontmatter), capped: read at the moment it fires."""
+    try:
+        with open(os.path.join(root, card_id + ".md"), encoding="utf-8") as f:
+            text = f.read(MAX_RULE_CHARS * 4)
+    except (OSError, UnicodeDecodeError):
+        return ""
+    if text.startswith("---"):
+        end = text.find("\n---", 3)
+        if end >= 0:
+            nl = text.find("\n", end + 4)
+            text = text[nl + 1:] if nl >= 0 else ""
+    text = text.strip()
+    at = text.find("\n## History")
+    if at >= 0:
+        text = text[:at].rstrip()
+    return text if len(text) <= MAX_RULE_CHARS else text[:MAX_RULE_CHARS - 1] + "…"
+
+
+# --- build time -------------------------------------------------------------------
+
+def _as_list(value: Any) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value if v is not None and str(v).strip()]
+    return [str(value)]
+
+
+def _meta(root: Path, card_id: str) -> dict[str, Any]:
+    """A rule's frontmatter (fast path first, YAML when it is not flat)."""
+    from .card import decode, parse, split
+    from .fastmeta import quick_meta
+
+    text = decode((root / f"{card_id}.md").read_bytes())
+    span = split(text)
+    if not span:
+        return {}
+    meta = quick_meta(text[span[0]:span[1]])
+    return meta if meta is not None else parse(text, card_id).meta
+
+
+def _agent_written(root: Path, ids: list[str]) -> dict[str, str]:
+    """Of these rules, those whose last commit is the agent's and whose file has not
+    changed since: id -> why they may not ask or deny."""
+    if not ids:
+        return {}
+    from . import git
+
+    dirty = set()
+    out = git.run(root, "status", "--porcelain", "-z", "--", *[f"{i}.md" for i in ids])
+    for entry in out.split("\0"):
+        if len(entry) > 3:
+            dirty.add(entry[3:].removesuffix(".md"))
+    found = {}
+    for cid in ids:
+        if cid in dirty:
+            continue  # a person's edit, not committed yet
+        who = git.run(root, "log", "-1", "--format=%an%x00%ae", "--", f"{cid}.md").strip()
+        name, _, email = who.partition("\0")
+        if email == git.AGENT_EMAIL or name == git.AGENT_NAME:
+            found[cid] = "written by the cardmem agent; a person's commit makes it enforce"
+    return found
+
+
+def _governs(e: dict[str, Any]) -> bool:
+    return any(k in e for k in ("bash", "paths", "tools"))
+
+
+def compile_rules(root: Path, rules: list[Any], projects: dict[str, str]) -> dict[str, Any]:
+    """The table for these active rules (cards with id, title, aliases, tags, project)."""
+    from .rule_match import classify, words
+
+    problems: list[str] = []
+    pairs: list[tuple[dict[str, Any], Any]] = []  # (entry, card)
+    enforcing: list[str] = []
+    for c in rules:
+        try:
+            meta = _meta(root, c.id)
+        except Exception as exc:  # noqa: BLE001 - one broken rule must not cost the table
+            problems.append(f"{c.id}: skipped: {' '.join(str(exc).split())}")
+            continue
+        e: dict[str, Any] = {"id": c.id, "title": " ".join(str(c.title).split())}
+        if c.project:
+            e["project"] = str(c.project)
+        elif c.id.startswith("projects/") and c.id.count("/") >= 2:
+            e["project"] = c.id.split("/")[1]
+        for item in _as_list(meta.get("applies_to")):
+            kind, glob = classify(item)
+            if glob:
+                e.setdefault({"bash": "bash", "path": "paths", "tool": "tools"}[kind], []).append(glob)
+        enforce = str(meta.get("enforce") or "remind").strip().lower()
+        if enforce not in ENFORCE:
+            problems.append(f"{c.id}: enforce {enforce!r} is not remind, ask or deny; reminding")
+            enforce = "remind"
+        if enforce != "remind" and not _governs(e):
+            problems.append(f"{c.id}: enforce {enforce} without applies_to; reminding")
+            enforce = "remind"
+        if enforce != "remind":
+            if meta.get("proposed_by"):
+                e["downgraded"] = (f"proposed by {meta['proposed_by']}; a person's review "
+                                   "makes it enforce")
+                enforce = "remind"
+            else:
+                enforcing.append(c.id)
+        e["enforce"] = enforce
+        pairs.append((e, c))
+    by_id = {e["id"]: e for e, _ in pairs}
+    for cid, why in _agent_written(root, enforcing).items():
+        by_id[cid]["downgraded"], by_id[cid]["enforce"] = why, "remind"
+    # Keywords of rules without applies_to, weighted by how rare they are among rules.
+    kws = [set() if _governs(e) else
+           set(words(" ".join([str(c.title), *map(str, c.aliases), *map(str, c.tags)])))
+           for e, c in pairs]
+    df: dict[str, int] = {}
+    for k in kws:
+        for w in k:
+            df[w] = df.get(w, 0) + 1
+    n = max(len(pairs), 1)
+    index: dict[str, list[int]] = {}
+    aliases: dict[str, list[str]] = {}
+    for i, ((e, c), k) in enumerate(zip(pairs, kws)):
+        if not k:
+            continue
+        e["kw"] = {w: round(math.log(1 + n / df[w]), 3) for w in sorted(k)}
+        e["kw_total"] = round(sum(e["kw"].values()), 3)
+        for w in k:
+            index.setdefault(w, []).append(i)
+        al = [a for a in (" ".join(str(x).lower().split()) for x in c.aliases) if len(a) >= 4]
+        if al:
+            aliases[str(i)] = al
+    entries = [e for e, _ in pairs]
+    governed = [i for i, e in enumerate(entries) if _governs(e)]
+    return {"v": VERSION, "rules": entries, "governed": governed, "keywords": index, "aliases": aliases,
+            "projects": projects, "problems": problems}
+
+
+def _stamps(root: Path, entries: list[dict[str, Any]]) -> dict[str, Any]:
+    base = str(root) + "/"
+    dirs: dict[str, int] = {}
+    folders = {"feedback"} | {e["id"].rsplit("/", 1)[0] for e in entries if "/" in e["id"]}
+    for top in sorted(folders):
+        if top == "feedback":
+            for d, subdirs, _ in os.walk(base + "feedback"):
+                subdirs[:] = [s for s in subdirs if not s.startswith(".")]
+                rel = os.path.relpath(d, root).replace(os.sep, "/")
+                dirs[rel] = os.stat(d).st_mtime_ns
+        elif (st := _stat(base + top)) is not None:
+            dirs[top] = st[0]
+    files = []
+    for e in entries:
+        st = _stat(base + e["id"] + ".md")
+        if st:
+            files.append([e["id"], *st])
+    return {"dirs": dirs, "files": files, "config": _stat(base + "cardmem.toml")}
+
+
+def build(store: Any) -> dict[str, Any]:
+    """Compile the store's active rules and write the table; returns it."""
+    from .holdings import active_rules, holdings
+    from .lean import write_cache
+
+    root = store.root
+    rules = active_rules(holdings(store, None).rules)
+    # Stamps before the files are read: a rule saved meanwhile leaves the table stale
+    # (rebuilt at the next call), never wrong.
+    stamps = _stamps(root, [{"id": c.id} for c in rules])
+    try:
+        projects = {str(k): str(v) for k, v in (store.config.get("projects") or {}).items()}
+    except Exception:  # noqa: BLE001 - a broken cardmem.toml is reported elsewhere
+        projects = {}
+    table = compile_rules(root, rules, projects)
+    table["stamps"] = stamps
+    try:
+        table["threshold"] = float(store.config.get("pretool", {}).get("relevance", THRESHOLD))
+    except Exception:  # noqa: BLE001
+        table["threshold"] = THRESHOLD
+    store.state_dir  # noqa: B018 - makes .cardmem/
+    write_cache(root / ".cardmem" / NAME, json.dumps(table, separators=(",", ":")).encode())
+    return table
+
+
+def ensure(root: str) -> tuple[dict[str, Any], bool]:
+    """(the current table, whether it was rebuilt now)."""
+    table = load(root)
+    if table is not None:
+        return table, False
+    from .lean import StoreRoot
+
+    return build(StoreRoot.open(root)), True
+
+
+def after_write(root: Path, changes: dict[str, Any]) -> None:
+    """After a commit: rebuild the table if it exists and a rule may have changed, so the
+    next tool call finds it current without rebuilding. Never raises."""
+    try:
+        if not os.path.exists(path_of(root)):
+            return
+        if not any(rel.endswith(".md") and (rel.startswith("feedback/") or "/feedback/" in rel
+                                            or not isinstance(data, (bytes, type(None)))
+                                            or (isinstance(data, bytes) and b"feedback" in data))
+                   for rel, data in changes.items()):
+            return
+        if load(str(root)) is None:
+            from .lean import StoreRoot
+
+            build(StoreRoot(root))
+    except Exception:  # noqa: BLE001 - the commit stands; the hook rebuilds when it looks
+        pass
