@@ -47,7 +47,9 @@ def test_cmd(call: str, tool: str | None, as_path: bool, cwd: Path | None, as_js
         cardmem rules test --path db/migrations/0042_add_index.py
         cardmem rules test "touch x && sudo git push -f" --json
     """
-    from cardmem.store.rule_match import call_text, command_strings, decide, relevance
+    from cardmem.store.rule_match import (THRESHOLD, call_text, command_strings, decide,
+                                          relevance)
+    from cardmem.store.shellsplit import simple_commands
 
     root, table = _table(store_path)
     tool = tool or ("Edit" if as_path else "Bash")
@@ -55,9 +57,11 @@ def test_cmd(call: str, tool: str | None, as_path: bool, cwd: Path | None, as_js
     tool_input = {"file_path": os.path.join(here, call)} if as_path else \
         {"command": call} if tool == "Bash" else {"input": call}
     fired = decide(table, tool, tool_input, here)
-    limit = table.get("threshold", 0.6)
+    limit = table.get("threshold", THRESHOLD)
+    cmds = simple_commands(call) if tool == "Bash" else None
     near = [{"id": table["rules"][r]["id"], "score": s, "why": why}
-            for s, r, why in relevance(table, call_text(tool, tool_input))[:3] if s < limit]
+            for s, r, why in relevance(table, call_text(tool, tool_input, cmds), cmds)[:3]
+            if s < limit]
     downgraded = {r["id"]: r["downgraded"] for r in table["rules"] if r.get("downgraded")}
     commands = command_strings(call) if tool == "Bash" else []
     if as_json:

@@ -30,6 +30,9 @@ EDIT_TOOLS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path
 STOP = frozenset("""a an and are as at be before after by do does don't dont for from if in
 into is it its never no not of on or our please prefer should must always avoid use using
 the this that to when with without we you your run make sure any all only ever""".split())
+# Relevance from which a rule without applies_to reminds: the lowest with precision
+# >= 0.9 on tests/store/relevance_set.py (bench/RESULTS.md); [rules] relevance_threshold.
+THRESHOLD = 0.65
 MIN_SHARED = 2  # keywords a call must share with a rule (an alias phrase counts as enough)
 
 
@@ -148,12 +151,25 @@ def call_text(tool: str, tool_input: dict, commands: list[list[str]] | None = No
     return " ".join(parts)[:4000]
 
 
-def relevance(table: dict, text: str) -> list[tuple[float, int, str]]:
+def _starts(commands: list[list[str]]) -> list[str]:
+    """Each simple command as lowercase text, `python -m` taken off (`python -m pip` runs pip)."""
+    out = []
+    for words in commands:
+        w = [x.lower() for x in words]
+        if len(w) > 2 and w[0].rsplit("/", 1)[-1].startswith("python") and w[1] == "-m":
+            w = w[2:]
+        out.append(" ".join(w) + " ")
+    return out
+
+
+def relevance(table: dict, text: str,
+              commands: list[list[str]] | None = None) -> list[tuple[float, int, str]]:
     """(score, rule index, why) for rules without applies_to sharing words with text,
-    best first. The score is the share of the rule's keyword weight the call carries;
-    an alias found whole in the call scores 1."""
+    best first. The score is the share of the rule's keyword weight the call carries.
+    An alias scores 1 when a simple command of a Bash line starts with it (`pip install`
+    is named by `pip install x`, not by `uv pip install x`), or, for other tools, when the
+    call's text holds it whole."""
     found = set(words(text))
-    low = " " + " ".join(text.lower().split()) + " "
     index = table.get("keywords") or {}
     got: dict[int, list[str]] = {}
     for w in found:
@@ -168,9 +184,12 @@ def relevance(table: dict, text: str) -> list[tuple[float, int, str]]:
         if len(shared) < min(MIN_SHARED, len(weights)):
             score = min(score, 0.0)
         out.append((round(score, 3), r, "shares " + ", ".join(sorted(shared))))
+    starts = _starts(commands) if commands is not None else None
+    low = " " + " ".join(text.lower().split()) + " "
     for r, aliases in (table.get("aliases") or {}).items():
         for a in aliases:
-            if f" {a} " in low:
+            if (any(c.startswith(a + " ") for c in starts) if starts is not None
+                    else f" {a} " in low):
                 out.append((1.0, int(r), f"names its alias '{a}'"))
                 break
     out.sort(key=lambda x: (-x[0], x[1]))
@@ -223,9 +242,9 @@ def decide(table: dict, tool: str, tool_input: dict, cwd: str | None,
             out.append({"id": rule["id"], "title": rule["title"], "action": rule["enforce"],
                         "kind": "applies_to", "why": f"`{hit[0]}` matched `{hit[1]}`",
                         **({"downgraded": rule["downgraded"]} if "downgraded" in rule else {})})
-    limit = table.get("threshold", 0.6) if threshold is None else threshold
+    limit = table.get("threshold", THRESHOLD) if threshold is None else threshold
     fired = {f["id"] for f in out}
-    for score, r, why in relevance(table, call_text(tool, tool_input, commands)):
+    for score, r, why in relevance(table, call_text(tool, tool_input, commands), commands):
         rule = rules[r]
         if score < limit:
             break

@@ -25,6 +25,10 @@ WRAPPERS: dict[str, set[str]] = {
     "timeout": {"-s", "-k", "--signal", "--kill-after"}, "stdbuf": {"-i", "-o", "-e"},
     "xargs": {"-I", "-n", "-P", "-L", "-d", "-s", "-E", "-a"},
 }
+# Reserved words that lead into the command that follows them, and those that end a
+# construct or begin a header that runs nothing itself (`for x in a b`).
+LEADING = {"if", "then", "else", "elif", "do", "while", "until", "!"}
+NOT_COMMANDS = {"fi", "done", "esac", "for", "case", "select", "function", "in"}
 MAX_DEPTH = 8  # nested substitutions / `bash -c` levels followed
 
 
@@ -238,6 +242,11 @@ def _unwrap(words: list[str], depth: int) -> list[list[str]]:
     while i < len(words):
         w = words[i]
         name = w.rsplit("/", 1)[-1]
+        if w in LEADING:
+            i += 1
+            continue
+        if w in NOT_COMMANDS:
+            return []
         if "=" in w and w.split("=", 1)[0].replace("_", "a").isalnum() and not w[0].isdigit():
             i += 1  # VAR=value before the command
             continue

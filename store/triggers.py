@@ -23,6 +23,8 @@ import json
 import math
 import os
 
+from .rule_match import THRESHOLD  # noqa: F401 - the relevance threshold's one home
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -31,7 +33,6 @@ if TYPE_CHECKING:
 NAME = "triggers.json"  # in .cardmem/
 VERSION = 1
 ENFORCE = ("remind", "ask", "deny")
-THRESHOLD = 0.6  # relevance, calibrated on tests/store/relevance_set.py (bench/RESULTS.md)
 MAX_RULE_CHARS = 1500  # of a rule's text handed to the agent at a call
 
 
@@ -55,7 +56,7 @@ def fresh(table: dict[str, Any], root: str) -> bool:
     base = root.rstrip("/") + "/"
     for d, m in s.get("dirs", {}).items():
         st = _stat(base + d if d else root)
-        if st is None or st[0] != m:
+        if (st[0] if st else None) != m:  # None: the folder was missing, and still is
             return False
     if _stat(base + "cardmem.toml") != s.get("config"):
         return False
@@ -225,12 +226,13 @@ def _stamps(root: Path, entries: list[dict[str, Any]]) -> dict[str, Any]:
     folders = {"feedback"} | {e["id"].rsplit("/", 1)[0] for e in entries if "/" in e["id"]}
     for top in sorted(folders):
         if top == "feedback":
+            dirs["feedback"] = None  # missing until a first rule is saved there
             for d, subdirs, _ in os.walk(base + "feedback"):
                 subdirs[:] = [s for s in subdirs if not s.startswith(".")]
                 rel = os.path.relpath(d, root).replace(os.sep, "/")
                 dirs[rel] = os.stat(d).st_mtime_ns
-        elif (st := _stat(base + top)) is not None:
-            dirs[top] = st[0]
+        else:
+            dirs[top] = (_stat(base + top) or [None])[0]
     files = []
     for e in entries:
         st = _stat(base + e["id"] + ".md")
@@ -256,8 +258,8 @@ def build(store: Any) -> dict[str, Any]:
     table = compile_rules(root, rules, projects)
     table["stamps"] = stamps
     try:
-        table["threshold"] = float(store.config.get("pretool", {}).get("relevance", THRESHOLD))
-    except Exception:  # noqa: BLE001
+        table["threshold"] = float(store.config["rules"]["relevance_threshold"])
+    except Exception:  # noqa: BLE001 - a broken cardmem.toml is reported elsewhere
         table["threshold"] = THRESHOLD
     store.state_dir  # noqa: B018 - makes .cardmem/
     write_cache(root / ".cardmem" / NAME, json.dumps(table, separators=(",", ":")).encode())
