@@ -93,6 +93,15 @@ def install(host: str, settings: Path | None, store_path: Path | None, init_stor
                    "loads at start-up")
     else:
         click.echo(f"cardmem: rules file: {d.error}", err=True)
+    from cardmem.store import triggers
+
+    try:
+        table = triggers.build(StoreRoot.open(root))
+        n = len(table["governed"])
+        click.echo(f"rules at the point of action: {n} rule(s) name the tool calls they govern "
+                   "(a PreToolUse hook brings them up; `cardmem rules test CMD` checks one)")
+    except Exception as exc:  # noqa: BLE001 - the hook rebuilds it at its first call
+        click.echo(f"cardmem: trigger table: {' '.join(str(exc).split())}", err=True)
     if not no_mcp:
         from cardmem.hooks.mcp_install import register
 
