@@ -97,7 +97,7 @@ def install(host: str, settings: Path | None, store_path: Path | None, init_stor
 
     try:
         table = triggers.build(StoreRoot.open(root))
-        n = len(table["governed"])
+        n = len(table["governed"]["all"])
         click.echo(f"rules at the point of action: {n} rule(s) name the tool calls they govern "
                    "(a PreToolUse hook brings them up; `cardmem rules test CMD` checks one)")
     except Exception as exc:  # noqa: BLE001 - the hook rebuilds it at its first call

@@ -169,29 +169,34 @@ def relevance(table: dict, text: str,
     An alias scores 1 when a simple command of a Bash line starts with it (`pip install`
     is named by `pip install x`, not by `uv pip install x`), or, for other tools, when the
     call's text holds it whole."""
-    found = set(words(text))
     index = table.get("keywords") or {}
     got: dict[int, list[str]] = {}
-    for w in found:
-        for r in index.get(w, ()):
-            got.setdefault(r, []).append(w)
+    score: dict[int, float] = {}
+    for w in set(words(text)):
+        hit = index.get(w)
+        if hit:
+            for r in hit[1]:
+                got.setdefault(r, []).append(w)
+                score[r] = score.get(r, 0.0) + hit[0]
     out = []
     rules = table["rules"]
     for r, shared in got.items():
         rule = rules[r]
-        weights = rule["kw"]
-        score = sum(weights[w] for w in shared) / (rule["kw_total"] or 1)
-        if len(shared) < min(MIN_SHARED, len(weights)):
-            score = min(score, 0.0)
-        out.append((round(score, 3), r, "shares " + ", ".join(sorted(shared))))
-    starts = _starts(commands) if commands is not None else None
-    low = " " + " ".join(text.lower().split()) + " "
-    for r, aliases in (table.get("aliases") or {}).items():
-        for a in aliases:
-            if (any(c.startswith(a + " ") for c in starts) if starts is not None
-                    else f" {a} " in low):
-                out.append((1.0, int(r), f"names its alias '{a}'"))
-                break
+        s = score[r] / (rule["kw_total"] or 1)
+        if len(shared) < min(MIN_SHARED, rule["kw_n"]):
+            s = 0.0
+        out.append((round(s, 3), r, "shares " + ", ".join(sorted(shared))))
+    by_first = table.get("aliases") or {}
+    if by_first:
+        if commands is not None:
+            heads = [(c.split(" ", 1)[0], c) for c in _starts(commands)]
+        else:
+            low = " ".join(text.lower().split()).split(" ")
+            heads = [(low[i], " ".join(low[i:]) + " ") for i in range(len(low))]
+        for first, rest in heads:
+            for a, r in by_first.get(first, ()):
+                if rest.startswith(a + " "):
+                    out.append((1.0, r, f"names its alias '{a}'"))
     out.sort(key=lambda x: (-x[0], x[1]))
     seen, best = set(), []
     for s, r, why in out:
@@ -222,6 +227,25 @@ def project_of(cwd: str | None, mapping: dict[str, str]) -> str | None:
     return mapping.get(folder) or mapping.get(name) or name or None
 
 
+def _candidates(index: dict, tool: str, tool_input: dict,
+                commands: list[list[str]] | None) -> list[int]:
+    """The governed rules this call can concern (see triggers._candidates), in order."""
+    found = set(index.get("tool", ()))
+    if commands:
+        found.update(index.get("bash_any", ()))
+        by_program = index.get("bash", {})
+        for words_ in commands:
+            found.update(by_program.get(words_[0].rsplit("/", 1)[-1], ()))
+    paths = call_paths(tool, tool_input)
+    if paths:
+        found.update(index.get("path_any", ()))
+        for p in paths:
+            name = p.rsplit("/", 1)[-1]
+            if "." in name:
+                found.update(index.get("path", {}).get(name[name.rindex("."):], ()))
+    return sorted(found)
+
+
 def decide(table: dict, tool: str, tool_input: dict, cwd: str | None,
            last: str | None = None, threshold: float | None = None) -> list[dict]:
     """The rules that fire for this call: [{"id", "title", "action", "why", "kind"}],
@@ -233,7 +257,7 @@ def decide(table: dict, tool: str, tool_input: dict, cwd: str | None,
     commands = simple_commands(str(tool_input.get("command") or "")) if tool == "Bash" else None
     rules = table["rules"]
     out: list[dict] = []
-    for r in table.get("governed", range(len(rules))):
+    for r in _candidates(table.get("governed") or {}, tool, tool_input, commands):
         rule = rules[r]
         if rule.get("project") and rule["project"] != project:
             continue

@@ -12,10 +12,12 @@ The table is rebuilt after every commit that may touch a rule (store/writer.py c
 (mtime_ns, size), the mtimes of the folders holding rules and cardmem.toml's stamp, and
 a stat of each is all a hook pays to know the table is current.
 
-Safety: only a person's rule may `ask` or `deny`. A rule that carries `proposed_by`, or
-whose last commit is the cardmem agent's while the file is unchanged since, is kept
-as a reminder (its `downgraded` says why). A person's uncommitted edit counts as the
-person's: agents write only through commits (store/writer.py).
+Safety: only a person's rule may `ask` or `deny`: its last change must be a person's.
+A rule whose last commit is the cardmem agent's (file unchanged since), or that carries
+`proposed_by` and was never committed by a person, is kept as a reminder (its
+`downgraded` says why). A person's commit (`cardmem review accept`, or their own) makes a
+proposal theirs; a person's uncommitted edit counts as theirs: agents write only through
+commits (store/writer.py). Proposals (`status: proposed`) are not in force at all.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 NAME = "triggers.json"  # in .cardmem/
-VERSION = 1
+VERSION = 2  # of the layout: another one is rebuilt, never misread
 ENFORCE = ("remind", "ask", "deny")
 MAX_RULE_CHARS = 1500  # of a rule's text handed to the agent at a call
 
@@ -61,12 +63,20 @@ def fresh(table: dict[str, Any], root: str) -> bool:
     if _stat(base + "cardmem.toml") != s.get("config"):
         return False
     stat = os.stat
-    for cid, m, size in s.get("files", ()):
+    files = s.get("files", ())
+    rules = table.get("rules", ())
+    if len(files) != len(rules):
+        return False
+    # files[i] is rules[i]'s (mtime_ns, size); "others" are rules skipped as unreadable.
+    for rule, (m, size) in zip(rules, files):
         try:
-            st = stat(base + cid + ".md")
+            st = stat(base + rule["id"] + ".md")
         except OSError:
             return False
         if st.st_mtime_ns != m or st.st_size != size:
+            return False
+    for cid, m, size in s.get("others", ()):
+        if _stat(base + cid + ".md") != [m, size]:
             return False
     return True
 
@@ -125,9 +135,13 @@ def _meta(root: Path, card_id: str) -> dict[str, Any]:
     return meta if meta is not None else parse(text, card_id).meta
 
 
-def _agent_written(root: Path, ids: list[str]) -> dict[str, str]:
-    """Of these rules, those whose last commit is the agent's and whose file has not
-    changed since: id -> why they may not ask or deny."""
+def _agent_written(root: Path, ids: list[str], proposed: set[str]) -> dict[str, str]:
+    """Of these rules, those that may not ask or deny, and why: ask and deny need the
+    rule's last change to be a person's. Its last commit is the cardmem agent's and the
+    file is unchanged since; or it carries `proposed_by` and no one has committed it yet.
+    (A person's commit of a proposal, `cardmem review accept` or their own, makes it
+    theirs; so does a person's uncommitted edit of a rule without `proposed_by`: agents
+    write through commits.)"""
     if not ids:
         return {}
     from . import git
@@ -140,11 +154,13 @@ def _agent_written(root: Path, ids: list[str]) -> dict[str, str]:
     found = {}
     for cid in ids:
         if cid in dirty:
-            continue  # a person's edit, not committed yet
+            if cid in proposed:
+                found[cid] = "an agent's proposal (proposed_by) not yet committed by a person"
+            continue
         who = git.run(root, "log", "-1", "--format=%an%x00%ae", "--", f"{cid}.md").strip()
         name, _, email = who.partition("\0")
         if email == git.AGENT_EMAIL or name == git.AGENT_NAME:
-            found[cid] = "written by the cardmem agent; a person's commit makes it enforce"
+            found[cid] = "last written by the cardmem agent; a person's commit makes it enforce"
     return found
 
 
@@ -182,16 +198,15 @@ def compile_rules(root: Path, rules: list[Any], projects: dict[str, str]) -> dic
             problems.append(f"{c.id}: enforce {enforce} without applies_to; reminding")
             enforce = "remind"
         if enforce != "remind":
+            enforcing.append(c.id)
             if meta.get("proposed_by"):
-                e["downgraded"] = (f"proposed by {meta['proposed_by']}; a person's review "
-                                   "makes it enforce")
-                enforce = "remind"
-            else:
-                enforcing.append(c.id)
-        e["enforce"] = enforce
+                e["proposed_by"] = str(meta["proposed_by"])
+        if _governs(e):
+            e["enforce"] = enforce  # a rule without applies_to only ever reminds
         pairs.append((e, c))
     by_id = {e["id"]: e for e, _ in pairs}
-    for cid, why in _agent_written(root, enforcing).items():
+    proposed = {e["id"] for e, _ in pairs if e.pop("proposed_by", None)}
+    for cid, why in _agent_written(root, enforcing, proposed).items():
         by_id[cid]["downgraded"], by_id[cid]["enforce"] = why, "remind"
     # Keywords of rules without applies_to, weighted by how rare they are among rules.
     kws = [set() if _governs(e) else
@@ -202,22 +217,53 @@ def compile_rules(root: Path, rules: list[Any], projects: dict[str, str]) -> dic
         for w in k:
             df[w] = df.get(w, 0) + 1
     n = max(len(pairs), 1)
-    index: dict[str, list[int]] = {}
-    aliases: dict[str, list[str]] = {}
+    # word -> [weight, rule indices]: the weight (idf) is the word's, so it is kept once.
+    index: dict[str, list[Any]] = {w: [round(math.log(1 + n / d), 3), []] for w, d in df.items()}
+    aliases: dict[str, list[list[Any]]] = {}  # first word -> [[alias, rule index], ...]
     for i, ((e, c), k) in enumerate(zip(pairs, kws)):
         if not k:
             continue
-        e["kw"] = {w: round(math.log(1 + n / df[w]), 3) for w in sorted(k)}
-        e["kw_total"] = round(sum(e["kw"].values()), 3)
+        e["kw_total"] = round(sum(index[w][0] for w in k), 3)
+        e["kw_n"] = len(k)
         for w in k:
-            index.setdefault(w, []).append(i)
-        al = [a for a in (" ".join(str(x).lower().split()) for x in c.aliases) if len(a) >= 4]
-        if al:
-            aliases[str(i)] = al
+            index[w][1].append(i)
+        for a in {" ".join(str(x).lower().split()) for x in c.aliases}:
+            if len(a) >= 4:
+                aliases.setdefault(a.split(" ", 1)[0], []).append([a, i])
     entries = [e for e, _ in pairs]
-    governed = [i for i, e in enumerate(entries) if _governs(e)]
-    return {"v": VERSION, "rules": entries, "governed": governed, "keywords": index, "aliases": aliases,
-            "projects": projects, "problems": problems}
+    return {"v": VERSION, "rules": entries, "governed": _candidates(entries), "keywords": index,
+            "aliases": aliases, "projects": projects, "problems": problems}
+
+
+def _candidates(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Which governed rules a call can concern, by cheap keys: a Bash pattern's program
+    (its first word, when literal), a path pattern's extension (`*.tf`). A hook compiles
+    and matches only those rules' globs (compiling all of them costs more than the rest)."""
+    out: dict[str, Any] = {"all": [], "bash": {}, "bash_any": [], "path": {}, "path_any": [],
+                           "tool": []}
+    for i, e in enumerate(entries):
+        if not _governs(e):
+            continue
+        out["all"].append(i)
+        for g in e.get("bash", ()):
+            first = g.split(" ", 1)[0].rsplit("/", 1)[-1]
+            if any(ch in first for ch in "*?[") or not first:
+                out["bash_any"].append(i)
+            else:
+                out["bash"].setdefault(first, []).append(i)
+        for g in e.get("paths", ()):
+            ext = g[1:] if g.startswith("*.") and not any(ch in g[2:] for ch in "*?[/") else ""
+            if ext:
+                out["path"].setdefault(ext, []).append(i)
+            else:
+                out["path_any"].append(i)
+        if e.get("tools"):
+            out["tool"].append(i)
+    for k in ("bash", "path"):
+        out[k] = {key: sorted(set(v)) for key, v in out[k].items()}
+    for k in ("bash_any", "path_any"):
+        out[k] = sorted(set(out[k]))
+    return out
 
 
 def _stamps(root: Path, entries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -233,11 +279,7 @@ def _stamps(root: Path, entries: list[dict[str, Any]]) -> dict[str, Any]:
                 dirs[rel] = os.stat(d).st_mtime_ns
         else:
             dirs[top] = (_stat(base + top) or [None])[0]
-    files = []
-    for e in entries:
-        st = _stat(base + e["id"] + ".md")
-        if st:
-            files.append([e["id"], *st])
+    files = {e["id"]: _stat(base + e["id"] + ".md") or [0, 0] for e in entries}
     return {"dirs": dirs, "files": files, "config": _stat(base + "cardmem.toml")}
 
 
@@ -256,6 +298,9 @@ def build(store: Any) -> dict[str, Any]:
     except Exception:  # noqa: BLE001 - a broken cardmem.toml is reported elsewhere
         projects = {}
     table = compile_rules(root, rules, projects)
+    kept = {e["id"] for e in table["rules"]}
+    stamps["others"] = [[cid, *st] for cid, st in stamps["files"].items() if cid not in kept]
+    stamps["files"] = [stamps["files"].get(e["id"], [0, 0]) for e in table["rules"]]
     table["stamps"] = stamps
     try:
         table["threshold"] = float(store.config["rules"]["relevance_threshold"])

@@ -146,3 +146,13 @@ def test_the_hook_imports_almost_nothing(store):
     assert "cardmem.store.rule_match" in mods
     assert not mods & {"click", "yaml", "sqlite3", "frontmatter", "anthropic", "subprocess",
                        "cardmem.store.holdings", "cardmem.store.card", "typing"}
+
+
+def test_doctor_fails_on_a_malformed_enforce_and_names_downgrades(store):
+    make_rules(store)
+    (store.root / "feedback" / "typo.md").write_text(
+        "---\ntitle: Typo\ntype: feedback\napplies_to: [rm -rf*]\nenforce: block\n---\nx\n")
+    results = check_point_of_action(store)
+    bad = [line for ok, line in results if not ok]
+    assert bad == ["rules at the point of action: feedback/typo: enforce 'block' is not "
+                   "remind, ask or deny; reminding"]

@@ -49,7 +49,7 @@ def test_compiles_applies_to_and_enforce(store):
     assert r["feedback/no-force"]["paths"] == ["migrations/**"]
     assert r["feedback/yaml-block"] == {**r["feedback/yaml-block"], "enforce": "ask",
                                         "bash": ["terraform apply*"], "paths": ["*.tf"]}
-    assert "kw" in r["feedback/plain"] and "kw" not in r["feedback/no-force"]
+    assert "kw_n" in r["feedback/plain"] and "kw_n" not in r["feedback/no-force"]
     assert r["feedback/typo"]["enforce"] == "remind"
     assert any("feedback/typo: enforce 'block'" in p for p in t["problems"])
     assert "feedback/proposed" not in r  # not in force until a person accepts it
@@ -61,14 +61,18 @@ def test_agent_rules_and_proposals_only_remind(store):
     commit_all(store, agent=True)
     write(store, "feedback/proposed-by", FORCE.replace("enforce: deny", "enforce: deny\n"
                                                        "proposed_by: cardmem-agent"))
-    commit_all(store)
     r = by_id(triggers.build(store))
     assert r["feedback/by-agent"]["enforce"] == "remind"
     assert "cardmem agent" in r["feedback/by-agent"]["downgraded"]
     assert r["feedback/proposed-by"]["enforce"] == "remind"
-    # A person's edit (committed or not yet) makes it theirs.
+    assert "proposed_by" in r["feedback/proposed-by"]["downgraded"]
+    # A person's commit (review accept, or their own) makes a proposal theirs; a person's
+    # edit of an agent's rule (committed or not yet) makes it theirs.
+    commit_all(store)
     write(store, "feedback/by-agent", FORCE + "Edited by Tess.\n")
-    assert by_id(triggers.build(store))["feedback/by-agent"]["enforce"] == "deny"
+    r = by_id(triggers.build(store))
+    assert r["feedback/by-agent"]["enforce"] == "deny"
+    assert r["feedback/proposed-by"]["enforce"] == "deny"
 
 
 def test_stale_when_a_rule_changes_appears_or_goes(store):
