@@ -115,3 +115,18 @@ def test_table_is_compact_json(store):
     triggers.build(store)
     raw = (store.root / ".cardmem" / "triggers.json").read_text()
     assert json.loads(raw)["v"] == triggers.VERSION and "\n" not in raw
+
+
+def test_an_agent_proposal_enforces_only_once_a_person_accepts_it(store):
+    from cardmem.store import proposals
+    from cardmem.store.writer import Message
+
+    triggers.build(store)
+    text = proposals.mark_proposed(FORCE, "mcp")
+    store.commit({"feedback/no-force.md": text.encode()},
+                 Message("proposal: feedback/no-force", source="mcp"), agent=True)
+    t = triggers.load(str(store.root))
+    assert t is not None and "feedback/no-force" not in by_id(t)  # status: proposed
+    proposals.accept(store, "feedback/no-force")  # a person's commit, proposed_by removed
+    t = triggers.ensure(str(store.root))[0]
+    assert by_id(t)["feedback/no-force"]["enforce"] == "deny"
