@@ -17,7 +17,7 @@ from typing import Any
 from cardmem.store.errors import CardmemError
 
 from . import hooklog
-from .install import HOOKS, MODULE, _load, default_settings
+from .install import HOOKS, _load, _ours, default_settings
 
 RECENT_DAYS = 7
 # Outcomes in the hook log that mean memory was not loaded or not learned.
@@ -53,7 +53,7 @@ def check_hooks(store: Any, settings: Path | None = None) -> list[tuple[bool, st
     for event in HOOKS:
         for g in data.get("hooks", {}).get(event, []):
             for h in (g.get("hooks", []) if isinstance(g, dict) else []):
-                if isinstance(h, dict) and MODULE in str(h.get("command", "")):
+                if _ours(h):
                     found[event] = str(h["command"])
     if not found:
         return [(True, f"Claude Code: cardmem is not installed in {path} "
@@ -151,5 +151,42 @@ def check_hook_log(store: Any) -> list[tuple[bool, str]]:
                     f"{bad[-1][:300]} (all in {path})")]
 
 
+def check_point_of_action(store: Any, days: int = 30) -> list[tuple[bool, str]]:
+    """The trigger table (rules with applies_to, what was downgraded or is malformed) and
+    what fired at tool calls in the last `days` days."""
+    from cardmem.store import triggers
+
+    from . import firings
+
+    out: list[tuple[bool, str]] = []
+    try:
+        table, rebuilt = triggers.ensure(str(store.root))
+    except Exception as exc:  # noqa: BLE001 - say it; the hook lets calls through meanwhile
+        return [(False, f"rules at the point of action: the trigger table cannot be built: "
+                        f"{' '.join(str(exc).split())}")]
+    rules = table["rules"]
+    gov = [r for r in rules if any(k in r for k in ("bash", "paths", "tools"))]
+    by = {a: sum(1 for r in gov if r["enforce"] == a) for a in triggers.ENFORCE}
+    down = [r for r in rules if r.get("downgraded")]
+    out.append((True, f"rules at the point of action: {len(gov)} of {len(rules)} rules name "
+                      f"what they govern ({by['deny']} deny, {by['ask']} ask, "
+                      f"{by['remind']} remind){'; table rebuilt now' if rebuilt else ''}"))
+    for r in down:
+        out.append((True, f"rules at the point of action: {r['id']} only reminds: {r['downgraded']}"))
+    for p in table.get("problems", []):
+        out.append((False, f"rules at the point of action: {p}"))
+    c = firings.counts(str(store.root), time.time() - days * 86400)
+    if c:
+        tot = {k: sum(v[k] for v in c.values()) for k in ("deny", "ask", "remind", "relevance")}
+        top = sorted(c.items(), key=lambda kv: -sum(kv[1].values()))[:3]
+        out.append((True, f"rules at the point of action, last {days} days: {tot['deny']} "
+                          f"refusal(s), {tot['ask']} question(s), {tot['remind']} reminder(s), "
+                          f"{tot['relevance']} by relevance; most: "
+                          + ", ".join(f"{k} ({sum(v.values())})" for k, v in top)
+                          + " (`cardmem rules stats`)"))
+    return out
+
+
 def checks(store: Any) -> list[tuple[bool, str]]:
-    return check_hooks(store) + check_mcp(store) + check_hook_log(store)
+    return check_hooks(store) + check_mcp(store) + check_hook_log(store) + \
+        check_point_of_action(store)

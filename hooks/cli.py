@@ -13,13 +13,24 @@ HOSTS = ["claude-code"]
 
 @click.command(context_settings={"ignore_unknown_options": False})
 @click.argument("host", type=click.Choice(HOSTS))
-@click.argument("event", type=click.Choice(["session-start", "stop", "session-end"]))
+@click.argument("event", type=click.Choice(["session-start", "stop", "session-end",
+                                            "pre-tool-use"]))
 @click.option("--store", "store_path", type=click.Path(path_type=Path),
               help="The store (default: $CARDMEM_STORE, else $XDG_DATA_HOME/cardmem).")
 @click.option("--rules-file", type=click.Path(path_type=Path),
               help="session-start: keep every rule whole in this file the host loads.")
 def hook(host: str, event: str, store_path: Path | None, rules_file: Path | None) -> None:
-    """A host hook: JSON on stdin, JSON on stdout; always exits 0."""
+    """A host hook: JSON on stdin, JSON on stdout; always exits 0.
+
+    \b
+    Example:
+        echo '{"tool_name": "Bash", "tool_input": {"command": "git push -f"}}' \\
+            | cardmem hook claude-code pre-tool-use
+    """
+    if event == "pre-tool-use":
+        from cardmem.hooks.pretool import run as pretool
+
+        sys.exit(pretool(str(store_path) if store_path else None))
     from cardmem.hooks.claude_code import run
 
     sys.exit(run(event, str(store_path) if store_path else None,
@@ -82,6 +93,15 @@ def install(host: str, settings: Path | None, store_path: Path | None, init_stor
                    "loads at start-up")
     else:
         click.echo(f"cardmem: rules file: {d.error}", err=True)
+    from cardmem.store import triggers
+
+    try:
+        table = triggers.build(StoreRoot.open(root))
+        n = len(table["governed"]["all"])
+        click.echo(f"rules at the point of action: {n} rule(s) name the tool calls they govern "
+                   "(a PreToolUse hook brings them up; `cardmem rules test CMD` checks one)")
+    except Exception as exc:  # noqa: BLE001 - the hook rebuilds it at its first call
+        click.echo(f"cardmem: trigger table: {' '.join(str(exc).split())}", err=True)
     if not no_mcp:
         from cardmem.hooks.mcp_install import register
 

@@ -24,12 +24,21 @@ from cardmem.store.errors import CardmemError
 from cardmem.store.writer import atomic_write
 
 MODULE = "cardmem.hooks.claude_code"
+PRETOOL_MODULE = "cardmem.hooks.pretool"  # its own lean module: it runs before every act
+MODULES = (MODULE, PRETOOL_MODULE)
 # event in settings.json -> (our event name, extra keys of the hook entry)
 HOOKS: dict[str, tuple[str, dict[str, Any]]] = {
     "SessionStart": ("session-start", {"timeout": 10}),
     "Stop": ("stop", {"async": True, "timeout": 30}),
     "SessionEnd": ("session-end", {"async": True, "timeout": 30}),
+    "PreToolUse": ("pre-tool-use", {"timeout": 10}),
 }
+# The tools that act: shell, edits and writes, and MCP tools whose names say they change
+# something (an MCP server's reads need no rule at the point of action). Anchored: Claude
+# Code tests a matcher that is not a plain list of names as a regular expression.
+MCP_WRITES = ("create|update|delete|write|edit|push|merge|remove|put|post|send|move|rename"
+              "|insert|exec|run|deploy|publish|apply|drop|commit|upload|set")
+MATCHERS = {"PreToolUse": f"^(Bash|Edit|Write|MultiEdit|NotebookEdit|mcp__.*__.*({MCP_WRITES}).*)$"}
 
 
 def default_settings() -> Path:
@@ -47,6 +56,11 @@ def rules_path(settings: Path | None = None) -> Path:
 def command(event: str, store: Path | None = None, python: str | None = None,
             rules_file: Path | None = None) -> str:
     """The shell command Claude Code runs for one of our events."""
+    if event == "pre-tool-use":
+        parts = [python or sys.executable, "-m", PRETOOL_MODULE]
+        if store is not None:
+            parts += ["--store", str(Path(store).expanduser().absolute())]
+        return " ".join(shlex.quote(p) for p in parts)
     parts = [python or sys.executable, "-m", MODULE]
     if store is not None:
         parts += ["--store", str(Path(store).expanduser().absolute())]
@@ -57,7 +71,7 @@ def command(event: str, store: Path | None = None, python: str | None = None,
 
 
 def _ours(entry: Any) -> bool:
-    return isinstance(entry, dict) and MODULE in str(entry.get("command", ""))
+    return isinstance(entry, dict) and any(m in str(entry.get("command", "")) for m in MODULES)
 
 
 def read_json_object(path: Path, hint: str) -> dict[str, Any]:
@@ -116,6 +130,7 @@ def install(settings: Path | None = None, store: Path | None = None) -> dict[str
         rules = rules_path(path) if ours == "session-start" else None
         entry = {"type": "command", "command": command(ours, store, rules_file=rules), **extra}
         placed = False
+        matcher = MATCHERS.get(host_event)
         for g in data["hooks"][host_event]:
             if not (isinstance(g, dict) and isinstance(g.get("hooks"), list)):
                 continue
@@ -126,9 +141,12 @@ def install(settings: Path | None = None, store: Path | None = None) -> dict[str
                         g["hooks"][i] = None
                     else:
                         g["hooks"][i], placed = entry, True
+                        if matcher and all(map(_ours, g["hooks"])):
+                            g["matcher"] = matcher  # our own group: keep its matcher current
             g["hooks"] = [h for h in g["hooks"] if h is not None]
         if not placed:
-            data["hooks"][host_event].append({"hooks": [entry]})
+            data["hooks"][host_event].append(
+                {**({"matcher": matcher} if matcher else {}), "hooks": [entry]})
     if json.dumps(data, sort_keys=True) == before:
         return {"changed": False, "path": str(path), "backup": None}
     backup = None
@@ -145,7 +163,8 @@ def install(settings: Path | None = None, store: Path | None = None) -> dict[str
 
 def _was_ours(group: dict[str, Any]) -> bool:
     """A matcher group with no hooks left after ours were taken out, and nothing else."""
-    return set(group) <= {"hooks", "matcher"} and group.get("matcher") in (None, "")
+    return set(group) <= {"hooks", "matcher"} and (
+        group.get("matcher") in (None, "") or group.get("matcher") in MATCHERS.values())
 
 
 def installed_store(settings: Path | None = None) -> Path | None:

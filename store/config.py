@@ -24,6 +24,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "extract": {"protected_types": ["feedback", "user"], "max_turns": 20, "turn_chars": 1500},
     "watch": {"autocommit": True, "quiet_s": 5.0},
     "store": {"lock_timeout_s": 10.0},
+    "rules": {"relevance_threshold": 0.65},  # store/rule_match.py THRESHOLD
     "projects": {},  # working-directory name -> project slug
 }
 
@@ -120,4 +121,7 @@ turn_chars = 1500
 [watch]
 autocommit = true
 quiet_s = 5
+
+[rules]
+relevance_threshold = 0.65 # a rule without applies_to reminds at a tool call from here
 """

@@ -188,9 +188,10 @@ def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", messa
             raise
         pending.unlink()
         if sha is not None:
-            from .rules_file import after_write
+            from . import rules_file, triggers
 
-            after_write(root, changes)  # the rules files hosts load: current at once
+            rules_file.after_write(root, changes)  # the rules files hosts load: current at once
+            triggers.after_write(root, changes)  # the PreToolUse hook's table: current too
         return sha
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cardmem.hooks.install import MODULE, command, install, uninstall
+from cardmem.hooks.install import MATCHERS, MODULE, MODULES, command, install, uninstall
 from cardmem.store.errors import CardmemError
 
 USER_SETTINGS = {
@@ -27,7 +27,7 @@ USER_SETTINGS = {
 
 def ours(data: dict) -> list[tuple[str, dict]]:
     return [(ev, h) for ev, groups in data.get("hooks", {}).items() for g in groups
-            for h in g.get("hooks", []) if MODULE in h.get("command", "")]
+            for h in g.get("hooks", []) if any(m in h.get("command", "") for m in MODULES)]
 
 
 def test_install_merges_and_keeps_everything_else(tmp_path):
@@ -41,11 +41,16 @@ def test_install_merges_and_keeps_everything_else(tmp_path):
     for ev, groups in USER_SETTINGS["hooks"].items():
         assert data["hooks"][ev][: len(groups)] == groups  # the user's hooks, first and intact
     added = dict(ours(data))
-    assert set(added) == {"SessionStart", "Stop", "SessionEnd"}
+    assert set(added) == {"SessionStart", "Stop", "SessionEnd", "PreToolUse"}
     assert added["Stop"]["async"] is True and added["SessionEnd"]["async"] is True
     assert "async" not in added["SessionStart"]
     assert added["SessionStart"]["command"].startswith(sys.executable)
     assert added["SessionStart"]["command"].endswith(" session-start")
+    assert added["PreToolUse"]["command"].startswith(f"{sys.executable} -m cardmem.hooks.pretool")
+    # ours in a group of its own, with the acting tools' matcher; the user's Bash audit intact
+    pre = data["hooks"]["PreToolUse"]
+    assert pre[0] == USER_SETTINGS["hooks"]["PreToolUse"][0]
+    assert pre[1]["matcher"] == MATCHERS["PreToolUse"] and len(pre) == 2
 
 
 def test_install_is_idempotent(tmp_path):
@@ -57,7 +62,7 @@ def test_install_is_idempotent(tmp_path):
     r = install(path)
     assert not r["changed"] and path.read_text() == first
     assert sorted(tmp_path.glob("settings.json.bak-*")) == backups
-    assert len(ours(json.loads(first))) == 3
+    assert len(ours(json.loads(first))) == 4
 
 
 def test_reinstall_with_another_store_updates_in_place(tmp_path):
@@ -66,7 +71,7 @@ def test_reinstall_with_another_store_updates_in_place(tmp_path):
     install(path, store=tmp_path / "team-store")
     data = json.loads(path.read_text())
     cmds = [h["command"] for _, h in ours(data)]
-    assert len(cmds) == 3 and all("team-store" in c for c in cmds)
+    assert len(cmds) == 4 and all("team-store" in c for c in cmds)
 
 
 def test_uninstall_restores_exactly(tmp_path):
@@ -125,7 +130,7 @@ def test_cli_install_and_uninstall(tmp_path):
     out = subprocess.run([exe, "install", "claude-code", "--init"], env=env, capture_output=True,
                          text=True)
     assert out.returncode == 0 and "installed" in out.stdout and f"(store {store})" in out.stdout
-    assert len(ours(json.loads(settings.read_text()))) == 3
+    assert len(ours(json.loads(settings.read_text()))) == 4
     out = subprocess.run([exe, "uninstall", "claude-code"], env=env, capture_output=True, text=True)
     assert out.returncode == 0 and not settings.exists()
     bad = tmp_path / "bad.json"
@@ -133,3 +138,29 @@ def test_cli_install_and_uninstall(tmp_path):
     out = subprocess.run([exe, "install", "claude-code", "--settings", str(bad)], env=env,
                          capture_output=True, text=True)
     assert out.returncode == 1 and out.stderr.startswith(f"cardmem: {bad}: not valid JSON")
+
+
+def test_the_pretool_matcher_names_the_acting_tools():
+    import re
+
+    rx = re.compile(MATCHERS["PreToolUse"])
+    for name in ("Bash", "Edit", "Write", "MultiEdit", "NotebookEdit",
+                 "mcp__github__create_pull_request", "mcp__github__merge_pull_request",
+                 "mcp__fs__write_file"):
+        assert rx.search(name), name
+    for name in ("Read", "Grep", "Glob", "WebFetch", "BashOutput", "mcp__github__get_issue",
+                 "mcp__fs__read_file", "TodoWrite"):
+        assert not rx.search(name), name
+
+
+def test_an_old_install_gains_the_pretool_hook_and_loses_it_on_uninstall(tmp_path):
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps(USER_SETTINGS))
+    install(path)
+    data = json.loads(path.read_text())
+    data["hooks"]["PreToolUse"] = data["hooks"]["PreToolUse"][:1]  # as installed before
+    path.write_text(json.dumps(data))
+    install(path)
+    assert "PreToolUse" in dict(ours(json.loads(path.read_text())))
+    uninstall(path)
+    assert json.loads(path.read_text()) == USER_SETTINGS

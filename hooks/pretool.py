@@ -1,0 +1,178 @@
+"""Claude Code's PreToolUse hook: the rule that governs a call reaches the agent as it acts.
+
+    python -m cardmem.hooks.pretool [--store PATH]        (JSON on stdin, JSON on stdout)
+
+Claude Code runs it after the model has built a tool call and before the tool runs (for
+Bash, Edit, Write, MultiEdit, NotebookEdit and MCP tools that write; hooks/install.py).
+It reads one file, the store's compiled trigger table (store/triggers.py), and answers:
+
+- a `deny` rule matched: `permissionDecision: deny`, the reason naming the rule, the
+  pattern, the command it matched and the rule's text (Claude Code hands the reason to
+  the model as the tool's error result; the tool does not run);
+- an `ask` rule matched: `permissionDecision: ask` with the rule as the reason (shown in
+  the person's prompt; in `claude -p`, where nobody can answer, Claude Code refuses the
+  call and the model reads the reason);
+- `remind` rules, and at most one rule without `applies_to` whose words the call clearly
+  shares (not the same one twice in a row in a session): `additionalContext`, which Claude
+  Code adds to the next request as a system message; the call runs;
+- nothing matched: no output at all.
+
+It never breaks a session: any failure lets the call through, and is logged in
+`.cardmem/hooks.log` (`cardmem doctor` shows it). Every firing is counted
+(hooks/firings.py). Imports are kept to json, os, fnmatch and the matcher: the hook runs
+before every such tool call.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+from . import firings
+
+CHILD_ENV = "CARDMEM_HOOK_CHILD"  # as hooks/claude_code.py: idle inside our own claude -p
+SESSIONS = "pretool-sessions.json"  # in .cardmem/: session -> last relevance reminder
+MAX_SESSIONS = 200
+MAX_TEXT = 8000  # the host shows 10,000 characters of a hook's text whole
+
+
+def _root(store_path: str | None) -> str:
+    if store_path:
+        return os.path.abspath(os.path.expanduser(store_path))
+    from cardmem.store.where import default_store
+
+    return os.path.abspath(default_store())
+
+
+def _last(root: str, session: str) -> str | None:
+    try:
+        with open(os.path.join(root, ".cardmem", SESSIONS), encoding="utf-8") as f:
+            return (json.load(f).get(session) or [None])[0]
+    except (OSError, ValueError, AttributeError, TypeError, IndexError):
+        return None
+
+
+def _remember_last(root: str, session: str, rule: str) -> None:
+    path = os.path.join(root, ".cardmem", SESSIONS)
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        if not isinstance(data, dict):
+            data = {}
+    except (OSError, ValueError):
+        data = {}
+    data[session] = [rule, time.time()]
+    if len(data) > MAX_SESSIONS:
+        data = dict(sorted(data.items(), key=lambda kv: kv[1][1] if isinstance(kv[1], list)
+                           and len(kv[1]) > 1 else 0)[-MAX_SESSIONS:])
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _block(root: str, f: dict) -> str:
+    from cardmem.store.triggers import rule_text
+
+    body = rule_text(root, f["id"])
+    return f"### {f['title']} (`{f['id']}`)\n" + (body + "\n" if body else "")
+
+
+def respond(root: str, fired: list[dict]) -> dict:
+    """The host's JSON for what fired ({} for nothing)."""
+    if not fired:
+        return {}
+    deny = [f for f in fired if f["action"] == "deny"]
+    ask = [f for f in fired if f["action"] == "ask"]
+    remind = [f for f in fired if f["action"] == "remind"]
+    out: dict = {"hookEventName": "PreToolUse"}
+    if deny:
+        names = ", ".join(f"`{f['id']}`" for f in deny)
+        why = "; ".join(f"{f['id']}: {f['why']}" for f in deny)
+        out["permissionDecision"] = "deny"
+        out["permissionDecisionReason"] = _fit(
+            f"cardmem memory: refused by the user's rule {names} ({why}). The command did not "
+            "run, not even the parts before the match. Do not work around the rule: if this "
+            "step is needed, tell the user and let them run it or change the rule "
+            f"(`cardmem edit {deny[0]['id']}`).\n\n" + "\n".join(_block(root, f) for f in deny))
+    elif ask:
+        names = ", ".join(f"`{f['id']}`" for f in ask)
+        why = "; ".join(f"{f['id']}: {f['why']}" for f in ask)
+        out["permissionDecision"] = "ask"
+        out["permissionDecisionReason"] = _fit(
+            f"cardmem memory: the user's rule {names} asks for confirmation before this call "
+            f"({why}).\n\n" + "\n".join(_block(root, f) for f in ask))
+    if remind and not deny:
+        lines = []
+        for f in remind:
+            what = ("a rule that may bear on it" if f["kind"] == "relevance"
+                    else "the user's rule that governs it")
+            lines.append(f"cardmem memory, for the call you are about to make: {what} "
+                         f"(`{f['id']}`; {f['why']}):\n" + _block(root, f))
+        out["additionalContext"] = _fit("\n".join(lines))
+    result: dict = {"hookSpecificOutput": out}
+    if deny:
+        result["systemMessage"] = "cardmem: refused by rule " + ", ".join(f["id"] for f in deny)
+    return result
+
+
+def _fit(text: str) -> str:
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT - 40] + "\n(cut: `cardmem show ID`)\n"
+
+
+def handle(payload: dict, root: str) -> tuple[dict, str]:
+    """(the host's JSON, the log outcome or "" when nothing is worth a log line)."""
+    from cardmem.store import triggers
+    from cardmem.store.rule_match import decide
+
+    table, rebuilt = triggers.ensure(root)
+    tool = str(payload.get("tool_name") or "")
+    session = str(payload.get("session_id") or "")
+    last = _last(root, session) if session else None
+    fired = decide(table, tool, payload.get("tool_input") or {}, payload.get("cwd"), last)
+    note = f"; trigger table rebuilt ({len(table['rules'])} rules)" if rebuilt else ""
+    if not fired:
+        return {}, ("ok: nothing fired" + note) if note else ""
+    firings.record(root, session, tool, fired)
+    rel = [f for f in fired if f["kind"] == "relevance"]
+    if rel and session:
+        _remember_last(root, session, rel[0]["id"])
+    outcome = "ok: " + ", ".join(f"{f['action']} {f['id']}" for f in fired) + f" ({tool})" + note
+    return respond(root, fired), outcome
+
+
+def run(store_path: str | None = None, stdin=None, stdout=None) -> int:
+    """One PreToolUse call; always exit 0, and any failure lets the call through."""
+    started = time.monotonic()
+    if os.environ.get(CHILD_ENV) == "1":
+        return 0
+    root, payload = None, {}
+    try:
+        root = _root(store_path)
+        payload = json.loads((stdin or sys.stdin).read() or "{}")
+        if not isinstance(payload, dict):
+            payload = {}
+        out, outcome = handle(payload, root)
+        if out:
+            (stdout or sys.stdout).write(json.dumps(out, ensure_ascii=False) + "\n")
+    except Exception as exc:  # noqa: BLE001 - the hook must never stop a tool call by failing
+        outcome = f"error: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}; call let through"
+    if outcome:
+        from . import hooklog  # pathlib: only when there is something to log
+
+        hooklog.write(root, "pre-tool-use", started, outcome, str(payload.get("session_id") or ""))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    store_path = args[1] if len(args) >= 2 and args[0] == "--store" else None
+    return run(store_path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""The matcher behind rules at the point of action: compound lines, quoting, escapes,
+wrappers, substitutions, here-documents, and file paths."""
+from __future__ import annotations
+
+import pytest
+
+from cardmem.store.rule_match import classify, command_strings, governed
+from cardmem.store.shellsplit import simple_commands
+
+FORCE = {"bash": ["git push --force*", "git push -f*"]}
+
+
+@pytest.mark.parametrize("line", [
+    "git push --force origin main",
+    "touch X && git push --force origin main",
+    "make test; git push -f",
+    "git fetch || git push --force",
+    "echo start | git push --force",
+    "cd repo & git push --force",
+    "echo $(git push --force)",
+    "echo `git push --force`",
+    "env GIT_TRACE=1 git push --force",
+    "GIT_TRACE=1 git push --force",
+    "sudo git push --force",
+    "sudo -u deploy env A=1 nohup git push --force",
+    "timeout 30 git push --force",
+    "/usr/bin/git push --force",
+    "git push \"--force\" origin",
+    "git push '--force' origin",
+    "git push --f\\orce origin",
+    "git \\\n  push --force",
+    "bash -c 'git push --force'",
+    "sh -c \"cd x && git push -f\"",
+    "eval git push --force",
+    "(cd repo && git push --force)",
+    "{ git push --force; }",
+    "git push --force 2>&1 | tee log",
+    "git push --force >/dev/null 2>&1",
+    "if true; then git push --force; fi",
+    "echo \"$(git push --force)\"",
+    "cat <(git push --force)",
+])
+def test_compound_lines_reach_the_push(line):
+    assert governed(FORCE, "Bash", {"command": line}, "/repo"), line
+
+
+@pytest.mark.parametrize("line", [
+    "git push origin main",
+    "echo 'git push --force'",
+    "echo \"git push --force\"",
+    "git commit -m 'never git push --force'",
+    "git log --grep='push --force'",
+    "printf '%s\\n' git push --force",
+    "git commit -F- <<'EOF'\ngit push --force\nEOF\necho done",
+    "git commit -m \"$(cat <<'EOF'\ngit push --force is banned\nEOF\n)\"",
+    "# git push --force\nls",
+    "grep -r 'git push -f' docs/",
+    "git pushx --force",
+])
+def test_quoted_text_comments_and_heredocs_are_not_commands(line):
+    assert not governed(FORCE, "Bash", {"command": line}, "/repo"), line
+
+
+def test_simple_commands_words():
+    assert simple_commands("a=1 sudo env B=2 git push -f 'o r' && ls -la >out 2>&1") == [
+        ["git", "push", "-f", "o r"], ["ls", "-la"]]
+    assert simple_commands("echo $'it\\'s' \"a \\\"b\\\" $HOME\"") == [["echo", "it's", 'a "b" $HOME']]
+    assert simple_commands("echo \"unterminated") == [["echo", "unterminated"]]
+    assert simple_commands("") == [] and simple_commands("   ") == []
+    assert command_strings("xargs -n1 rm -rf < list") == ["rm -rf"]
+
+
+def test_deep_nesting_is_bounded():
+    line = "echo " + "$(echo " * 50 + "x" + ")" * 50
+    assert simple_commands(line)  # no recursion error, no hang
+
+
+@pytest.mark.parametrize("item,kind", [
+    ("git push --force*", "bash"), ("rm", "bash"), ("-rf", "bash"),
+    ("migrations/**", "path"), ("*.tf", "path"), ("path: Makefile", "path"),
+    ("bash: make deploy*", "bash"), ("tool: mcp__github__merge*", "tool"),
+    ("infra/prod.tfvars", "path"), ("docker-compose.yml", "path"),
+])
+def test_classify(item, kind):
+    assert classify(item)[0] == kind
+
+
+@pytest.mark.parametrize("path,patterns,hit", [
+    ("/repo/db/migrations/0042_add.sql", ["migrations/**"], True),
+    ("/repo/migrations/0042_add.sql", ["migrations/*"], True),
+    ("/repo/infra/main.tf", ["*.tf"], True),
+    ("/repo/infra/main.tfvars", ["*.tf"], False),
+    ("/repo/src/app.py", ["migrations/**", "*.tf"], False),
+    ("/repo/db/migrations/x.sql", ["db/migrations/**"], True),
+    ("/repo/db/migrations/x.sql", ["/repo/db/**"], True),
+    ("/repo/.env", [".env"], True),
+    ("/repo/config/.env.production", [".env*"], True),
+    ("/other/notmigrations/x.sql", ["migrations/**"], False),
+])
+def test_paths(path, patterns, hit):
+    for tool, key in (("Edit", "file_path"), ("Write", "file_path"), ("MultiEdit", "file_path"),
+                      ("NotebookEdit", "notebook_path")):
+        assert bool(governed({"paths": patterns}, tool, {key: path}, "/repo")) is hit, (tool, path)
+
+
+def test_path_relative_to_the_session_folder():
+    rule = {"paths": ["src/generated/*"]}
+    assert governed(rule, "Edit", {"file_path": "/w/proj/src/generated/a.py"}, "/w/proj")
+    assert not governed(rule, "Edit", {"file_path": "/w/proj/src/a.py"}, "/w/proj")
+    assert not governed(rule, "Bash", {"command": "vim src/generated/a.py"}, "/w/proj")
+
+
+def test_tool_patterns_and_odd_inputs():
+    rule = {"tools": ["mcp__github__merge*"]}
+    assert governed(rule, "mcp__github__merge_pull_request", {}, None)
+    assert not governed(rule, "mcp__github__get_issue", {}, None)
+    assert not governed(FORCE, "Bash", {"command": None}, None)
+    assert not governed(FORCE, "Bash", {}, None)
+    assert not governed({"paths": ["*.tf"]}, "Edit", {"file_path": 3}, None)
