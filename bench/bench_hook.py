@@ -26,7 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from gen_store import commit_store, generate  # noqa: E402
+from gen_store import commit_store, generate, top_up_rules  # noqa: E402
 
 from cardmem.store.index import Index  # noqa: E402
 from cardmem.store.store import Store  # noqa: E402
@@ -54,19 +54,8 @@ def prepare(root: Path, cards: int, rules: int) -> tuple[Store, str]:
     cards of ordinary length) and one of its projects."""
     if not (root / ".git").exists() or not any(root.glob("feedback/*.md")):
         generate(root, cards)
-    have = sum(1 for f in root.glob("feedback/*.md")  # rules in force, not superseded ones
-               if "\nstatus: " not in f.read_text() or "\nstatus: active" in f.read_text())
-    for i in range(max(0, rules - have)):  # ~300 characters each, like a hand-written rule
-        (root / "feedback" / f"extra-rule-{have}-{i:04d}.md").write_text(
-            f"---\ntitle: Extra rule {i}\ntype: feedback\n---\n"
-            + f"Before touching module {i}, run its tests with -x and read the failure. " * 4
-            + "\n")
     commit_store(root)
-    if rules > have:
-        subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
-        subprocess.run(["git", "-C", str(root), "-c", "user.name=bench", "-c",
-                        "user.email=bench@example.com", "commit", "-qm", "more rules"],
-                       check=True)
+    top_up_rules(root, rules)
     store = Store.open(root)
     with Index(store) as idx:
         idx.refresh()

@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench_hook import machine, timed  # noqa: E402
-from gen_store import commit_store, generate  # noqa: E402
+from gen_store import commit_store, generate, top_up_rules  # noqa: E402
 
 from cardmem.store import triggers  # noqa: E402
 from cardmem.store.index import Index  # noqa: E402
@@ -39,8 +39,9 @@ PATTERNS = ["git push --force*", "terraform apply*", "kubectl delete*", "rm -rf 
             "path: .env*", "helm upgrade*"]
 
 
-def prepare(root: Path, cards: int) -> Store:
-    """The store, generated with applies_to on every tenth rule, committed and indexed."""
+def prepare(root: Path, cards: int, rules: int) -> Store:
+    """The store, generated with applies_to on every tenth rule, topped up to `rules` rules
+    in force, committed and indexed."""
     if not (root / ".git").exists() or not any(root.glob("feedback/*.md")):
         generate(root, cards)
         rules = sorted((root / "feedback").glob("*.md"))
@@ -56,6 +57,7 @@ def prepare(root: Path, cards: int) -> Store:
             p.write_text(f"---\napplies_to: [\"{pattern}\"]\nenforce: {enforce}\n"
                          + text[4:], encoding="utf-8")
     commit_store(root)
+    top_up_rules(root, rules)
     store = Store.open(root)
     with Index(store) as idx:
         idx.refresh()
@@ -83,10 +85,11 @@ def main() -> None:
     ap.add_argument("--dir", type=Path, default=Path("/tmp/cardmem-bench"))
     ap.add_argument("--cards", type=int, default=10_000)
     ap.add_argument("--runs", type=int, default=41)
+    ap.add_argument("--rules", type=int, default=1000, help="Rules in force, at least.")
     ap.add_argument("--write", type=Path, help="Put the results into this Markdown file.")
     a = ap.parse_args()
     host = machine()
-    store = prepare(a.dir / f"pretool-{a.cards}", a.cards)
+    store = prepare(a.dir / f"pretool-{a.cards}", a.cards, a.rules)
     table = triggers.build(store)  # what `cardmem install claude-code` does
     work = a.dir / "pretool-work" / "widgets"
     work.mkdir(parents=True, exist_ok=True)
@@ -94,7 +97,8 @@ def main() -> None:
         subprocess.run(["git", "init", "-q", str(work)], check=True)
     py = sys.executable
     hook = [py, "-m", "cardmem.hooks.pretool", "--store", str(store.root)]
-    relevant = next(r for r in table["rules"] if r.get("kw_n", 0) >= 3)
+    relevant = next(r for r in table["rules"] if r.get("kw_n", 0) >= 3  # not a top-up rule:
+                    and "/extra-rule-" not in r["id"])  # they share all their words
     rel_words = sorted(w for w, (_, rs) in table["keywords"].items()
                        if table["rules"].index(relevant) in rs)
 
@@ -122,7 +126,7 @@ def main() -> None:
     rel_runs = []
     for _ in range(a.runs + 2):
         new_session()
-        rel_runs.append(payload("Bash", {"command": rel_cmd}, f"bench-{n[0]:04d}"))
+        rel_runs.append(payload("Bash", {"command": rel_cmd}, f"bench-{os.getpid()}-{n[0]:04d}"))
     walls, cpus, out = [], [], ""
     for i, body in enumerate(rel_runs):
         w, c, out = timed(hook, body, work)
@@ -151,7 +155,8 @@ def main() -> None:
                 f"| +{r['p95'] - bare['p95']:.0f} ms |")
 
     lines = [SECTION, "",
-             f"`python bench/bench_pretool.py --cards {a.cards} --runs {a.runs}` — {host}.", "",
+             f"`python bench/bench_pretool.py --cards {a.cards} --rules {a.rules} --runs {a.runs}` "
+             f"— {host}.", "",
              f"Store: {a.cards:,} cards, {len(table['rules']):,} active rules, "
              f"{len(table['governed']['all'])} with `applies_to`; trigger table {size:,} bytes.", "",
              "| process | wall p50 | wall p95 | CPU median | p95 over `python -c pass` |",

@@ -145,3 +145,23 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def top_up_rules(root: Path, rules: int) -> int:
+    """Add rules of ordinary length (~300 characters) until `rules` are in force, and
+    commit them; returns how many were added."""
+    have = sum(1 for f in root.glob("feedback/*.md")  # rules in force, not superseded ones
+               if "\nstatus: " not in f.read_text() or "\nstatus: active" in f.read_text())
+    add = max(0, rules - have)
+    for i in range(add):
+        (root / "feedback" / f"extra-rule-{have}-{i:04d}.md").write_text(
+            f"---\ntitle: Extra rule {i}\ntype: feedback\n---\n"
+            + f"Before touching module {i}, run its tests with -x and read the failure. " * 4
+            + "\n")
+    if add:
+        env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
+               "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com"}
+        subprocess.run(["git", "-C", str(root), "add", "-A"], check=True, env=env)
+        subprocess.run(["git", "-C", str(root), "commit", "-qm", "more rules"], check=True,
+                       env=env)
+    return add
