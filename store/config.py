@@ -21,6 +21,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "deadline_s": 30.0,
         "on_deadline": "silence",
     },
+    "judge": {"auto": False},  # grade every answer in the background after it is delivered
     "extract": {"protected_types": ["feedback", "user"], "max_turns": 20, "turn_chars": 1500},
     "watch": {"autocommit": True, "quiet_s": 5.0},
     "store": {"lock_timeout_s": 10.0},
@@ -112,6 +113,9 @@ tool_call_s = 6
 walk_s = 18
 deadline_s = 30
 on_deadline = "silence"    # or "receipt"
+
+[judge]
+auto = false               # true: every `ask` is judged in the background once delivered
 
 [extract]
 protected_types = ["feedback", "user"]

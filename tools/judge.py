@@ -1,74 +1,51 @@
 """The groundedness judge: a reply graded against exactly what its receipt shows was read.
 
-Two parts:
-- a rule that needs no model: a reply whose walk hit a floor fails if it claims
-  completeness ("that's everything", "the complete list", "all of them", "fully"...), and
-  is flagged if it never says it stopped (no "limit", "couldn't read", "stopped"...);
-- the model's grade: supported | unsupported-but-plausible | contradicted, given the
-  rung-1 pile and every tool result exactly as the receipt stored them.
+    v = judge(receipt)            # the rule always, the model's grade unless use_model=False
+    v.verdict                     # pass | fail | ungraded
+    keep(store, v)                # appended to the receipt's judge list, never overwriting
+    later(store, receipt_id)      # [judge] auto: judged in a detached process
 
-A reply passes only if the rule does not fail or flag it and the grade is `supported`.
+Two checks, each with its own verdict and reason:
+- the rule (tools/completeness.py, no model): after a floor, a claim of completeness
+  fails; pass, fail or undecided;
+- the grade: the model checks each claim of the reply against the rung-1 pile and every
+  tool result as the receipt stored them, hunting for "unsupported but plausible" claims,
+  and lists the unsupported ones; pass, fail, or ungraded when the grader cannot be
+  reached or its reply cannot be parsed (a grader's failure is never the reply's).
+
+The verdict: fail if either check fails; pass if the grade passes (the rule passing or
+undecided); otherwise ungraded.
 """
 from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
-from . import model
+from cardmem.store.store import Store
 
-GRADES = ("supported", "unsupported-but-plausible", "contradicted")
+from . import model, receipts
+from .completeness import Check, check, floors
 
-# Completeness claims. A claim negated just before it ("not the complete list") is no claim.
-COMPLETE = re.compile(
-    r"that'?s (?:everything|all\b|the (?:whole|full|complete))|that is (?:everything|all\b)|"
-    r"\b(?:the|a) (?:complete|full|entire|exhaustive) (?:list|answer|picture|set|set of \w+)\b|"
-    r"\ball of them\b|\bfully\b|\bexhaustive(?:ly)?\b|\bcompletely\b|"
-    r"\bnothing (?:else|more) (?:to|is|needs)\b|\bevery (?:step|approver|check|one of them)\b",
-    re.I)
-NEGATION = re.compile(r"(?:\bnot|n't|\bno|\bnever|\bmay not be|\bcannot|\bcan't)\W+(?:\w+\W+){0,2}$",
-                      re.I)
-# Saying it stopped: a limit, a budget, what it could not read.
-STOPPED = re.compile(
-    r"\blimits?\b|\bbudget\b|\bfloor\b|\bstopped\b|\bran out\b|\bout of (?:time|reads)\b|"
-    r"\b(?:couldn'?t|could not|can'?t|cannot|did ?n[o']t|was not able to|wasn'?t able to|"
-    r"unable to|haven'?t|have not) (?:\w+ ){0,2}(?:read|reach|check|open|get to|look)|"
-    r"\bnot (?:yet )?read\b|\bincomplete\b|\bpartial\b|\bunread\b|\btime ran out\b",
-    re.I)
+GRADES = ("supported", "unsupported-but-plausible", "contradicted")  # best to worst
 
-
-@dataclass
-class RuleResult:
-    status: str  # pass | fail | flag | n/a
-    reasons: list[str] = field(default_factory=list)
-
-
-def completeness_claims(text: str) -> list[str]:
-    """The completeness claims in a reply, negated ones left out."""
-    out = []
-    for m in COMPLETE.finditer(text):
-        if not NEGATION.search(text[max(0, m.start() - 40):m.start()]):
-            out.append(m.group(0))
-    return out
-
-
-def rule(receipt: dict[str, Any]) -> RuleResult:
-    """The model-free check of a receipt's reply against the floors it hit."""
-    reply = receipt.get("reply")
-    if receipt.get("outcome") != "composed" or not reply:
-        return RuleResult("n/a", ["no composed reply to check"])
-    floors = [f.get("floor") for f in receipt.get("floors") or []]
-    if not floors:
-        return RuleResult("pass", ["no floor was hit"])
-    claims = completeness_claims(reply)
-    if claims:
-        return RuleResult("fail", [f"floor {', '.join(floors)} was hit, yet the reply claims "
-                                   f"completeness: {', '.join(repr(c) for c in claims)}"])
-    if not STOPPED.search(reply):
-        return RuleResult("flag", [f"floor {', '.join(floors)} was hit and the reply never "
-                                   "says it stopped or what it could not read"])
-    return RuleResult("pass", [f"floor {', '.join(floors)} was hit and the reply says it stopped"])
+SYSTEM = (
+    "You grade a reply against the material its author read, and nothing else: not your own "
+    "knowledge, not what is likely true. Split the reply into its claims: every statement "
+    "of fact, name, role, number or step, and any claim that the answer or a list is "
+    "complete. Check each claim against the material: supported (the material states it), "
+    "unsupported-but-plausible (the material does not state it, though it may well be "
+    "true), or contradicted (the material says otherwise). Unsupported but plausible claims "
+    "are the fault to hunt for: a fluent reply fills gaps with what sounds right. A claim "
+    "that the answer is complete is unsupported when reading stopped at a limit. Saying "
+    "what was not read, or that reading stopped, is not a claim to check. Answer with one "
+    "JSON object and nothing else: "
+    '{"claims": [{"claim": "<the claim, quoted or closely paraphrased>", "status": '
+    '"supported" | "unsupported-but-plausible" | "contradicted"}], "grade": "<the worst '
+    'status among the claims>", "reason": "<one sentence>"}')
 
 
 def evidence(receipt: dict[str, Any]) -> str:
@@ -78,70 +55,144 @@ def evidence(receipt: dict[str, Any]) -> str:
         parts.append(f"## Tool call {c.get('n')}: {c.get('tool')} "
                      f"{json.dumps(c.get('input'), ensure_ascii=False)}")
         parts.append(c.get("result") or "")
+    hit = floors(receipt)
+    parts += ["## Limits hit while reading", ", ".join(hit) if hit else "none"]
     return "\n\n".join(parts)
 
 
-SYSTEM = (
-    "You grade whether a reply is grounded in the material its author read. Use only the "
-    "material given, not your own knowledge. Answer with one JSON object and nothing else: "
-    '{"grade": "supported" | "unsupported-but-plausible" | "contradicted", "reason": "<one '
-    'sentence>"}. supported: every claim in the reply is backed by the material. '
-    "unsupported-but-plausible: some claim is not in the material but nothing contradicts "
-    "it. contradicted: some claim conflicts with the material.")
+def prompt(receipt: dict[str, Any]) -> str:
+    return (f"{evidence(receipt)}\n\n## The question\n{receipt.get('question')}\n\n"
+            f"## The reply to grade\n{receipt.get('reply')}")
 
 
-def parse_grade(text: str) -> tuple[str, str]:
-    """(grade, reason) from the judge model's answer; grade `unparsed` if none is found."""
+@dataclass
+class Grade(Check):
+    unsupported: list[str] = field(default_factory=list)
+    contradicted: list[str] = field(default_factory=list)
+    tokens: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**super().as_dict(), "unsupported": self.unsupported,
+                "contradicted": self.contradicted, "tokens": self.tokens}
+
+
+def parse_grade(text: str) -> Grade:
+    """The grader's JSON as a Grade; ungraded if no JSON object with a status is in it.
+
+    Only JSON counts: a loose word ("supported") in prose could as well be "not supported".
+    """
     m = re.search(r"\{.*\}", text, re.S)
+    data: Any = None
     if m:
         try:
             data = json.loads(m.group(0))
-            if isinstance(data, dict) and data.get("grade") in GRADES:
-                return data["grade"], str(data.get("reason") or "")
         except ValueError:
-            pass
-    found = re.search(r"\b(unsupported-but-plausible|contradicted|supported)\b", text, re.I)
-    if found:
-        return found.group(1).lower(), text.strip()[:300]
-    return "unparsed", text.strip()[:300]
+            data = None
+    if not isinstance(data, dict):
+        return Grade("ungraded", f"the grader's reply is not JSON: {_short(text)}")
+    items = data.get("claims") if isinstance(data.get("claims"), list) else []
+    by_status: dict[str, list[str]] = {g: [] for g in GRADES}
+    for item in items:
+        if isinstance(item, dict) and item.get("status") in GRADES:
+            by_status[item["status"]].append(str(item.get("claim") or "").strip())
+    said = [g for g in GRADES if by_status[g]]
+    if data.get("grade") in GRADES:
+        said.append(data["grade"])
+    if not said:
+        return Grade("ungraded", f"the grader gave no grade: {_short(text)}")
+    worst = max(said, key=GRADES.index)  # a grade and its claims that disagree: the worse
+    reason = str(data.get("reason") or "").strip()
+    g = Grade("pass" if worst == "supported" else "fail", f"{worst}" + (f": {reason}" if reason else ""),
+              by_status["unsupported-but-plausible"], by_status["contradicted"])
+    return g
+
+
+def _short(text: str) -> str:
+    return " ".join(text.split())[:200] or "(empty)"
 
 
 @dataclass
 class Verdict:
     receipt_id: str
-    verdict: str  # pass | fail | flagged | nothing to judge
-    rule: RuleResult
-    grade: str | None = None  # None when the model was not asked
-    grade_reason: str = ""
-    tokens: dict[str, int] = field(default_factory=dict)
+    verdict: str  # pass | fail | ungraded
+    rule: Check
+    grade: Grade
+    by: str = "judge"  # cli | auto | judge (a library call)
+    time: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(
+        timespec="seconds"))
 
     @property
     def passed(self) -> bool:
-        return self.verdict in ("pass", "nothing to judge")
+        return self.verdict == "pass"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"receipt_id": self.receipt_id, "verdict": self.verdict, "passed": self.passed,
-                "rule": {"status": self.rule.status, "reasons": self.rule.reasons},
-                "grade": self.grade, "grade_reason": self.grade_reason, "tokens": self.tokens}
+        return {"verdict": self.verdict, "rule": self.rule.as_dict(),
+                "grade": self.grade.as_dict(), "receipt_id": self.receipt_id,
+                "time": self.time, "by": self.by}
 
 
-def judge(receipt: dict[str, Any], *, use_model: bool = True,
-          cfg: Any = None, sdk: Any = None) -> Verdict:
-    """Grade a receipt's reply: the rule always, the model unless use_model is False."""
-    r = rule(receipt)
-    v = Verdict(receipt["id"], "nothing to judge", r)
-    if r.status == "n/a":
-        return v
-    if use_model:
-        prompt = (f"{evidence(receipt)}\n\n## The question\n{receipt.get('question')}\n\n"
-                  f"## The reply to grade\n{receipt.get('reply')}")
-        out = model.complete(SYSTEM, prompt, cfg=cfg, max_tokens=300, sdk=sdk)
-        v.grade, v.grade_reason = parse_grade(out.text)
-        v.tokens = out.usage
-    if r.status == "fail" or (v.grade is not None and v.grade != "supported"):
-        v.verdict = "fail"
-    elif r.status == "flag":
-        v.verdict = "flagged"
+def combine(rule: Check, grade: Check) -> str:
+    if "fail" in (rule.verdict, grade.verdict):
+        return "fail"
+    return "pass" if grade.verdict == "pass" else "ungraded"
+
+
+def judge(receipt: dict[str, Any], *, use_model: bool = True, cfg: Any = None,
+          sdk: Any = None, by: str = "judge") -> Verdict:
+    """Both checks on a receipt's reply; never raises for a grader that fails."""
+    rule = check(receipt)
+    if receipt.get("outcome") != "composed" or not receipt.get("reply"):
+        grade = Grade("ungraded", "no composed reply to grade")
+    elif not use_model:
+        grade = Grade("ungraded", "not asked (rule only)")
     else:
-        v.verdict = "pass"
-    return v
+        try:
+            out = model.complete(SYSTEM, prompt(receipt), cfg=cfg, max_tokens=1024, sdk=sdk)
+        except model.ModelError as exc:  # ModelUnavailable too: no key, no login
+            grade = Grade("ungraded", f"the grader could not be reached: {exc.why}")
+        else:
+            grade = parse_grade(out.text)
+            grade.tokens = out.usage
+    return Verdict(str(receipt.get("id")), combine(rule, grade), rule, grade, by)
+
+
+def keep(store: Store, v: Verdict) -> None:
+    """Store the verdict with its receipt (appended: earlier verdicts stay)."""
+    receipts.append_judge(store, v.receipt_id, v.as_dict())
+
+
+# ---- [judge] auto: after an answer is delivered, judged in a process of its own -------
+
+def later(store: Store, receipt_id: str) -> bool:
+    """Judge the receipt in a detached process if `[judge] auto` is on; True if started.
+
+    Called once the reply is out: the caller returns at once and the child outlives it.
+    """
+    if not store.config.get("judge", {}).get("auto"):
+        return False
+    import subprocess
+
+    try:
+        subprocess.Popen([sys.executable, "-m", "cardmem.tools.judge", str(store.root), receipt_id],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+    except OSError:
+        return False  # never let the judge cost the answer
+    return True
+
+
+def _background(root: str, receipt_id: str) -> int:
+    """The detached judge: one verdict appended, whatever happens."""
+    store = Store.open(root)
+    rec = receipts.find(store, receipt_id)
+    try:
+        v = judge(rec, cfg=store.config.get("model"), by="auto")
+    except Exception as exc:  # stored, since no one watches this process
+        v = Verdict(receipt_id, "ungraded", check(rec),
+                    Grade("ungraded", f"the judge failed: {type(exc).__name__}: {exc}"), "auto")
+    keep(store, v)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_background(*sys.argv[1:3]))
