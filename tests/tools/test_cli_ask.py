@@ -51,12 +51,16 @@ def test_ask_receipts_and_judge_round_trip(example_store, fake_api: FakeAPI) -> 
     assert [c["input"]["id"] for c in recs[-1]["tool_calls"][:4]] == CHAIN[:4]
     rid = recs[-1]["id"]
     rule_only = cardmem("judge", rid, "--rule-only", "--store", s)
-    assert rule_only.returncode == 0 and rule_only.stdout.startswith(f"{rid}: pass")
+    # The rule passes the honest reply; with no grade the verdict is ungraded (exit 4).
+    assert rule_only.returncode == 4 and rule_only.stdout.startswith(f"{rid}: ungraded\n"
+                                                                     "  rule: pass: ")
     fake_api.handler = None
     fake_api.add(reply('{"grade": "contradicted", "reason": "Mara is not the lead"}'))
     graded = cardmem("judge", "last", "--json", "--store", s, env=api_env(fake_api))
     assert graded.returncode == 3
     assert json.loads(graded.stdout)["verdict"] == "fail"
+    recs = json.loads(cardmem("receipts", "--json", "--store", s).stdout)
+    assert [v["verdict"] for v in recs[-1]["judge"]] == ["ungraded", "fail"]
 
 
 def test_no_composed_reply_exits_3_with_the_receipt(example_store, fake_api: FakeAPI) -> None:

@@ -248,6 +248,6 @@ def test_judge_grades_through_claude_code(fake_claude, tmp_path, monkeypatch) ->
            "limit.", "outcome": "composed", "floors": [{"floor": "walk-budget"}],
            "rung1": {"text": "Mara approves billing migrations."}, "tool_calls": []}
     v = judge(rec, cfg={})
-    assert (v.verdict, v.grade, v.grade_reason) == ("pass", "supported", "in rung 1")
-    assert v.tokens == {"input_tokens": 41, "output_tokens": 7}
+    assert (v.verdict, v.grade.verdict, v.grade.why) == ("pass", "pass", "supported: in rung 1")
+    assert v.grade.tokens == {"input_tokens": 41, "output_tokens": 7}
     assert "Mara approves billing migrations." in call(tmp_path)["stdin"]

@@ -40,7 +40,7 @@ def test_spiral_stops_at_four_and_says_so(example_store, model_env: FakeAPI) -> 
     assert all(b["tool_choice"] == {"type": "auto"} for b in bodies[:5])
     model_env.add(reply('{"grade": "supported", "reason": "every claim is in the cards read"}'))
     v = judge(receipt(example_store, answer), cfg=example_store.config["model"])
-    assert (v.verdict, v.rule.status, v.grade) == ("pass", "pass", "supported")
+    assert (v.verdict, v.rule.verdict, v.grade.verdict) == ("pass", "pass", "pass")
     graded = model_env.messages_requests()[-1].body["messages"][0]["content"]
     # The judge saw exactly what was read: the 4th card of the chain, not the 5th.
     fourth = reading.read_card(example_store, CHAIN[3])["text"]
@@ -56,8 +56,8 @@ def test_spiral_claiming_completeness_fails_the_judge(example_store, model_env) 
     assert rec["floors"] == [{"floor": "walk-budget", "spent": 4}]
     model_env.add(reply('{"grade": "supported", "reason": "plausible"}'))
     v = judge(rec, cfg=example_store.config["model"])
-    assert v.verdict == "fail" and v.rule.status == "fail" and not v.passed
-    assert "That's everything" in v.rule.reasons[0]
+    assert v.verdict == "fail" and v.rule.verdict == "fail" and not v.passed
+    assert "That's everything" in v.rule.why
     assert judge(rec, use_model=False).verdict == "fail"  # the rule alone fails it
     with pytest.raises(AssertionError):
         check_spiral(answer, model_env, example_store)
