@@ -61,7 +61,8 @@ def card_pairs(survey: Survey, threshold: float = DUPLICATE) -> list[tuple[float
         vec[cid] = {w: x / norm for w, x in v.items()}
     by_stem: dict[str, list[str]] = defaultdict(list)
     for cid, ws in words.items():
-        for w in sorted(ws, key=lambda w: (df[w], w))[:RAREST]:
+        # The rarest stems the card shares with another: a stem only it has pairs nothing.
+        for w in sorted((w for w in ws if df[w] > 1), key=lambda w: (df[w], w))[:RAREST]:
             by_stem[w].append(cid)
     scope = {c.id: _scope(c) for c in cards}
     seen: set[tuple[str, str]] = set()

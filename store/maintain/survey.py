@@ -12,6 +12,8 @@ from .. import git
 from ..status import is_active
 from ..store import Problem, Store
 
+AGENT_EMAIL = git.AGENT_EMAIL
+
 
 @dataclass
 class Finding:
@@ -45,22 +47,32 @@ class Survey:
         return [c for c in self.cards.values() if is_active(c)]
 
     @cached_property
-    def changed(self) -> dict[str, float]:
-        """id -> the time (epoch seconds) of the newest commit that touched the card; one
-        git call for the whole store. A card git does not know yet is taken as new."""
-        out: dict[str, float] = {}
-        log = git.run(self.store.root, "log", "--no-renames", "--format=\x1e%ct",
+    def _last(self) -> dict[str, tuple[float, str]]:
+        """id -> (time in epoch seconds, author e-mail) of the newest commit that touched
+        the card; one git call for the whole store."""
+        out: dict[str, tuple[float, str]] = {}
+        log = git.run(self.store.root, "log", "--no-renames", "--format=\x1e%ct %ae",
                       "--name-only", check=False)
         for rec in log.split("\x1e")[1:]:
-            stamp, *files = rec.strip().splitlines()
+            head, *files = rec.strip().splitlines()
+            stamp, _, author = head.partition(" ")
             for f in files:
                 f = f.strip()
                 if f.endswith(".md"):
-                    out.setdefault(f[:-3], float(stamp))
+                    out.setdefault(f[:-3], (float(stamp), author))
         return out
 
+    @property
+    def changed(self) -> dict[str, float]:
+        return {cid: t for cid, (t, _) in self._last.items()}
+
     def last_changed(self, cid: str) -> float:
-        return self.changed.get(cid, self.now)
+        """When git last changed the card; one git does not know yet is taken as new."""
+        return self._last.get(cid, (self.now, ""))[0]
+
+    def by_agent(self, cid: str) -> bool:
+        """Whether an agent (cardmem-agent's address) made the card's last change."""
+        return self._last.get(cid, (0.0, ""))[1] == AGENT_EMAIL
 
     @cached_property
     def renames(self) -> dict[str, str]:
