@@ -296,9 +296,13 @@ def _project(store: Any, payload: dict[str, Any]) -> str | None:
     from cardmem.store.context import project_for
 
     try:
-        return project_for(store, cwd)
+        project = project_for(store, cwd)
     except Exception:  # noqa: BLE001 - no project is no reason to lose the signals
         return None
+    from cardmem.store.maintain.checkouts import record
+
+    record(store, project, cwd)  # where `cardmem maintain` looks for drift
+    return project
 
 
 def _write_mark(mark: Path, size: int) -> None:

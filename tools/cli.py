@@ -33,6 +33,7 @@ LAZY: dict[str, str] = {
     "sync": "cardmem.tools.cli_sync:sync",
     "base": "cardmem.tools.cli_sync:base",
     "review": "cardmem.tools.cli_review:review",
+    "maintain": "cardmem.tools.cli_maintain:maintain",
 }
 
 

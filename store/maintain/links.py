@@ -1,0 +1,95 @@
+"""`broken-link`: a `[[target]]` that resolves to no card by id, title or alias.
+
+Links inside code (fenced blocks, `inline code`) are not links: `[[tool.uv.index]]` in a
+TOML example is no wikilink. A broken link's fix is unambiguous when git saw the card it
+named renamed (`git log -M`): then --apply rewrites the link. A close title or id
+(rapidfuzz) is only suggested, never applied.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+from .survey import Finding, Survey
+
+LINK = re.compile(r"\[\[([^\[\]|#\n]+)(#[^\[\]|\n]*)?(\|[^\[\]\n]*)?\]\]")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,}).*?^ {0,3}\1[ \t]*$", re.M | re.S)
+_INLINE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.S)
+CLOSE = 88  # rapidfuzz WRatio at or above: a name worth suggesting
+
+
+def _blank(m: re.Match[str]) -> str:
+    return re.sub(r"[^\n]", " ", m.group(0))
+
+
+def links(text: str) -> Iterator[tuple[str, int]]:
+    """(target, offset) of each wikilink outside code; offsets are into `text`."""
+    plain = _INLINE.sub(_blank, _FENCE.sub(_blank, text))
+    for m in LINK.finditer(plain):
+        yield m.group(1).strip(), m.start(1)
+
+
+def _key(name: str) -> str:
+    return " ".join(name.casefold().split())
+
+
+class Resolver:
+    """What a link target may name: a card's id, title or alias (case-insensitive)."""
+
+    def __init__(self, survey: Survey) -> None:
+        self.names: dict[str, set[str]] = {}
+        for c in survey.cards.values():
+            for name in (c.id, c.title, *c.aliases):
+                self.names.setdefault(_key(name), set()).add(c.id)
+        self.renames = survey.renames
+
+    def resolves(self, target: str) -> bool:
+        return _key(target.removesuffix(".md")) in self.names
+
+    def renamed_to(self, target: str) -> str | None:
+        new = self.renames.get(target.removesuffix(".md").strip("/"))
+        return new if new is not None and _key(new) in self.names else None
+
+    def closest(self, target: str) -> str | None:
+        """The one name that comes close to target, or None (none, or several)."""
+        from rapidfuzz import fuzz, process
+
+        hits = process.extract(_key(target), list(self.names), scorer=fuzz.WRatio,
+                               score_cutoff=CLOSE, limit=2)
+        if len(hits) == 1 or (len(hits) == 2 and hits[0][1] - hits[1][1] >= 5):
+            ids = self.names[hits[0][0]]
+            return next(iter(ids)) if len(ids) == 1 else None
+        return None
+
+
+def find(survey: Survey) -> list[Finding]:
+    resolver = Resolver(survey)
+    out: list[Finding] = []
+    for cid in sorted(survey.cards):
+        text = survey.cards[cid].text
+        for target, _ in links(text):
+            if resolver.resolves(target):
+                continue
+            if new := resolver.renamed_to(target):
+                out.append(Finding("broken-link", [cid, new], f"[[{target}]] names no card; "
+                                   f"git saw {target} renamed to {new}",
+                                   f"point the link at [[{new}]] (--apply does)",
+                                   fix={"card": cid, "target": target, "new": new}))
+                continue
+            near = resolver.closest(target)
+            out.append(Finding("broken-link", [cid], f"[[{target}]] names no card",
+                               f"did you mean [[{near}]]? edit the card" if near else
+                               "create the card, or remove or fix the link"))
+    return out
+
+
+def relink(text: str, target: str, new: str) -> str:
+    """text with every link to `target` (outside code) pointing at `new`, label and
+    section kept; every other byte as it was."""
+    plain = _INLINE.sub(_blank, _FENCE.sub(_blank, text))
+    out, last = [], 0
+    for m in LINK.finditer(plain):
+        if m.group(1).strip() == target:
+            out.append(text[last:m.start(1)] + new)
+            last = m.end(1)
+    return "".join(out) + text[last:]

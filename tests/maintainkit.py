@@ -1,0 +1,45 @@
+"""Stores for the maintenance tests, built from the agents-md corpus (real cards)."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+# Beside the repository (/work/main -> /work/shared), also from a worktree elsewhere.
+CORPUS = next((p for p in (Path(__file__).resolve().parents[2] / "shared/corpus/agents-md",
+                           Path("/work/shared/corpus/agents-md")) if p.is_dir()),
+              Path("/work/shared/corpus/agents-md"))
+
+
+def corpus_store(root: Path, only: tuple[str, ...] = ()):
+    """A committed store of the corpus cards (`projects/<project>/<section>`), all of them
+    or those of the given projects."""
+    from cardmem.store.store import init
+
+    root.mkdir(parents=True)
+    for p in sorted(CORPUS.glob("*--*.md")):
+        text = p.read_text()
+        project = re.search(r"^project: *(.+)$", text, re.M).group(1).strip()
+        if only and project not in only:
+            continue
+        d = root / "projects" / project
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copy(p, d / p.name.split("--", 2)[2])
+    assert any(root.glob("projects/*/*.md")), f"no corpus cards in {CORPUS}"
+    return init(root)[0]
+
+
+def git(store, *args: str, env: dict[str, str] | None = None) -> str:
+    return subprocess.run(["git", "-C", str(store.root), *args], capture_output=True,
+                          text=True, check=True, env={**os.environ, **(env or {})}).stdout
+
+
+def commit_as_person(store, message: str = "person edit", when: str | None = None) -> None:
+    env = {"GIT_AUTHOR_NAME": "Tess", "GIT_AUTHOR_EMAIL": "tess@example.com",
+           "GIT_COMMITTER_NAME": "Tess", "GIT_COMMITTER_EMAIL": "tess@example.com"}
+    if when:
+        env.update(GIT_AUTHOR_DATE=when, GIT_COMMITTER_DATE=when)
+    git(store, "add", "-A")
+    git(store, "commit", "-q", "-m", message, env=env)

@@ -1,0 +1,136 @@
+"""Model-free maintenance findings on stores built from the agents-md corpus."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from maintainkit import commit_as_person, corpus_store, git
+
+from cardmem.store.maintain import Survey, findings
+from cardmem.store.maintain.duplicates import DUPLICATE, card_pairs
+
+PROJECTS = ("oxc", "ruff", "sentry-python", "temporal")
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    return corpus_store(tmp_path / "store", PROJECTS)
+
+
+def kinds(fs):
+    return sorted({f.kind for f in fs})
+
+
+def test_the_whole_corpus_gives_no_findings_and_writes_nothing(tmp_path) -> None:
+    store = corpus_store(tmp_path / "all")
+    head = git(store, "rev-parse", "HEAD")
+    assert findings(store) == []
+    assert git(store, "rev-parse", "HEAD") == head
+    assert git(store, "status", "--porcelain") == ""
+
+
+def test_no_corpus_pair_reaches_the_duplicate_threshold_by_a_margin(tmp_path) -> None:
+    store = corpus_store(tmp_path / "all")
+    scores = [s for s, _, _ in card_pairs(Survey.of(store), threshold=0.0)]
+    assert max(scores) < DUPLICATE - 0.05  # 0.49 (two short sentry-python path lists)
+
+
+def test_broken_links_renamed_card_unknown_card_and_code_is_no_link(corpus) -> None:
+    root = corpus.root
+    git(corpus, "mv", "projects/oxc/testing.md", "projects/oxc/testing-overview.md")
+    card = root / "projects/oxc/snapshot-testing.md"
+    card.write_text(card.read_text() + "\nSee [[projects/oxc/testing|the testing notes]], "
+                    "[[Testing: Quick Test Commands]] and [[projects/oxc/no-such-card]].\n\n"
+                    "```toml\n[[tool.uv.index]]\n```\nand `[[not-a-link]]`.\n")
+    commit_as_person(corpus)
+    found = findings(corpus, {"broken-link"})
+    assert [f.ids for f in found] == [["projects/oxc/snapshot-testing",
+                                       "projects/oxc/testing-overview"],
+                                      ["projects/oxc/snapshot-testing"]]
+    assert "renamed to projects/oxc/testing-overview" in found[0].detail
+    assert found[0].fix == {"card": "projects/oxc/snapshot-testing",
+                            "target": "projects/oxc/testing", "new": "projects/oxc/testing-overview"}
+    assert "[[projects/oxc/no-such-card]]" in found[1].detail
+
+
+def test_a_card_refiled_in_other_words_is_a_duplicate(corpus) -> None:
+    (corpus.root / "projects/oxc/snapshots.md").write_text(
+        "---\ntitle: Insta snapshots track failing tests\ntype: project\nproject: oxc\n---\n"
+        "Snapshot tests use the insta crate; the snapshots record the failing tests rather "
+        "than the passing ones. They live in tasks/coverage/snapshots and the conformance "
+        "directories. After a change, review them with cargo insta review. The .snap files "
+        "hold counts and .snap.md the detailed failures.\n")
+    commit_as_person(corpus)
+    found = findings(corpus, {"duplicate"})
+    assert [f.ids for f in found] == [["projects/oxc/snapshots", "projects/oxc/snapshot-testing"]]
+    assert found[0].fix == {"keep": "projects/oxc/snapshots", "other": "projects/oxc/snapshot-testing"}
+
+
+def test_the_same_words_in_another_project_are_no_duplicate(corpus) -> None:
+    text = (corpus.root / "projects/oxc/snapshot-testing.md").read_text()
+    (corpus.root / "projects/ruff/snapshot-testing.md").write_text(text.replace("oxc", "ruff"))
+    commit_as_person(corpus)
+    assert findings(corpus, {"duplicate"}) == []
+
+
+def test_history_lines_that_repeat_each_other(corpus) -> None:
+    p = corpus.root / "projects/ruff/development-guidelines.md"
+    p.write_text(p.read_text() + "\n## History\n"
+                 "- 2026-10-01 · session aaa · Worked: cargo dev generate-all regenerates the schemas\n"
+                 "- 2026-10-02 · session bbb · Failed: the snapshot update missed a test\n"
+                 "- 2026-10-09 · session ccc · Worked: the schemas regenerate with cargo dev generate-all\n"
+                 "- 2026-10-10 · session ddd · Decision: max 12 workers in CI\n"
+                 "- 2026-10-11 · session eee · Decision: max 16 workers in CI\n")
+    commit_as_person(corpus)
+    found = findings(corpus, {"duplicate"})
+    assert len(found) == 1 and found[0].ids == ["projects/ruff/development-guidelines"]
+    assert "session ccc" in found[0].detail and "session aaa" in found[0].detail
+
+
+def test_drift_against_the_projects_checkout(corpus, tmp_path) -> None:
+    checkout = tmp_path / "sentry-python"
+    for rel in ("sentry_sdk/integrations/__init__.py", "scripts/populate_tox/config.py",
+                "scripts/split_tox_gh_actions/split_tox_gh_actions.py"):
+        (checkout / rel).parent.mkdir(parents=True, exist_ok=True)
+        (checkout / rel).write_text("")
+    (corpus.root / "cardmem.toml").write_text(f'[projects]\n"{checkout}" = "sentry-python"\n')
+    commit_as_person(corpus)
+    found = findings(corpus, {"drift"})
+    gone = {f.ids[0]: f.detail for f in found}
+    card = "projects/sentry-python/adding-integrations-to-test-suite"
+    assert "scripts/generate-test-files.sh" in gone[card]
+    assert "split_tox_gh_actions.py" not in gone[card] and "config.py" not in gone[card]
+    (checkout / "scripts/generate-test-files.sh").write_text("")
+    assert card not in {f.ids[0] for f in findings(corpus, {"drift"})}
+    assert not any(f.ids[0].startswith("projects/oxc/") for f in found)  # no checkout known
+
+
+def test_drift_names_a_make_target_the_makefile_lost(store, tmp_path) -> None:
+    checkout = tmp_path / "app"
+    checkout.mkdir()
+    (checkout / "Makefile").write_text("test:\n\tpytest\nlint:\n\truff .\n")
+    from cardmem.store.maintain.checkouts import record
+
+    record(store, "app", checkout)
+    (store.root / "projects/app").mkdir(parents=True)
+    (store.root / "projects/app/ci.md").write_text(
+        "---\ntitle: CI\nproject: app\n---\nRun `make lint`, then `make typecheck`.\n")
+    commit_as_person(store)
+    [f] = findings(store, {"drift"})
+    assert "`make typecheck`" in f.detail and "lint" not in f.detail
+
+
+def test_stale_when_unchanged_for_long_while_the_project_moved_on(corpus) -> None:
+    p = corpus.root / "projects/temporal/error-handling.md"
+    p.write_text(p.read_text() + "\nStill true in 2025.\n")
+    commit_as_person(corpus, when="2025-01-10T12:00:00Z")
+    sv = Survey.of(corpus)
+    from cardmem.store.maintain import stale
+
+    found = stale.find(sv)
+    assert [f.ids for f in found] == [["projects/temporal/error-handling"]]
+    # verified since: not stale
+    p.write_text(p.read_text().replace("---\n", "---\nlast_verified: "
+                                       + time.strftime("%Y-%m-%d") + "\n", 1))
+    commit_as_person(corpus, when="2025-01-11T12:00:00Z")
+    assert stale.find(Survey.of(corpus)) == []

@@ -1,0 +1,42 @@
+"""Maintenance that needs more than the store: the model-judged `contradiction` kind
+(contradictions.py) and `--apply`'s consolidating commits (consolidate.py).
+
+    run(store, only={"duplicate"}, apply=False) -> Report(findings, notes, applied)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cardmem.store.maintain import MODEL_FREE, Finding, Survey, findings
+
+
+@dataclass
+class Report:
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # kinds skipped, and why
+    applied: list[dict[str, Any]] = field(default_factory=list)  # commit, subject, ids
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"findings": [f.as_dict() for f in self.findings],
+                               "notes": self.notes}
+        if self.applied:
+            out["applied"] = self.applied
+        return out
+
+
+def run(store, only: set[str] | None = None, *, apply: bool = False) -> Report:
+    survey = Survey.of(store)
+    report = Report(findings(store, only & set(MODEL_FREE) if only else None, survey))
+    if only is None or "contradiction" in only:
+        from .contradictions import judge_all
+
+        found, note = judge_all(survey)
+        report.findings.extend(found)
+        if note:
+            report.notes.append(note)
+    if apply:
+        from .consolidate import consolidate
+
+        report.applied = consolidate(survey, report.findings, report.notes)
+    return report
