@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from cardmem.tools.cli import store_value
+
 HOSTS = ["claude-code"]
 
 
@@ -41,7 +43,7 @@ def hook(host: str, event: str, store_path: Path | None, rules_file: Path | None
 @click.argument("host", type=click.Choice(HOSTS))
 @click.option("--settings", type=click.Path(path_type=Path),
               help="The settings file (default: ~/.claude/settings.json).")
-@click.option("--store", "store_path", type=click.Path(path_type=Path),
+@click.option("--store", "store_path", metavar="PATH", callback=store_value,
               help="The store the hooks use (default: $CARDMEM_STORE, else the default store);"
                    " written into the hook commands.")
 @click.option("--init", "init_store", is_flag=True, help="Make the store if it does not exist.")

@@ -229,34 +229,81 @@ def utf8(text: str, what: str) -> bytes:
         raise CardmemError(what, "the text has bytes that are not UTF-8") from None
 
 
+# The .gitignore of a folder `init` adopts: its notes (*.md) and the store's own files go
+# into git, everything else stays out (a .env, node_modules/, photos), also from `sync`.
+ADOPT_GITIGNORE = """\
+# Written by `cardmem init`: this store keeps notes (*.md) and its settings in git, and
+# leaves everything else in the folder out (`git add -f PATH` keeps one anyway).
+*
+!*/
+!*.md
+.*
+node_modules/
+!/.gitignore
+!/cardmem.toml
+.cardmem/
+"""
+
+
+@dataclass
+class Initialized:
+    """What `init` did: the store, whether it made the repository, and, for a folder it
+    adopted, the paths it committed and the ones its .gitignore keeps out."""
+
+    store: Store
+    created: bool
+    adopted: list[str]
+    left_out: list[str]
+
+
 def init(root: Path | str) -> tuple[Store, bool]:
+    """Make a store at root; (store, created). See init_store."""
+    done = init_store(root)
+    return done.store, done.created
+
+
+def init_store(root: Path | str) -> Initialized:
     """Make a store at root (git init, .gitignore, cardmem.toml, first commit).
 
-    A folder that is not yet a repository keeps its files: they go into the first commit,
-    so `cardmem init` adopts a folder of Markdown notes. On an existing repository only
-    what is missing is added, and nothing else is committed. Returns (store, created).
+    A folder that is not yet a repository is adopted: its notes (`*.md`) go into the first
+    commit and a .gitignore keeps everything else out. On an existing repository only what
+    is missing is added, and nothing else is committed.
     """
+    if not str(root).strip():
+        raise CardmemError("store", "the path is empty; name a folder")
     store = Store(root)
     r = store.root
     if r.exists() and not r.is_dir():
         raise CardmemError(f"store {r}", "exists and is not a folder")
     r.mkdir(parents=True, exist_ok=True)
     created = not git.is_repo(r)
+    adopting = created and any(r.iterdir())
     if created:
         git.run(r, "init", "-q", "-b", "main")
     gi = r / ".gitignore"
     gi_text = gi.read_text() if gi.exists() else ""
-    if ".cardmem/" not in gi_text.split():
+    if adopting and ADOPT_GITIGNORE not in gi_text:
+        # Ours first: a line of the user's own (`!keep.pdf`) still has the last word.
+        gi.write_text(ADOPT_GITIGNORE + ("\n" + gi_text if gi_text else ""))
+    elif ".cardmem/" not in gi_text.split():
         sep = "" if not gi_text or gi_text.endswith("\n") else "\n"
         gi.write_text(gi_text + sep + GITIGNORE)
     if not (r / config.FILE).exists():
         (r / config.FILE).write_text(config.default_text())
     adopt = ["."] if created else [".gitignore", config.FILE]
+    adopted: list[str] = []
+    left_out: list[str] = []
     with write_lock(r):
         check_writable(r)  # under the lock, where another writer's git lock is no live one
         git.run(r, "add", "-A", "--", *adopt)
-        if n := len(git.run(r, "diff", "--cached", "--name-only", "--", *adopt).splitlines()):
+        adopted = [p for p in git.run(r, "diff", "--cached", "--name-only", "-z", "--",
+                                      *adopt).split("\0") if p]
+        if n := len(adopted):
             msg = Message("init: cardmem store", [f"{n} files"] if n > 2 else [], source="init")
             git.run(r, "commit", "-q", "--no-verify", "--only", "-F", "-", "--", *adopt,
                     input=msg.text(), env=git.identity_env(r))
-    return store, created
+        if adopting:
+            out = git.run(r, "ls-files", "-z", "--others", "--ignored", "--exclude-standard",
+                          "--directory")
+            left_out = sorted(p for p in out.split("\0") if p and p != ".cardmem/")
+    return Initialized(store, created, adopted if adopting else [], left_out)

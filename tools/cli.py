@@ -62,10 +62,27 @@ class LazyGroup(click.Group):
         return command
 
 
+STORE_HELP = ("The store (default: $CARDMEM_STORE, else the store the current folder is in, "
+              "else $XDG_DATA_HOME/cardmem).")
+
+
+def store_value(ctx: click.Context, _param: click.Parameter, value: str | None) -> Path | None:
+    """A command's --store, else the one given before the command (`cardmem --store P cmd`)."""
+    if value is None:
+        value = ctx.find_root().meta.get("cardmem.store")
+    return None if value is None else given_path(value, "--store")
+
+
+def given_path(value: str, what: str) -> Path:
+    # Path("") is the current folder: a script's unset variable would write there.
+    if not value.strip():
+        raise CardmemError(what, "is empty; name the store's folder")
+    return Path(value)
+
+
 def store_option(f):
-    return click.option("--store", "store_path", type=click.Path(path_type=Path),
-                        envvar=None, help="The store (default: $CARDMEM_STORE, else "
-                        "$XDG_DATA_HOME/cardmem).")(f)
+    return click.option("--store", "store_path", metavar="PATH", envvar=None,
+                        callback=store_value, help=STORE_HELP)(f)
 
 
 def json_option(f):
@@ -126,19 +143,59 @@ redact_option = click.option("--redact", is_flag=True,
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cardmem")
-def cli() -> None:
-    """cardmem: memory for AI agents, kept as Markdown cards in git."""
+@click.option("--store", "store_path", metavar="PATH", help=STORE_HELP)
+@click.pass_context
+def cli(ctx: click.Context, store_path: str | None) -> None:
+    """cardmem: memory for AI agents, kept as Markdown cards in git.
+
+    \b
+    Example:
+        cardmem init ~/notes
+        cardmem --store ~/notes remember "Deploy steps" --body "make deploy"
+        cardmem search deploy
+    """
+    ctx.meta["cardmem.store"] = store_path
+
+
+# How many adopted and left-out paths `init` names before it counts the rest.
+SHOW_PATHS = 20
+
+
+def _some(paths: list[str]) -> str:
+    shown = ", ".join(paths[:SHOW_PATHS])
+    return shown + (f" and {len(paths) - SHOW_PATHS} more" if len(paths) > SHOW_PATHS else "")
 
 
 @cli.command()
-@click.argument("path", required=False, type=click.Path(path_type=Path))
-def init(path: Path | None) -> None:
-    """Make a store (idempotent on an existing one)."""
-    from cardmem.store.paths import default_store
-    from cardmem.store.store import init as init_store
+@click.argument("path", required=False)
+@store_option
+def init(path: str | None, store_path: Path | None) -> None:
+    """Make a store (idempotent on an existing one).
 
-    store, created = init_store(path or default_store())
-    click.echo(f"{'initialized' if created else 'already a store:'} {store.root}")
+    A folder that is not yet a git repository is adopted: its notes (*.md) are
+    committed, and a .gitignore keeps everything else (.env, node_modules/,
+    photos) out of git.
+
+    \b
+    Example:
+        cardmem init ~/notes
+        cardmem --store ~/notes init
+    """
+    from cardmem.store.paths import default_store
+    from cardmem.store.store import init_store
+
+    root = given_path(path, "init PATH") if path is not None else store_path
+    done = init_store(root or default_store())
+    click.echo(f"{'initialized' if done.created else 'already a store:'} {done.store.root}")
+    notes = [p for p in done.adopted if p.endswith(".md")]
+    if done.adopted:
+        click.echo(f"adopted {plural(len(notes), 'note')}: {_some(notes) or '(none)'}")
+    if done.left_out:
+        click.echo(f"left out of git by .gitignore: {_some(done.left_out)}")
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 @cli.command()

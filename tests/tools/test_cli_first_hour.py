@@ -1,0 +1,71 @@
+"""The first hour of a new user (issue 15): init, the size limit, remember's lookup,
+broken cards, project keys and empty clones, run in-process through CliRunner."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from gitremote import cli
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def one_line(code: int, err: str, *parts: str) -> None:
+    assert code != 0
+    assert err.count("\n") == 1 and err.startswith("cardmem: "), err
+    for part in parts:
+        assert part in err, err
+
+
+# --- 1. init adopts notes only --------------------------------------------------------
+
+def test_init_adopts_only_notes_and_keeps_the_rest_out(tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    (root / "node_modules" / "pkg").mkdir(parents=True)
+    (root / "node_modules" / "pkg" / "README.md").write_text("# vendored\n")
+    (root / "ideas").mkdir()
+    (root / "ideas" / "plan.md").write_text("# Plan\n")
+    (root / "todo.md").write_text("# Todo\n")
+    (root / ".env").write_text("AWS_SECRET_ACCESS_KEY=abc\n")
+    (root / "photo.jpg").write_bytes(b"\xff\xd8" * 1000)
+    (root / ".DS_Store").write_bytes(b"\0\0")
+    code, out, err = cli("init", str(root))
+    assert code == 0, err
+    assert sorted(git(root, "ls-files").split()) == [
+        ".gitignore", "cardmem.toml", "ideas/plan.md", "todo.md"]
+    assert git(root, "status", "--porcelain") == ""
+    assert "adopted 2 notes: ideas/plan.md, todo.md" in out
+    left = next(ln for ln in out.splitlines() if ln.startswith("left out"))
+    for name in (".env", ".DS_Store", "photo.jpg", "node_modules/"):
+        assert name in left
+    # a secret added later stays out of `git add -A` as well
+    (root / ".env.local").write_text("TOKEN=x\n")
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_init_of_an_empty_folder_says_nothing_of_adoption(tmp_path: Path) -> None:
+    code, out, err = cli("init", str(tmp_path / "s"))
+    assert code == 0 and out == f"initialized {tmp_path / 's'}\n"
+    assert (tmp_path / "s" / ".gitignore").read_text() == ".cardmem/\n"
+
+
+@pytest.mark.parametrize("args", [["init", ""], ["init", "--store", ""], ["--store", "", "init"],
+                                  ["map", "--store", ""], ["--store", "", "map"]])
+def test_an_empty_store_path_is_refused(tmp_path: Path, monkeypatch, args) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(*args)
+    one_line(code, err, "empty")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_store_before_or_after_the_command(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    assert cli("--store", str(root), "init")[0] == 0
+    assert cli("init", "--store", str(root))[1] == f"already a store: {root}\n"
+    assert cli("--store", str(root), "new", "reference/a")[0] == 0
+    assert json.loads(cli("--store", str(root), "map", "--json")[1])[0]["id"] == "reference/a"
