@@ -69,3 +69,26 @@ def test_store_before_or_after_the_command(tmp_path: Path) -> None:
     assert cli("init", "--store", str(root))[1] == f"already a store: {root}\n"
     assert cli("--store", str(root), "new", "reference/a")[0] == 0
     assert json.loads(cli("--store", str(root), "map", "--json")[1])[0]["id"] == "reference/a"
+
+
+def test_the_store_is_found_from_the_current_folder_as_git_finds_its_repo(
+        tmp_path: Path, monkeypatch) -> None:
+    root = tmp_path / "s"
+    assert cli("init", str(root))[0] == 0
+    assert cli("--store", str(root), "new", "reference/a", "--body", "found")[0] == 0
+    (root / "reference" / "deeper").mkdir()
+    monkeypatch.chdir(root / "reference" / "deeper")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "elsewhere"))
+    code, out, err = cli("where")
+    assert code == 0 and out.strip() == str(root), (out, err)
+    assert json.loads(cli("map", "--json")[1])[0]["id"] == "reference/a"
+    # a plain git repository without cardmem.toml is not a store: the default is used
+    plain = tmp_path / "repo"
+    plain.mkdir()
+    git(plain, "init", "-q")
+    monkeypatch.chdir(plain)
+    assert cli("where")[1].strip() == str(tmp_path / "elsewhere" / "cardmem")
+    # $CARDMEM_STORE still wins
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("CARDMEM_STORE", str(tmp_path / "env"))
+    assert cli("where")[1].strip() == str(tmp_path / "env")
