@@ -157,13 +157,14 @@ def live_rule_text(store: Store, cid: str) -> str | None:
 
 def propose_remember(store: Store, title: str, body: str, *, card_type: str,
                      project: str | None, proposed_by: str, source: str,
-                     session: str | None = None) -> AgentWrite:
+                     session: str | None = None, target: str | None = None) -> AgentWrite:
     """`remember` by an agent for a protected type: a proposal, one commit.
 
     A new title is a new-card proposal; a title whose card exists proposes appending a
     dated section to it (a change proposal), or appends to the card if it is a proposal.
+    `target`: the card of that title found elsewhere (Store.titled), instead of the slug.
     """
-    base = paths.id_for(title, card_type, project)
+    base = target or paths.id_for(title, card_type, project)
     today = date.today().isoformat()
     msg = Message(f"propose: {base}", [], source, session)
     done: list[AgentWrite] = []

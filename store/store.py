@@ -161,31 +161,52 @@ class Store(StoreRoot):
 
         return self.commit(compute, Message(subject, lines or [], source, session), agent=agent)
 
+    def titled(self, title: str) -> list[tuple[str, str | None]]:
+        """(id, type) of every card whose title or an alias is this title, compared without
+        case or repeated spaces, through the index (kept fresh first): a lookup across
+        the store, so `remember` appends to the card a person means wherever it lives."""
+        from .index import Index
+
+        key = _title_key(title)
+        with Index.open(self) as idx:
+            idx.refresh()
+            rows = idx.conn.execute("SELECT id, type, title, aliases FROM cards").fetchall()
+        return sorted((cid, kind) for cid, kind, t, aliases in rows
+                      if key == _title_key(t) or key in map(_title_key, aliases.splitlines()))
+
     def remember(self, title: str, body: str, *, card_type: str = "reference",
                  project: str | None = None, source: str = "cli", agent: bool = False,
                  session: str | None = None) -> tuple[str, bool]:
-        """Create the card for this title, or append a dated section to it.
+        """Append a dated section to the card of this title (or alias), anywhere in the
+        store, or create one. Returns (id, created).
 
-        Protected types are never appended to: a suffixed new card is made instead.
-        Returns (id, created).
+        Several cards of that title: refused, naming them. An agent never appends to a
+        protected card (callers make a proposal instead: store/proposals.py); a person may.
         """
         utf8(title, "title"), utf8(body, "body")
         protected = set(self.config["extract"]["protected_types"])
-        base = paths.id_for(title, card_type, project)
         for attempt in range(5):
-            cid = base
-            if self.exists(cid):
-                existing = self.read(cid)
-                if (existing.type or card_type) not in protected and card_type not in protected:
-                    today = date.today().isoformat()
-                    self.update_text(cid, lambda t: cardlib.append_section(t, today, body),
-                                     f"remember: {cid}", source=source, agent=agent,
-                                     session=session, lines=[f"{cid}  appended a {today} section"])
-                    return cid, False
-                n = 2
-                while self.exists(f"{cid}-{n}"):
-                    n += 1
-                cid = f"{cid}-{n}"
+            found = self.titled(title)
+            if len(found) > 1:
+                raise CardmemError(f"title {title!r}", f"{len(found)} cards have this title or "
+                                   f"alias ({', '.join(c for c, _ in found[:5])}); add to one "
+                                   "with `cardmem edit ID`, or choose another title")
+            if found:
+                cid, kind = found[0]
+                if agent and (kind in protected or card_type in protected):
+                    raise CardmemError(f"card {cid}", f"is a {kind or card_type} card an agent "
+                                       "may not change; it must be a proposal")
+                today = date.today().isoformat()
+                self.update_text(cid, lambda t: cardlib.append_section(t, today, body),
+                                 f"remember: {cid}", source=source, agent=agent,
+                                 session=session, lines=[f"{cid}  appended a {today} section"])
+                return cid, False
+            cid = base = paths.id_for(title, card_type, project)
+            if self.exists(base):
+                self.read(base)  # a broken card there: refuse (it names the problem), no -2
+            n = 2
+            while self.exists(cid):  # that id holds a card of another title
+                cid, n = f"{base}-{n}", n + 1
             try:
                 self.new(cid, title=title, card_type=card_type, project=project, body=body,
                          source=source, agent=agent, session=session)
@@ -215,6 +236,10 @@ class Store(StoreRoot):
                 raise CardmemError(f"commit {commit}",
                                    f"cannot be reverted cleanly ({exc.why}); nothing changed") from None
         return git.head(self.root) or ""
+
+
+def _title_key(title: str) -> str:
+    return " ".join(title.split()).casefold()
 
 
 def utf8(text: str, what: str) -> bytes:

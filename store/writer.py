@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from . import git, paths
+from .card import MAX_CARD_BYTES
 from .errors import CardmemError, StoreBusy
 
 LOCK_FILE = ".cardmem/write.lock"
@@ -173,6 +174,7 @@ def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", messa
         rels = list(changes)
         if not rels:
             return None
+        _refuse_oversized(changes)
         # From the first file replaced to the commit, .cardmem/writing names the paths:
         # the next writer (under this lock, where no write is live) cleans up after one
         # killed in between (recover). One small file instead of listing folders each time.
@@ -193,6 +195,16 @@ def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", messa
             rules_file.after_write(root, changes)  # the rules files hosts load: current at once
             triggers.after_write(root, changes)  # the PreToolUse hook's table: current too
         return sha
+
+
+def _refuse_oversized(changes: "Changes") -> None:
+    """Refuse a card over the size every reader skips, before anything is written: a card
+    no search, context or map would ever show is a silent loss, not a write."""
+    for rel, data in changes.items():
+        if rel.endswith(".md") and isinstance(data, bytes) and len(data) > MAX_CARD_BYTES:
+            raise CardmemError(f"card {rel[:-3]}", f"would be {len(data):,} bytes; the limit "
+                                                   f"is {MAX_CARD_BYTES:,} (readers skip "
+                                                   "larger cards); nothing written")
 
 
 def recover(root: Path) -> list[str]:

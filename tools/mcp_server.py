@@ -196,7 +196,11 @@ class CardTools:
         body, b_counts = redact_with_counts(body)
         redacted = {k: t_counts.get(k, 0) + b_counts.get(k, 0) for k in {*t_counts, *b_counts}}
         out: dict[str, Any]
-        if type in set(self.store.config["extract"]["protected_types"]):
+        protected = set(self.store.config["extract"]["protected_types"])
+        found = self.store.titled(title)
+        if len(found) == 1 and found[0][1] in protected:  # that title is a rule or user card
+            out = self._propose(title, body, found[0][1], project or None, target=found[0][0])
+        elif type in protected:
             out = self._propose(title, body, type, project or None)
         else:
             cid, created = self.store.remember(title, body, card_type=type,
@@ -208,13 +212,14 @@ class CardTools:
                 f"{sum(redacted.values())} secret(s) were redacted before saving")
         return out
 
-    def _propose(self, title: str, body: str, type: str, project: str | None) -> dict[str, Any]:
+    def _propose(self, title: str, body: str, type: str, project: str | None,
+                 target: str | None = None) -> dict[str, Any]:
         """A rule or user card from a model is a proposal: not in force until a person
         accepts it (a prompt injection must not set standing rules)."""
         from cardmem.store.proposals import propose_remember
 
         w = propose_remember(self.store, title, body, card_type=type, project=project,
-                             proposed_by="mcp", source="mcp")
+                             proposed_by="mcp", source="mcp", target=target)
         what = f"a change to {w.target}" if w.target else "a new card"
         return {"id": w.id, "created": w.created, "appended": not w.created, "proposed": True,
                 "note": f"{type} cards are protected: saved as a proposal ({what}), not in "

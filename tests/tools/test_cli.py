@@ -149,15 +149,23 @@ def test_remember_creates_appends_and_protects(root: Path) -> None:
     today = date.today().isoformat()
     assert f"## {today}\n\nThen check the dashboard.\n" in text
     assert text.index("Run make deploy.") < text.index("Then check the dashboard.")
-    # Protected types (feedback, user) are never appended to: a suffixed new card.
+    # A person's remember of a rule's title appends to that rule: no second copy beside it.
     cm("remember", "No Friday deploys", "--type", "feedback", "--body", "Rule one.", *s)
-    before = (root / "feedback" / "no-friday-deploys.md").read_bytes()
     out = cm("remember", "No Friday deploys", "--type", "feedback", "--body", "Rule two.", *s)
-    assert out.stdout == "created feedback/no-friday-deploys-2\n"
-    out = cm("remember", "No Friday deploys", "--type", "feedback", "--body", "Rule three.", *s)
-    assert out.stdout == "created feedback/no-friday-deploys-3\n"
-    assert (root / "feedback" / "no-friday-deploys.md").read_bytes() == before
-    assert "Rule three." in (root / "feedback" / "no-friday-deploys-3.md").read_text()
+    assert out.stdout == "appended to feedback/no-friday-deploys\n"
+    # The title is looked up across the store (and without case), not by a slug in one folder.
+    out = cm("remember", "no friday  DEPLOYS", "--body", "Rule three.", *s)
+    assert out.stdout == "appended to feedback/no-friday-deploys\n"
+    text = (root / "feedback" / "no-friday-deploys.md").read_text()
+    assert text.index("Rule one.") < text.index("Rule two.") < text.index("Rule three.")
+    assert not (root / "feedback" / "no-friday-deploys-2.md").exists()
+    # Two cards of one title: refused, naming both; nothing written.
+    cm("new", "reference/friday", "--title", "No Friday deploys", *s)
+    base = commits(root)
+    one_error_line(cm("remember", "No Friday deploys", "--body", "x", *s, ok=False),
+                   "2 cards have this title or alias (feedback/no-friday-deploys, "
+                   "reference/friday)")
+    assert commits(root) == base
     # A project card lands in its project's folder.
     out = cm("remember", "Local dev", "--project", "acme-api", "--body", "docker compose up", *s)
     assert out.stdout == "created projects/acme-api/local-dev\n"

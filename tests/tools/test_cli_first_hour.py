@@ -92,3 +92,63 @@ def test_the_store_is_found_from_the_current_folder_as_git_finds_its_repo(
     monkeypatch.chdir(root)
     monkeypatch.setenv("CARDMEM_STORE", str(tmp_path / "env"))
     assert cli("where")[1].strip() == str(tmp_path / "env")
+
+
+# --- 3. cards over the size every reader skips are refused ------------------------------
+
+@pytest.mark.parametrize("how", ["new", "remember", "append"])
+def test_a_card_over_the_size_limit_is_refused_before_anything_is_written(
+        tmp_path: Path, how: str) -> None:
+    root = tmp_path / "s"
+    assert cli("init", str(root))[0] == 0
+    s = ["--store", str(root)]
+    assert cli("remember", "Notes", "--body", "small", *s)[0] == 0
+    before = (root / "reference" / "notes.md").read_bytes()
+    head = git(root, "rev-parse", "HEAD")
+    big = "word " * 220_000  # 1.1 MB
+    args = {"new": ["new", "reference/big", "--body", big],
+            "remember": ["remember", "Big", "--body", big],
+            "append": ["remember", "Notes", "--body", big]}[how]
+    code, out, err = cli(*args, *s)
+    one_line(code, err, "bytes; the limit is 1,048,576", "nothing written")
+    assert git(root, "rev-parse", "HEAD") == head
+    assert git(root, "status", "--porcelain") == ""
+    assert (root / "reference" / "notes.md").read_bytes() == before
+    assert not (root / "reference" / "big.md").exists()
+
+
+# --- 4. remember finds the card of that title across the store --------------------------
+
+def test_remember_appends_to_the_card_of_that_title_wherever_it_is(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    assert cli("init", str(root))[0] == 0
+    s = ["--store", str(root)]
+    assert cli("new", "projects/acme-api/deploying", "--title", "Deploying acme-api",
+               "--body", "step 1", *s)[0] == 0
+    code, out, err = cli("remember", "Deploying acme-api", "--body", "step 2", *s)
+    assert (code, out) == (0, "appended to projects/acme-api/deploying\n"), err
+    assert not (root / "reference" / "deploying-acme-api.md").exists()
+    # an alias names the card too
+    (root / "reference").mkdir()
+    (root / "reference" / "ship.md").write_text("---\ntitle: Shipping\naliases: [release "
+                                                 "train]\n---\nweekly\n")
+    git(root, "add", "reference/ship.md")
+    assert cli("remember", "Release train", "--body", "on Tuesdays", *s)[1] == \
+        "appended to reference/ship\n"
+
+
+def test_an_agent_remembering_a_rules_title_files_a_proposal_to_change_that_rule(
+        tmp_path: Path) -> None:
+    from cardmem.store.store import Store
+    from cardmem.tools.mcp_server import CardTools
+
+    root = tmp_path / "s"
+    assert cli("init", str(root))[0] == 0
+    assert cli("new", "feedback/tests", "--title", "Run the tests with -x", "--body",
+               "Always -x.", "--store", str(root))[0] == 0
+    before = (root / "feedback" / "tests.md").read_bytes()
+    out = CardTools(Store.open(root)).remember("Run the tests with -x", "and -q too",
+                                               "reference")
+    assert out["proposed"] is True and "change to feedback/tests" in out["note"]
+    assert (root / "feedback" / "tests.md").read_bytes() == before
+    assert not (root / "reference" / "run-the-tests-with-x.md").exists()
