@@ -79,6 +79,20 @@ class Store(StoreRoot):
         except OSError as exc:
             raise CardmemError(str(path), f"unreadable: {exc.strerror or exc}") from None
 
+    def read_raw(self, card_id: str) -> tuple[str, str | None]:
+        """A card file's text whether or not it parses, and the parse problem (or None):
+        what `show` and `edit` need to let a person see and fix a broken card."""
+        try:
+            return self.read(card_id).text, None
+        except NotFound:
+            raise
+        except CardmemError as exc:
+            path = self.path(card_id)
+            try:
+                return path.read_bytes().decode(errors="replace"), exc.why
+            except OSError:
+                raise exc from None
+
     def scan(self) -> tuple[list[cardlib.Card], list[Problem]]:
         """Every readable card, and every file that could not be read as one."""
         cards: list[cardlib.Card] = []
@@ -203,7 +217,10 @@ class Store(StoreRoot):
                 return cid, False
             cid = base = paths.id_for(title, card_type, project)
             if self.exists(base):
-                self.read(base)  # a broken card there: refuse (it names the problem), no -2
+                # A broken card there: refused (read names the problem). One of this title,
+                # made by another writer since our lookup: look again, and append to it.
+                if _title_key(self.read(base).title) == _title_key(title):
+                    continue
             n = 2
             while self.exists(cid):  # that id holds a card of another title
                 cid, n = f"{base}-{n}", n + 1

@@ -262,7 +262,18 @@ def remember(title: str, card_type: str, project: str | None, body: str | None, 
 @store_option
 def show(card_id: str, as_json: bool, store_path: Path | None) -> None:
     """The card, whole."""
+    from cardmem.store import paths
+
     store = open_store(store_path)
+    text, problem = store.read_raw(card_id)
+    if problem is not None:  # a broken card is shown as it is, the reason on stderr
+        click.echo(f"cardmem: {store.path(card_id)}: {problem}", err=True)
+        if as_json:
+            emit_json({"id": paths.normalize_id(card_id), "path": str(store.path(card_id)),
+                       "text": text, "error": problem})
+        else:
+            click.echo(text, nl=not text.endswith("\n"))
+        return
     card = store.read(card_id)
     if as_json:
         emit_json({**card.brief(), "path": str(card.path), "meta": card.meta,
@@ -289,7 +300,10 @@ def map_(as_json: bool, store_path: Path | None) -> None:
     store = open_store(store_path)
     cards, problems = store.map()
     if as_json:
-        emit_json(cards)
+        emit_json(cards + [{"id": p.id, "type": None, "title": None, "description": None,
+                            "path": p.path, "error": p.reason} for p in problems])
+    elif not cards and not problems:
+        click.echo("no cards yet: `cardmem remember TITLE --body TEXT` makes one")
     else:
         for c in cards:
             desc = f" — {c['description']}" if c["description"] else ""

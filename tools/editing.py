@@ -6,6 +6,7 @@ import shlex
 import subprocess
 
 from cardmem.store import card as cardlib
+from cardmem.store import paths
 from cardmem.store.errors import CardmemError
 from cardmem.store.store import Store
 from cardmem.store.writer import Message
@@ -14,7 +15,8 @@ from cardmem.store.writer import Message
 def edit_card(store: Store, card_id: str) -> str:
     """Open the card in $VISUAL/$EDITOR; commit it if it changed and still parses."""
     path = store.path(card_id)
-    cid = store.read(card_id).id  # refuses a missing or broken card before the editor opens
+    cid = paths.normalize_id(card_id)
+    store.read_raw(cid)  # refuses a missing card; a broken one opens, to be fixed
     before = path.read_bytes()
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     proc = subprocess.run([*shlex.split(editor), str(path)])

@@ -165,7 +165,10 @@ def test_map_cli_lists_malformed_cards_with_path_and_reason(store) -> None:
     assert proc.returncode == 0, proc.stderr
     import json
 
-    assert [c["id"] for c in json.loads(proc.stdout)] == ["reference/good"]
+    rows = json.loads(proc.stdout)
+    assert [c["id"] for c in rows if "error" not in c] == ["reference/good"]
+    errors = {c["id"]: c["error"] for c in rows if "error" in c}
+    assert set(errors) == set(MALFORMED)
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == len(MALFORMED)
     for cid, (_, reason) in MALFORMED.items():

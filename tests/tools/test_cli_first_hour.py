@@ -152,3 +152,48 @@ def test_an_agent_remembering_a_rules_title_files_a_proposal_to_change_that_rule
     assert out["proposed"] is True and "change to feedback/tests" in out["note"]
     assert (root / "feedback" / "tests.md").read_bytes() == before
     assert not (root / "reference" / "run-the-tests-with-x.md").exists()
+
+
+# --- 5. a broken card can be seen and fixed ------------------------------------------------
+
+BROKEN = "---\ntitle: [unclosed\n---\nthe body\n"
+
+
+def _broken_store(tmp_path: Path) -> Path:
+    root = tmp_path / "s"
+    assert cli("init", str(root))[0] == 0
+    (root / "reference").mkdir()
+    (root / "reference" / "bad.md").write_text(BROKEN)
+    return root
+
+
+def test_show_prints_a_broken_card_raw_and_the_problem_on_stderr(tmp_path: Path) -> None:
+    root = _broken_store(tmp_path)
+    code, out, err = cli("show", "reference/bad", "--store", str(root))
+    assert (code, out) == (0, BROKEN)
+    assert "bad YAML frontmatter" in err and err.count("\n") == 1
+    data = json.loads(cli("show", "reference/bad", "--json", "--store", str(root))[1])
+    assert data["text"] == BROKEN and "bad YAML" in data["error"]
+
+
+def test_edit_opens_a_broken_card_and_commits_it_once_it_parses(tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    root = _broken_store(tmp_path)
+    fixer = tmp_path / "fix.sh"
+    fixer.write_text("#!/bin/sh\nprintf -- '---\\ntitle: Fixed\\n---\\nthe body\\n' > \"$1\"\n")
+    fixer.chmod(0o755)
+    monkeypatch.setenv("EDITOR", str(fixer))
+    code, out, err = cli("edit", "reference/bad", "--store", str(root))
+    assert (code, out) == (0, "committed reference/bad\n"), err
+    assert git(root, "log", "-1", "--format=%s") .strip() == "edit: reference/bad"
+
+
+def test_map_json_lists_a_broken_card_with_its_error_and_an_empty_store_says_so(
+        tmp_path: Path) -> None:
+    root = _broken_store(tmp_path)
+    rows = json.loads(cli("map", "--json", "--store", str(root))[1])
+    assert [(r["id"], "bad YAML" in r["error"]) for r in rows] == [("reference/bad", True)]
+    empty = tmp_path / "e"
+    assert cli("init", str(empty))[0] == 0
+    assert cli("map", "--store", str(empty))[1].startswith("no cards yet")
+    assert cli("map", "--json", "--store", str(empty))[1].strip() == "[]"
