@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .paths import type_from_id
+from .paths import project_key, project_of_id, type_from_id
 
 MAX_CARD_BYTES = 1024 * 1024
 BOOL_TAG = "tag:yaml.org,2002:bool"
@@ -75,8 +75,8 @@ class Card:
 
     @property
     def project(self) -> str | None:
-        p = self.meta.get("project")
-        return str(p) if p not in (None, "") else None
+        """The project key (paths.project_key): the frontmatter's, else the folder's."""
+        return project_key(self.meta.get("project")) or project_of_id(self.id)
 
     @property
     def status(self) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,6 +119,8 @@ def commit_paths(root: Path, paths: list[str], message: str, *,
         proc = call(root, ["-c", "user.useConfigOnly=true", *args], message, None)
         if proc.returncode != 0 and (env := identity_env(root)):
             proc = call(root, args, message, env)
+            if proc.returncode == 0:
+                _warn_fallback_once(root, env)
     if proc.returncode != 0 and _LOCK_EXISTS.search(proc.stderr):
         raise error("commit", proc)
     return proc
@@ -153,6 +156,22 @@ def call(root: Path, args: list[str], input: str | None = None,
         if proc.returncode == 0 or not _LOCK_EXISTS.search(err) or time.monotonic() > deadline:
             return done
         time.sleep(0.05)
+
+
+def _warn_fallback_once(root: Path, env: dict[str, str]) -> None:
+    """Say once per store (a marker in .cardmem/) that a person's commit went out under
+    cardmem's fallback name; `cardmem doctor` keeps flagging it (tools/doctor.py)."""
+    marker = root / ".cardmem" / "identity-fallback-warned"
+    if marker.exists():
+        return
+    try:
+        marker.write_text("")
+    except OSError:
+        return
+    who = f"{env.get('GIT_AUTHOR_NAME', FALLBACK_NAME)} <{env.get('GIT_AUTHOR_EMAIL', FALLBACK_EMAIL)}>"
+    print(f"cardmem: git identity: none is set, so your commits say {who}; set it with "
+          "`git config --global user.name NAME` and `git config --global user.email EMAIL`",
+          file=sys.stderr)
 
 
 def identity_env(root: Path) -> dict[str, str]:

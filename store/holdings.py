@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
+from .paths import project_key
 from .status import INACTIVE, PROPOSED, is_active, status_of  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:  # the pile's path never imports the card parser (YAML) or the writer
@@ -26,7 +27,7 @@ def active_rules(cards: Iterable[Any]) -> list[Any]:
 
 
 def in_project(card: Any, project: str) -> bool:
-    return card.project == project or card.id.startswith(f"projects/{project}/")
+    return card.project == project_key(project)  # Card.project is the key, folder included
 
 
 class Entry:
@@ -144,6 +145,7 @@ def holdings(store: Store, project: str | None, want_titles: Iterable[str] = ())
     index is empty is indexed once, in full.
     """
     want = list(want_titles)
+    project = project_key(project)  # "Acme API" and acme-api are one project
     fast = _from_summary(store, project, want)
     if fast is not None:
         return fast

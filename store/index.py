@@ -30,9 +30,9 @@ TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable, Iterator
 
-from .paths import NOT_CARDS, is_card_name, target_problem
+from .paths import NOT_CARDS, is_card_name, project_key, project_of_id, target_problem
 
-SCHEMA = 4
+SCHEMA = 5  # 5: the project column holds the project key (paths.project_key)
 DB_NAME = "index.sqlite"
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 COLUMNS = ("title", "aliases", "tags", "description", "body", "extra")
@@ -188,11 +188,11 @@ def _text_row(cardlib: Any, fastmeta: Any, text: str, cid: str
     if title.__class__ is str and kind.__class__ is str:
         title, kind = title.strip(), kind.strip()
         if title and kind:
-            return _fields(meta, title, kind, text[span[2]:])
+            return _fields(meta, title, kind, text[span[2]:], cid)
     return _row(cardlib.from_meta(cid, meta, text, span[2], None))
 
 
-def _fields(meta: dict[str, Any], title: str, kind: str | None, body: str
+def _fields(meta: dict[str, Any], title: str, kind: str | None, body: str, cid: str
             ) -> tuple[tuple[Any, ...], tuple[str, ...]]:
     """The Card properties (aliases, tags, description, project, status) computed
     straight from the frontmatter: a cold index runs this 10k times."""
@@ -205,9 +205,7 @@ def _fields(meta: dict[str, Any], title: str, kind: str | None, body: str
         description = "" if description is None else str(description)
     status = get("status")
     status = ("" if status is None else str(status)) or "active"
-    project = get("project")
-    if project is not None:
-        project = str(project) if project != "" else None
+    project = project_key(get("project")) or project_of_id(cid)
     meta_cols = (kind, title, aliases, tags, project, status.strip().lower(), description)
     return meta_cols, (title, aliases, tags, description, body, extra)
 

@@ -38,6 +38,17 @@ def require_store(root: Path) -> Path:
     return root
 
 
+def require_card_store(root: Path) -> Path:
+    """require_store, and a cardmem.toml: before a card is written. Writing cards into an
+    empty clone (and `sync` pushing a new unrelated branch) is never what was meant;
+    `init` adopts the repository's notes and makes it a store. (A base need not be one.)"""
+    require_store(root)
+    if not (root / "cardmem.toml").is_file():
+        raise CardmemError(f"store {root}", "is a git repository but no cardmem store (no "
+                                            f"cardmem.toml); run `cardmem init {root}`")
+    return root
+
+
 def id_of_path(rel: str) -> str | None:
     """The card id of a path relative to the store ("a/b.md" -> "a/b"), or None for what
     a walk of the store does not take for a card: not `.md`, a hidden file or folder on
@@ -154,6 +165,18 @@ def id_for(title: str, card_type: str, project: str | None = None) -> str:
     if project:
         return f"projects/{slugify(project)}/{slugify(title)}"
     return f"{TYPE_FOLDERS.get(card_type, 'reference')}/{slugify(title)}"
+
+
+def project_key(name: str | None) -> str | None:
+    """The one key a project goes by everywhere: its folder's name under projects/, the
+    slug of what a person calls it ("Acme API" and "acme_api" are both `acme-api`)."""
+    return slugify(str(name)) if name not in (None, "") else None
+
+
+def project_of_id(card_id: str) -> str | None:
+    """`acme-api` for `projects/acme-api/deploy`; None for a card outside projects/."""
+    parts = card_id.split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "projects" else None
 
 
 def type_from_id(card_id: str) -> str | None:

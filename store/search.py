@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 from .index import COLUMNS, TOKENIZE, WEIGHTS, Index
 from .status import INACTIVE
 from . import porter
+from .paths import project_key
 
 STOPWORDS = frozenset("""a an and are as at be but by do does did for from how i if in into is
 it its me my of on or our so that the their them then there these this to was we were what
@@ -378,7 +379,7 @@ def _filters(card_type: str | None, project: str | None) -> tuple[str, list[Any]
         args.append(card_type)
     if project:
         sql += " AND c.project = ?"
-        args.append(project)
+        args.append(project_key(project))
     return sql, args
 
 

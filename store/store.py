@@ -144,7 +144,7 @@ class Store(StoreRoot):
         if description:
             fields["description"] = description
         if project:
-            fields["project"] = project
+            fields["project"] = paths.project_key(project)
         fields["created"] = date.today()  # a date object dumps unquoted
         fields.update(meta or {})
         if agent and card_type in self.config["extract"]["protected_types"] \
@@ -188,7 +188,7 @@ class Store(StoreRoot):
         return sorted((cid, kind) for cid, kind, t, aliases in rows
                       if key == _title_key(t) or key in map(_title_key, aliases.splitlines()))
 
-    def remember(self, title: str, body: str, *, card_type: str = "reference",
+    def remember(self, title: str, body: str, *, card_type: str | None = None,
                  project: str | None = None, source: str = "cli", agent: bool = False,
                  session: str | None = None) -> tuple[str, bool]:
         """Append a dated section to the card of this title (or alias), anywhere in the
@@ -199,6 +199,8 @@ class Store(StoreRoot):
         """
         utf8(title, "title"), utf8(body, "body")
         protected = set(self.config["extract"]["protected_types"])
+        if card_type in (None, "reference"):  # a card in a project's folder is a project card
+            card_type = "project" if project else "reference"
         for attempt in range(5):
             found = self.titled(title)
             if len(found) > 1:

@@ -165,7 +165,7 @@ def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", messa
     card's current text never loses another writer's lines, and it may raise to refuse.
     Returns the new commit's sha, or None when nothing differs from HEAD.
     """
-    paths.require_store(root)  # before write_lock makes .cardmem/ in a non-store
+    paths.require_card_store(root)  # before write_lock makes .cardmem/ in a non-store
     with write_lock(root, lock_timeout_s):
         check_writable(root)
         recover(root)

@@ -236,9 +236,9 @@ def new(card_id: str, title: str | None, card_type: str | None, project: str | N
 
 @cli.command()
 @click.argument("title")
-@click.option("--type", "card_type", type=click.Choice(TYPES), default="reference",
-              show_default=True)
-@click.option("--project")
+@click.option("--type", "card_type", type=click.Choice(TYPES),
+              help="The card's type: project with --project, else reference by default.")
+@click.option("--project", help="The project it belongs to (its folder under projects/).")
 @click.option("--body", help="The text to remember, or - to read it from standard input.")
 @redact_option
 @store_option

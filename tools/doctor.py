@@ -37,6 +37,16 @@ def check_repo(store: Store) -> list[tuple[bool, str]]:
     return out
 
 
+def check_identity(store: Store) -> list[tuple[bool | None, str]]:
+    """A person's commits need a git identity; without one they go out as cardmem's
+    (a warning: the store works, but `git log` cannot tell its people apart)."""
+    if git.identity_env(store.root):
+        return [(None, f"git has no user.name/user.email here: your commits say "
+                        f"{git.FALLBACK_NAME} <{git.FALLBACK_EMAIL}>; set them with "
+                        "`git config --global user.name NAME` (and user.email)")]
+    return [(True, "git identity: set")]
+
+
 def check_interrupted(store: Store) -> list[tuple[bool, str]]:
     """A writer killed between `git add` and its commit: unstage what it left staged
     (the writer's own recovery, run now rather than at the next write)."""
@@ -180,8 +190,8 @@ def check_secrets(store: Store) -> list[tuple[bool, str]]:
                     "remove it, rotate it (git history keeps it)") for cid, kinds in found]
 
 
-CHECKS: list[Check] = [check_repo, check_config, check_cards, check_secrets, check_index,
-                       check_backlog, check_model]
+CHECKS: list[Check] = [check_repo, check_identity, check_config, check_cards, check_secrets,
+                       check_index, check_backlog, check_model]
 
 
 def run_checks(store: Store) -> list[tuple[bool, str]]:
@@ -203,11 +213,13 @@ def run_checks(store: Store) -> list[tuple[bool, str]]:
 def doctor(store_path: Path | None, as_json: bool) -> None:
     """Check the store, settings, cards and index; say what is wrong."""
     results = run_checks(open_store(store_path))
+    # ok is True, False (a problem: exit 1) or None (a warning: worth a look, no failure)
     if as_json:
-        emit_json([{"ok": ok, "message": msg} for ok, msg in results])
+        emit_json([{"ok": ok is not False, "message": msg, **({"warning": True} if ok is None
+                                                              else {})} for ok, msg in results])
     else:
         for ok, msg in results:
-            click.echo(f"{'ok     ' if ok else 'PROBLEM'}  {msg}")
-    bad = sum(1 for ok, _ in results if not ok)
+            click.echo(f"{'ok     ' if ok else 'warning' if ok is None else 'PROBLEM'}  {msg}")
+    bad = sum(1 for ok, _ in results if ok is False)
     if bad:
         raise click.exceptions.Exit(1)

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from ..holdings import Holdings, active_rules, holdings
-from ..paths import project_signals_id
+from ..paths import project_key, project_signals_id
 from .pile import (LESSON_LINES, MAP_RECENT_TITLES, MAP_SHARE,
                    PROJECT_SHARE, RECENT_SHARE, USER_SHARE, Pile, _add_cards,
                    _add_delivered_rules, _add_rules, _budget, _Builder, _footer,
@@ -54,15 +54,16 @@ def _git_toplevel(folder: Path) -> Path | None:
 
 def project_for(store: Store, cwd: str | os.PathLike[str] | None) -> str | None:
     """The project a working directory belongs to: its git top-level folder's name
-    (else the folder's own name), mapped through `[projects]` in cardmem.toml."""
+    (else the folder's own name), mapped through `[projects]` in cardmem.toml, as its
+    key (paths.project_key: the folder name cards of it live under projects/)."""
     if not cwd:
         return None
     folder = _git_toplevel(Path(cwd)) or Path(cwd)
     mapping = store.config.get("projects", {})
     for key in (str(folder), folder.name):
         if key in mapping:
-            return mapping[key]
-    return folder.name or None
+            return project_key(mapping[key])
+    return project_key(folder.name)
 
 
 def _lessons(card: Card) -> str:
@@ -92,8 +93,7 @@ def session_context(store: Store, project: str | None = None, cwd: str | None = 
     its share), so a thousand rules never crowd out the user, the project or the map.
     """
     budget = _budget(store, budget)
-    if project is None:
-        project = project_for(store, cwd)
+    project = project_key(project) if project is not None else project_for(store, cwd)
     commits = _recent(store)
     recent_ids = _recent_ids(commits)
     h = holdings(store, project, recent_ids)

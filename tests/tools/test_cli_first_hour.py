@@ -197,3 +197,58 @@ def test_map_json_lists_a_broken_card_with_its_error_and_an_empty_store_says_so(
     assert cli("init", str(empty))[0] == 0
     assert cli("map", "--store", str(empty))[1].startswith("no cards yet")
     assert cli("map", "--json", "--store", str(empty))[1].strip() == "[]"
+
+
+# --- 6. one project key everywhere ---------------------------------------------------------
+
+def test_a_project_named_by_its_display_name_is_the_folders_project(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    assert cli("init", str(root))[0] == 0
+    s = ["--store", str(root)]
+    assert cli("remember", "Local dev", "--project", "Acme API", "--body", "docker compose up",
+               *s)[1] == "created projects/acme-api/local-dev\n"
+    assert cli("new", "projects/acme-api/deploy", "--body", "docker push", *s)[0] == 0
+    text = (root / "projects" / "acme-api" / "local-dev.md").read_text()
+    assert "type: project\n" in text and "project: acme-api\n" in text
+    for name in ("Acme API", "acme-api"):
+        found = json.loads(cli("search", "docker", "--project", name, "--json", *s)[1])
+        ids = sorted(r["id"] for r in (found["results"] if isinstance(found, dict) else found))
+        assert ids == ["projects/acme-api/deploy", "projects/acme-api/local-dev"], (name, ids)
+        context = cli("context", "--project", name, *s)[1]
+        assert "docker push" in context and "docker compose up" in context, name
+
+
+# --- 7. no writes into what is no store; a missing git identity is said -----------------
+
+def test_writes_into_an_empty_clone_are_refused_with_the_next_step(tmp_path: Path) -> None:
+    bare, clone = tmp_path / "bare", tmp_path / "clone"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    subprocess.run(["git", "clone", "-q", str(bare), str(clone)], check=True,
+                   capture_output=True)
+    code, out, err = cli("new", "reference/a", "--body", "x", "--store", str(clone))
+    one_line(code, err, "no cardmem.toml", f"cardmem init {clone}")
+    assert sorted(p.name for p in clone.iterdir()) == [".git"]
+    assert cli("init", str(clone))[0] == 0
+    assert cli("new", "reference/a", "--body", "x", "--store", str(clone))[0] == 0
+
+
+def test_no_git_identity_is_said_once_and_flagged_by_doctor(tmp_path: Path,
+                                                              monkeypatch) -> None:
+    for k in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
+              "GIT_COMMITTER_EMAIL"):
+        monkeypatch.delenv(k, raising=False)
+    root = tmp_path / "s"
+    assert cli("init", str(root))[0] == 0
+    s = ["--store", str(root)]
+    code, out, err = cli("new", "reference/a", "--body", "x", *s)
+    assert code == 0 and "git identity: none is set" in err and "cardmem@localhost" in err
+    assert "git identity" not in cli("new", "reference/b", "--body", "y", *s)[2]
+    code, out, err = cli("doctor", *s)
+    line = next(ln for ln in out.splitlines() if "user.name" in ln)
+    assert line.startswith("warning") and "cardmem <cardmem@localhost>" in line
+    # with an identity, nothing is said
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Ann")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "ann@example.com")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Ann")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "ann@example.com")
+    assert "git identity: set" in cli("doctor", *s)[1]

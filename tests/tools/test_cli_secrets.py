@@ -14,9 +14,15 @@ TOKEN = "ghp_" + "A1b2C3d4E5" * 4
 PASSWORD_LINE = "DB_PASSWORD=Zq8vL2mN4pR7xW"
 
 
+# A person with a git identity: a fresh machine's one-time identity warning is not what
+# these tests are about (test_cli_first_hour.py tests it).
+PERSON = {"GIT_AUTHOR_NAME": "Tess", "GIT_AUTHOR_EMAIL": "tess@example.com",
+          "GIT_COMMITTER_NAME": "Tess", "GIT_COMMITTER_EMAIL": "tess@example.com"}
+
+
 def run(store, *args: str, env: dict[str, str] | None = None):
-    return CliRunner().invoke(cli, [*args, "--store", str(store.root)], env=env or {},
-                              catch_exceptions=False)
+    return CliRunner().invoke(cli, [*args, "--store", str(store.root)],
+                              env={**PERSON, **(env or {})}, catch_exceptions=False)
 
 
 def card_text(store, cid: str) -> str:
