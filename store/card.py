@@ -347,6 +347,12 @@ def _headings(text: str) -> list[tuple[int, int, str, int]]:
     return out
 
 
+def headings(text: str) -> list[tuple[int, int, str, int]]:
+    """(line index, level, heading text, char offset) of the body's headings outside code
+    fences: where a Markdown document divides (an importer splits a CLAUDE.md there)."""
+    return _headings(text)
+
+
 def _section_end(text: str, title: str) -> int | None:
     """Offset just past the last non-blank line of the `## <title>` section, if present."""
     heads = _headings(text)

@@ -214,11 +214,16 @@ def rule_lines(store: Store) -> dict[str, list[str]]:
     return out
 
 
+def rule_title(rule: str) -> str:
+    """A rule's title: the rule itself, cut at a word to RULE_TITLE_CHARS with `...`."""
+    return rule if len(rule) <= RULE_TITLE_CHARS else \
+        rule[:RULE_TITLE_CHARS - 3].rsplit(" ", 1)[0] + "..."
+
+
 def rule_card(store: Store, rule: str, proposed_by: str,
               taken: Iterable[str] = ()) -> tuple[str, str]:
     """(id, text) of a new proposal for an extracted rule, at a free id under feedback/."""
-    title = rule if len(rule) <= RULE_TITLE_CHARS else \
-        rule[:RULE_TITLE_CHARS - 3].rsplit(" ", 1)[0] + "..."
+    title = rule_title(rule)
     cid = free_id(store, f"{RULE_FOLDER}/{paths.slugify(title)}", taken)
     meta = {"title": title, "type": "feedback", "status": PROPOSED, "proposed_by": proposed_by,
             "created": date.today()}

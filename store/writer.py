@@ -110,6 +110,7 @@ class Message:
     lines: list[str] = field(default_factory=list)
     source: str = "cli"
     session: str | None = None
+    trailers: dict[str, str] = field(default_factory=dict)  # more `Cardmem-*: value` lines
 
     def text(self) -> str:
         parts = [self.subject.strip()]
@@ -118,6 +119,7 @@ class Message:
         trailers = [f"Cardmem-Source: {self.source}"]
         if self.session:
             trailers.append(f"Cardmem-Session: {self.session}")
+        trailers += [f"{k}: {v}" for k, v in self.trailers.items()]
         parts.append("\n".join(trailers))
         return "\n\n".join(parts) + "\n"
 

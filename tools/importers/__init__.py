@@ -1,0 +1,136 @@
+"""Bring memory kept by another tool into a store: `cardmem import KIND PATH`.
+
+One module per kind reads its source into drafts (model.py); plan.py decides what
+they change in the store; `run` redacts secrets, makes the plan under the write lock
+and commits it as one commit with the person's identity, `Cardmem-Source: import` and
+a `Cardmem-Import: <kind> <where>` trailer naming the source.
+"""
+from __future__ import annotations
+
+import importlib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cardmem.store.errors import CardmemError
+from cardmem.store.paths import project_key
+from cardmem.store.store import Store
+from cardmem.store.writer import Message
+
+from .model import Draft, Parsed, Skipped, shown
+from .plan import Outcome, Plan, make
+
+# kind -> its module (loaded when used)
+KINDS = {"claude-md": "claude_md", "claude-memory": "claude_memory",
+         "basic-memory": "basic_memory", "mcp-memory": "mcp_memory"}
+
+
+@dataclass
+class Report:
+    kind: str
+    source: str
+    project: str | None
+    dry_run: bool
+    outcomes: list[Outcome] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    unresolved: list[str] = field(default_factory=list)
+    secrets: dict[str, int] = field(default_factory=dict)
+    kept_secrets: bool = False
+    commit: str | None = None
+
+    def count(self, action: str) -> int:
+        return sum(o.action == action for o in self.outcomes)
+
+    @property
+    def exit_code(self) -> int:
+        """1 when any input was skipped (the rest is imported), else 0."""
+        return 1 if self.skipped else 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "source": self.source, "project": self.project,
+                "dry_run": self.dry_run, "commit": self.commit,
+                "cards": [o.as_dict() for o in self.outcomes],
+                "skipped": [s.as_dict() for s in self.skipped],
+                "unresolved_links": self.unresolved,
+                "secrets": {"redacted": not self.kept_secrets, "kinds": self.secrets}}
+
+
+def parse(kind: str, path: Path, project: str | None) -> tuple[Parsed, str | None]:
+    """The drafts of a source, and the project they were scoped to."""
+    if kind not in KINDS:
+        raise CardmemError(f"import KIND {kind!r}", f"is none of {', '.join(KINDS)}")
+    if not path.exists():
+        raise CardmemError(f"import {kind} PATH", f"{path}: no such file or folder")
+    module = importlib.import_module(f"{__name__}.{KINDS[kind]}")
+    if project is not None:
+        project = project_key(project)
+    elif hasattr(module, "guess_project"):
+        project = module.guess_project(path)
+    return module.parse(path.absolute(), project), project
+
+
+def redact_drafts(drafts: list[Draft]) -> dict[str, int]:
+    """Replace secrets in every draft's text by markers; how many of each kind."""
+    from cardmem.tools.redact import redact_with_counts
+
+    kinds: Counter[str] = Counter()
+
+    def clean(text: str) -> str:
+        out, counts = redact_with_counts(text)
+        kinds.update(counts)
+        return out
+
+    for d in drafts:
+        d.title, d.body = clean(d.title), clean(d.body)
+        d.description = clean(d.description) if d.description else d.description
+        d.aliases = [clean(a) for a in d.aliases]
+        d.tags = [clean(t) for t in d.tags]
+    return dict(kinds)
+
+
+def secret_kinds(drafts: list[Draft]) -> dict[str, int]:
+    from cardmem.tools.redact import secret_kinds as kinds_in
+
+    total: Counter[str] = Counter()
+    for d in drafts:
+        for text in (d.title, d.body, d.description or "", *d.aliases, *d.tags):
+            total.update(kinds_in(text))
+    return dict(total)
+
+
+def run(store: Store, kind: str, path: str | Path, *, project: str | None = None,
+        dry_run: bool = False, keep_secrets: bool = False,
+        as_proposals: bool = False) -> Report:
+    """Import one source: one commit (none for a dry run, or when nothing changes)."""
+    given = Path(path).expanduser()
+    parsed, project = parse(kind, given, project)
+    where = shown(parsed.origin or given.absolute())
+    report = Report(kind, where, project, dry_run, skipped=parsed.skipped,
+                    unresolved=parsed.unresolved, kept_secrets=keep_secrets)
+    if keep_secrets:
+        report.secrets = secret_kinds(parsed.drafts)
+    else:
+        report.secrets = redact_drafts(parsed.drafts)
+    if not parsed.drafts:
+        return report
+    if dry_run:
+        report.outcomes = make(store, kind, where, parsed.drafts,
+                               as_proposals=as_proposals).outcomes
+        return report
+    msg = Message(f"import: {kind} {where}", [], "import", trailers={"Cardmem-Import":
+                                                                     f"{kind} {where}"})
+    done: list[Plan] = []
+
+    def compute() -> dict[str, bytes | None]:
+        done.clear()
+        plan = make(store, kind, where, parsed.drafts, as_proposals=as_proposals)
+        done.append(plan)
+        n = len(plan.changes)
+        msg.subject = f"import: {n} card{'s' if n != 1 else ''} from {kind} {where}"
+        msg.lines = plan.lines()
+        return plan.changes
+
+    report.commit = store.commit(compute, msg, agent=False)
+    report.outcomes = done[0].outcomes if done else []
+    return report
