@@ -1,0 +1,171 @@
+"""`cardmem import` of each kind, from fixtures written to each tool's documented format,
+and the round trip: imported cards are found by search and sit in the session context
+as their types imply. CLI in-process (CliRunner)."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from gitremote import cli
+from importkit import PATHS, cards, commits, copy_fixtures, git, with_person
+
+from cardmem.store.context import session_context
+from cardmem.store.maintain.links import find as broken_links
+from cardmem.store.maintain.survey import Survey
+from cardmem.tools.importers.claude_memory import guess_project
+
+
+@pytest.fixture
+def person(store):
+    return with_person(store)
+
+
+@pytest.fixture
+def src(tmp_path):
+    return copy_fixtures(tmp_path)
+
+
+def imp(store, kind: str, path, *args: str) -> tuple[int, str, str]:
+    return cli("import", kind, str(path), "--store", str(store.root), *args)
+
+
+def test_help_ends_with_an_example() -> None:
+    code, out, _ = cli("import", "--help")
+    assert code == 0
+    tail = out.rstrip().splitlines()
+    assert tail[-5].strip() == "Example:" and tail[-1].strip().startswith("cardmem import")
+
+
+def test_claude_md_splits_at_headings_rules_become_feedback_cards(person, src) -> None:
+    code, out, err = imp(person, "claude-md", src / PATHS["claude-md"], "--project", "Acme API")
+    assert code == 0, err
+    got = cards(person)
+    rules = {c.title: c for c in got.values() if c.type == "feedback"}
+    assert len(rules) == 7  # 4 under "Code style", 3 under "Testing rules"
+    sql = next(c for t, c in rules.items() if t.startswith("Keep SQL in"))
+    assert sql.body == ("\nKeep SQL in `acme/db/queries/*.sql`, loaded by name;\n"
+                        "  no string-built SQL anywhere\n")  # the item verbatim, bullet off
+    assert sql.description == "Code style" and sql.project == "acme-api"
+    assert "Don't mock the database: use the `pg` fixture, it runs in a transaction" in rules
+    others = {c.title: c for c in got.values() if c.type != "feedback"}
+    assert set(others) == {"Acme API", "Commands", "Architecture", "Deploy runbook"}
+    assert all(c.type == "project" and c.id.startswith("projects/acme-api/")
+               for c in others.values())
+    assert "### Background jobs\n\nInvoices are rendered" in others["Architecture"].body
+    assert others["Acme API"].body.strip().startswith("Billing and invoicing service")
+    # one commit, the person's, naming the source; every card says where it came from
+    assert commits(person) == 2
+    log = git(person.root, "log", "-1", "--format=%an <%ae>%n%B")
+    assert log.startswith("Tess Tester <tess@example.com>\nimport: 11 cards from claude-md")
+    assert "Cardmem-Source: import\nCardmem-Import: claude-md " in log
+    assert all(str(c.meta["source"]).startswith("claude-md:") and
+               str(c.meta["source"]).endswith(tuple("abcdefghijklmnopqrstuvwxyz")) for c in
+               got.values())
+    assert "11 created" in out and "(project acme-api)" in out
+
+
+def test_claude_md_of_the_user_is_global(person, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    home = tmp_path / "home" / ".claude"
+    home.mkdir(parents=True)
+    (home / "CLAUDE.md").write_text("## Preferences\n\n- Always answer in British English\n"
+                                    "- Never use emoji in commit messages\n")
+    code, _, err = imp(person, "claude-md", home / "CLAUDE.md")
+    assert code == 0, err
+    assert sorted(cards(person)) == ["feedback/always-answer-in-british-english",
+                                     "feedback/never-use-emoji-in-commit-messages"]
+
+
+def test_claude_memory_topics_become_cards_described_by_the_index(person, src) -> None:
+    code, out, err = imp(person, "claude-memory", src / PATHS["claude-memory"],
+                         "--project", "acme-api")
+    assert code == 0, err
+    got = {c.title: c for c in cards(person).values()}
+    assert set(got) == {"Testing with pytest -x", "Tess's role", "Release freeze",
+                        "Grafana dashboards", "Debugging notes", "Auto memory of acme-api"}
+    assert got["Tess's role"].id == "user/tess-s-role" and got["Tess's role"].type == "user"
+    rule = got["Testing with pytest -x"]
+    assert (rule.type, rule.project) == ("feedback", "acme-api")
+    # the index's one-line entry is the description (over the file's own)
+    assert rule.description == "run pytest with -x, the integration suite takes 9 minutes"
+    assert "**Why:** the integration suite" in rule.body
+    debug = got["Debugging notes"]  # a topic file without frontmatter
+    assert debug.type == "project" and debug.description == \
+        "flaky DNS in CI, Celery visibility timeout"
+    assert debug.body.lstrip().startswith("# Debugging notes\n\n## Flaky DNS test in CI")
+    notes = got["Auto memory of acme-api"].body
+    assert "refreshed from production every Monday" in notes and "[Grafana" not in notes
+
+
+def test_claude_memory_project_from_the_folder_name(tmp_path) -> None:
+    repo = tmp_path / "src" / "acme-api"
+    repo.mkdir(parents=True)
+    name = "-" + str(repo).strip("/").replace("/", "-").replace("_", "-").replace(".", "-")
+    memory = tmp_path / "claude" / name / "memory"
+    memory.mkdir(parents=True)
+    assert guess_project(memory) == "acme-api"  # found again on this machine
+    assert guess_project(tmp_path / "x" / "-home-tess-src-billing" / "memory") == "src-billing"
+
+
+def test_basic_memory_notes_keep_title_tags_permalink_and_links_resolve(person, src) -> None:
+    code, out, err = imp(person, "basic-memory", src / PATHS["basic-memory"])
+    assert code == 0, err
+    got = {c.title: c for c in cards(person).values()}
+    assert set(got) == {"Coffee Brewing Methods", "Coffee Bean Origins",
+                        "Proper Grinding Technique", "Ana Lima"}
+    origins = got["Coffee Bean Origins"]
+    assert origins.tags == ["coffee", "beans", "sourcing"]  # a comma-separated string
+    assert origins.aliases == ["coffee-bean-origins"]
+    assert "- used_in [[coffee-brewing-methods]]" in origins.body  # a permalink: an alias
+    ana = got["Ana Lima"]
+    assert (ana.id, ana.type, ana.aliases) == ("people/ana-lima", "person", ["people/ana-lima"])
+    brewing = got["Coffee Brewing Methods"].body
+    assert "- [technique] Water at 96°C extracts best" in brewing
+    assert "- learned_from [[Ana Lima]]" in brewing
+    # every relation resolves to an imported card but the one to a note never written
+    broken = broken_links(Survey.of(person))
+    assert [(f.ids, f.detail) for f in broken] == [
+        (["people/ana-lima"], "[[Espresso Recipes]] names no card")]
+    assert "people/ana-lima.md: [[Espresso Recipes]]" in out
+
+
+def test_mcp_memory_entities_become_cards_with_links_both_ways(person, src) -> None:
+    code, out, err = imp(person, "mcp-memory", src / PATHS["mcp-memory"])
+    assert code == 0, err
+    got = cards(person)
+    assert {cid: c.type for cid, c in got.items()} == {
+        "people/tess-tester": "person", "projects/acme-api/acme-api": "project",
+        "entities/billing-team": "entity", "feedback/small-prs": "feedback"}
+    tess = got["people/tess-tester"]
+    assert (tess.title, tess.aliases) == ("Tess Tester", ["Tess_Tester"])
+    assert tess.body.startswith("\n- Backend lead on the billing team\n")
+    assert "- works_in [[Billing_Team]]" in tess.body and "- leads [[Acme_API]]" in tess.body
+    team = got["entities/billing-team"]
+    assert "- [[Tess_Tester]] works_in Billing_Team" in team.body  # the relation, inbound
+    assert got["projects/acme-api/acme-api"].project == "acme-api"
+    assert broken_links(Survey.of(person)) == []
+
+
+def test_round_trip_search_and_context(person, src) -> None:
+    for kind in ("claude-md", "claude-memory", "basic-memory", "mcp-memory"):
+        code, _, err = imp(person, kind, src / PATHS[kind], "--project", "acme-api")
+        assert code == 0, (kind, err)
+    code, out, _ = cli("search", "grinding burr", "--json", "--store", str(person.root))
+    assert code == 0
+    assert json.loads(out)["results"][0]["id"] == "projects/acme-api/proper-grinding-technique"
+    code, out, _ = cli("search", "visibility timeout", "--json", "--store", str(person.root))
+    assert json.loads(out)["results"][0]["title"] == "Debugging notes"
+    code, out, _ = cli("context", "--project", "acme-api", "--store", str(person.root),
+                       "--budget", "20000")
+    assert code == 0
+    rules, rest = out.split("## User", 1)
+    assert "Write a regression test before fixing a bug" in rules  # claude-md rules
+    assert "Testing with pytest -x" in rules  # auto memory's feedback
+    assert "Keep pull requests under 400 lines" in rules  # an MCP preference
+    user, project = rest.split("## Project acme-api", 1)
+    assert "Tess is the backend lead on the billing team" in user
+    assert "Deploys go through `make deploy ENV=staging`" in project
+    assert "Release freeze" in project
+    pile = session_context(person, project="acme-api", budget=20000)
+    assert "projects/acme-api/architecture" in pile.addresses
