@@ -3,8 +3,9 @@
 A card an import made says so in its frontmatter: `source: <kind>:<where>#<item>`.
 Importing the same source again finds each card by that key. For a card found, each
 managed key (title, type, description, aliases, tags, project) and the body is compared
-three ways: what the import wrote last (the card at the newest commit with the trailer
-`Cardmem-Source: import`), what the source says now, what the card says now:
+three ways: what the import wrote last (the key's value at the newest commit with the
+trailer `Cardmem-Source: import` whose message says it wrote that key), what the source
+says now, what the card says now:
 
 - the source did not change it, or the card already says it: nothing to do;
 - the source changed it and the card still says what the import wrote: it is updated,
@@ -18,6 +19,7 @@ in order, so the card is updated rather than duplicated.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -114,14 +116,40 @@ def _with(text: str, key: str, value: Any) -> str:
     return cardlib.set_key(text, key, value)
 
 
-def _last_import(store: Store, rel: str) -> str | None:
-    """The card's text at the newest import commit that touched it, or None."""
-    sha = git.run(store.root, "log", "-1", "--format=%H", f"--grep=^{TRAILER}$", "--", rel,
-                  check=False).strip()
-    if not sha:
-        return None
-    proc = git.call(store.root, ["show", f"{sha}:{rel}"])
-    return proc.stdout if proc.returncode == 0 else None
+_WROTE = re.compile(r"^(created|proposed|updated)(?: \(([^)]*)\))?")
+
+
+def _last_written(store: Store, cid: str) -> dict[str, Any]:
+    """What the import last wrote into each managed key (and the body) of a card: the
+    card's value at the newest import commit whose message says it wrote that key
+    (`ID  created`, `ID  updated (tags, body)`). A key no import wrote is absent."""
+    rel = store.rel(cid)
+    log = git.run(store.root, "log", "--format=%x1e%H%n%B", f"--grep=^{TRAILER}$", "--", rel,
+                  check=False)
+    everything = [*MANAGED, "body"]
+    old: dict[str, Any] = {}
+    for rec in log.split("\x1e")[1:]:
+        sha, _, message = rec.partition("\n")
+        wrote: list[str] = []
+        for line in message.splitlines():
+            head, _, rest = line.partition("  ")
+            if head == cid and (m := _WROTE.match(rest)):
+                wrote = everything if m.group(1) != "updated" else \
+                    [f.strip() for f in (m.group(2) or "").split(",")]
+        need = [k for k in wrote if k in everything and k not in old]
+        if not need:
+            continue
+        proc = git.call(store.root, ["show", f"{sha.strip()}:{rel}"])
+        try:
+            c = cardlib.parse(proc.stdout, cid) if proc.returncode == 0 else None
+        except cardlib.CardProblem:
+            c = None
+        if c is not None:
+            then = _values(c.meta, c.body)
+            old.update({k: then[k] for k in need})
+        if len(old) == len(everything):
+            break
+    return old
 
 
 def _uncommitted(store: Store, rel: str) -> bool:
@@ -191,15 +219,8 @@ def _update(store: Store, src: str, card: cardlib.Card, d: Draft, plan: Plan,
         plan.outcomes.append(Outcome(card.id, card.title, "kept", differ,
                                      "has uncommitted edits; not updated"))
         return
-    old_text = _last_import(store, rel)
-    old = None
-    if old_text is not None:
-        try:
-            c = cardlib.parse(old_text, card.id)
-            old = _values(c.meta, c.body)
-        except cardlib.CardProblem:
-            old = None
-    apply = [k for k in differ if old is not None and now[k] == old[k]]
+    old = _last_written(store, card.id)
+    apply = [k for k in differ if k in old and now[k] == old[k]]
     kept = [k for k in differ if k not in apply]
     text = cardlib.set_key(card.text, "source", src) if moved else card.text
     for k in apply:
@@ -220,6 +241,6 @@ def _update(store: Store, src: str, card: cardlib.Card, d: Draft, plan: Plan,
         plan.outcomes.append(Outcome(card.id, card.title, "updated", apply or ["source"]))
     if kept:
         why = ("changed by a person since it was imported; the source changed it too: "
-               "kept the person's text" if old is not None else
-               "no import commit of this card was found; left as it is")
+               "kept the person's text" if all(k in old for k in kept) else
+               "no import commit that wrote it was found; left as it is")
         plan.outcomes.append(Outcome(card.id, card.title, "kept", kept, why))

@@ -1,0 +1,250 @@
+"""`cardmem import` run again: idempotence, a changed source updating the cards it made
+byte for byte, a person's later edits kept and reported; secrets, broken input,
+proposals and dry runs. CLI in-process (CliRunner), real git."""
+from __future__ import annotations
+
+import json
+import random
+import string
+
+import pytest
+from gitremote import cli
+from importkit import PATHS, cards, commits, copy_fixtures, git, with_person
+
+from cardmem.store import card as cardlib
+from cardmem.store.context import session_context
+
+KINDS = list(PATHS)
+
+
+@pytest.fixture
+def person(store):
+    return with_person(store)
+
+
+@pytest.fixture
+def src(tmp_path):
+    return copy_fixtures(tmp_path)
+
+
+def imp(store, kind: str, path, *args: str) -> tuple[int, str, str]:
+    return cli("import", kind, str(path), "--store", str(store.root), "--project", "acme-api",
+               *args)
+
+
+def snapshot(store) -> dict[str, bytes]:
+    return {p.relative_to(store.root).as_posix(): p.read_bytes()
+            for p in store.root.rglob("*.md") if ".git" not in p.parts}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_same_import_twice_changes_nothing(person, src, kind) -> None:
+    code, _, err = imp(person, kind, src / PATHS[kind])
+    assert code == 0, err
+    before, n = snapshot(person), commits(person)
+    code, out, err = imp(person, kind, src / PATHS[kind], "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["commit"] is None and {c["action"] for c in doc["cards"]} == {"unchanged"}
+    assert (snapshot(person), commits(person)) == (before, n)
+
+
+def test_dry_run_lists_what_it_would_write_and_writes_nothing(person, src) -> None:
+    before, n = snapshot(person), commits(person)
+    code, out, err = imp(person, "mcp-memory", src / PATHS["mcp-memory"], "--dry-run")
+    assert code == 0, err
+    assert "would create people/tess-tester" in out and "dry run, nothing written" in out
+    assert (snapshot(person), commits(person)) == (before, n)
+
+
+def test_a_changed_source_updates_its_cards_and_nothing_else(person, src) -> None:
+    path = src / PATHS["claude-md"]
+    imp(person, "claude-md", path)
+    before = snapshot(person)
+    text = path.read_text()
+    path.write_text(text.replace("Services own transactions.", "Services own transactions "
+                                 "and retries.").replace("3. Write a regression test",
+                                                         "3. Always write a regression test"))
+    code, out, err = imp(person, "claude-md", path)
+    assert code == 0, err
+    after = snapshot(person)
+    changed = sorted(p for p in after if after[p] != before.get(p))
+    assert changed == ["projects/acme-api/architecture.md",
+                       "projects/acme-api/write-a-regression-test-before-fixing-a-bug.md"]
+    arch_old, arch_new = (x["projects/acme-api/architecture.md"].decode() for x in (before, after))
+    assert arch_new == arch_old.replace("Services own transactions.",
+                                        "Services own transactions and retries.")
+    # the rule's text changed, so its key did: paired with the card of its section
+    rule = after["projects/acme-api/write-a-regression-test-before-fixing-a-bug.md"].decode()
+    assert "title: Always write a regression test before fixing a bug" in rule
+    assert rule.endswith("\n\nAlways write a regression test before fixing a bug\n")
+    assert len(cards(person)) == 11  # not a twelfth
+    assert "updated projects/acme-api/architecture (body)" in out
+    assert git(person.root, "log", "-1", "--format=%an").strip() == "Tess Tester"
+    code, out, _ = imp(person, "claude-md", path)  # and again: nothing more
+    assert "11 unchanged" in out and "no commit" in out
+
+
+def test_a_persons_later_edit_is_kept_and_reported(person, src) -> None:
+    notes = src / PATHS["basic-memory"]
+    imp(person, "basic-memory", notes)
+    cid = "projects/acme-api/coffee-brewing-methods"
+    person.update_text(cid, lambda t: t.replace("Notes from three months", "Notes from a year"),
+                       "edit: by hand")
+    note = notes / "coffee-brewing-methods.md"
+    note.write_text(note.read_text().replace("tags: [coffee, brewing]", "tags: [coffee, brewing, "
+                                             "home]").replace("French press #brewing",
+                                                              "French press #brewing #taste"))
+    code, out, err = imp(person, "basic-memory", notes, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    mine = [c for c in doc["cards"] if c["id"] == cid]
+    assert {c["action"]: c["fields"] for c in mine} == {"updated": ["tags"], "kept": ["body"]}
+    text = person.read(cid).text
+    assert "Notes from a year" in text and "#taste" not in text  # the person's body stands
+    assert "tags:\n- coffee\n- brewing\n- home\n" in text or "tags: [coffee, brewing, home]" in text
+    code, out, _ = imp(person, "basic-memory", notes)
+    assert f"kept your edit of {cid} (body): changed by a person" in out
+
+
+def test_uncommitted_edits_are_not_touched(person, src) -> None:
+    path = src / PATHS["mcp-memory"]
+    imp(person, "mcp-memory", path)
+    card = person.root / "entities/billing-team.md"
+    card.write_text(card.read_text() + "- Moved to floor 3\n")
+    path.write_text(path.read_text().replace("Weekly planning on Tuesdays",
+                                             "Weekly planning on Wednesdays"))
+    code, out, _ = imp(person, "mcp-memory", path)
+    assert code == 0
+    assert "kept your edit of entities/billing-team (body): has uncommitted edits" in out
+    assert card.read_text().endswith("- Moved to floor 3\n") and "Tuesdays" in card.read_text()
+
+
+def test_items_gone_from_the_source_are_reported_and_kept(person, src) -> None:
+    notes = src / PATHS["basic-memory"]
+    imp(person, "basic-memory", notes)
+    (notes / "coffee-bean-origins.md").unlink()
+    code, out, _ = imp(person, "basic-memory", notes)
+    assert code == 0
+    assert "gone from the source: projects/acme-api/coffee-bean-origins" in out
+    assert person.exists("projects/acme-api/coffee-bean-origins")
+
+
+def token() -> str:
+    return "ghp_" + "".join(random.choices(string.ascii_letters + string.digits, k=36))
+
+
+def test_secrets_are_redacted_unless_kept(person, tmp_path) -> None:
+    secret = token()
+    md = tmp_path / "CLAUDE.md"
+    md.write_text(f"## Deploy\n\nPush with `GITHUB_TOKEN={secret}` set.\n")
+    code, _, err = imp(person, "claude-md", md)
+    assert code == 0
+    assert "redacted secrets: github" in err and secret not in err
+    text = person.read("projects/acme-api/deploy").text
+    assert secret not in text and "[REDACTED:" in text
+    code, out, err = imp(person, "claude-md", md)  # redacting again gives the same card
+    assert "1 unchanged" in out and "no commit" in out
+    other = init_other(tmp_path)
+    code, _, err = cli("import", "claude-md", str(md), "--store", str(other.root),
+                       "--project", "acme-api", "--keep-secrets")
+    assert code == 0
+    assert "warning: kept secrets as written: github" in err and secret not in err
+    assert secret in other.read("projects/acme-api/deploy").text
+
+
+def init_other(tmp_path):
+    from cardmem.store.store import init
+
+    return with_person(init(tmp_path / "other")[0])
+
+
+def test_broken_json_lines_are_named_and_the_rest_imported(person, tmp_path) -> None:
+    f = tmp_path / "memory.json"
+    f.write_text('{"type":"entity","name":"Ada","entityType":"person","observations":["x"]}\n'
+                 '{"type":"entity","name":"Bob",\n'
+                 '{"type":"relation","from":"Ada"}\n'
+                 '{"type":"entity","name":"Cy","entityType":"service","observations":"y"}\n'
+                 '{"type":"entity","name":"Dee","entityType":"person","observations":[]}\n')
+    code, out, err = imp(person, "mcp-memory", f)
+    assert code == 1
+    lines = err.splitlines()
+    assert any(ln.startswith("cardmem: ") and "memory.json:2: skipped: not JSON" in ln
+               for ln in lines)
+    assert any("memory.json:3: skipped: a relation needs from, to and relationType" in ln
+               for ln in lines)
+    assert any("memory.json:4: skipped: entity 'Cy': observations is not a list" in ln
+               for ln in lines)
+    assert sorted(cards(person)) == ["people/ada", "people/dee"]
+    assert "Traceback" not in err
+
+
+def test_broken_frontmatter_names_the_file_and_the_rest_is_imported(person, src) -> None:
+    notes = src / PATHS["basic-memory"]
+    (notes / "broken.md").write_text("---\ntitle: [unclosed\n---\nbody\n")
+    (notes / "binary.md").write_bytes(b"\x00\x01")
+    code, out, err = imp(person, "basic-memory", notes)
+    assert code == 1
+    assert "broken.md: skipped: bad YAML frontmatter" in err
+    assert "binary.md: skipped: binary content" in err
+    assert len(cards(person)) == 4
+
+
+def test_a_file_of_the_wrong_kind_imports_nothing(person, src) -> None:
+    n = commits(person)
+    code, out, err = imp(person, "claude-md", src / PATHS["mcp-memory"])
+    assert code == 1
+    assert "memory.json: skipped: is JSON, not a CLAUDE.md" in err
+    assert "nothing imported" in err and commits(person) == n
+    code, _, err = imp(person, "mcp-memory", src / PATHS["claude-md"])
+    assert code == 1 and "CLAUDE.md:1: skipped: not JSON" in err and commits(person) == n
+    code, _, err = imp(person, "basic-memory", src / PATHS["claude-md"])
+    assert code == 1 and "is not a folder" in err
+
+
+def test_an_index_entry_without_its_file_is_named(person, src) -> None:
+    memory = src / PATHS["claude-memory"]
+    (memory / "debugging.md").unlink()
+    code, out, err = imp(person, "claude-memory", memory)
+    assert code == 1
+    assert "MEMORY.md:7: skipped: names debugging.md, which is not in the folder" in err
+    assert len(cards(person)) == 5
+
+
+def test_a_missing_path_or_kind_is_one_line(person, tmp_path) -> None:
+    code, out, err = imp(person, "claude-md", tmp_path / "nope.md")
+    assert code == 1 and err.count("\n") == 1 and "no such file or folder" in err
+    code, _, err = cli("import", "obsidian", str(tmp_path), "--store", str(person.root))
+    assert code == 2 and "'obsidian' is not one of 'claude-md'" in err
+
+
+def test_as_proposals_files_rules_for_review(person, src) -> None:
+    path = src / PATHS["claude-memory"]
+    code, out, err = imp(person, "claude-memory", path, "--as-proposals")
+    assert code == 0, err
+    assert "proposed projects/acme-api/testing-with-pytest-x" in out
+    assert "proposed user/tess-s-role" in out
+    got = cards(person)
+    assert got["projects/acme-api/testing-with-pytest-x"].meta["status"] == "proposed"
+    assert got["projects/acme-api/release-freeze"].status == "active"  # not a rule
+    code, out, _ = cli("review", "--json", "--store", str(person.root))
+    assert {p["id"] for p in json.loads(out)} == {"projects/acme-api/testing-with-pytest-x",
+                                                  "user/tess-s-role"}
+    rules = session_context(person, project="acme-api").text.split("## Memory map")[0]
+    assert "Testing with pytest -x" not in rules and "Release freeze" in rules
+    code, _, err = cli("review", "accept", "projects/acme-api/testing-with-pytest-x",
+                       "--store", str(person.root))
+    assert code == 0, err
+    n = commits(person)
+    code, out, _ = imp(person, "claude-memory", path, "--as-proposals")
+    assert "no commit" in out and commits(person) == n  # accepted: the same rule
+    # a change to a rule in force is proposed beside it, once
+    topic = path / "feedback_testing.md"
+    topic.write_text(topic.read_text().replace("nine minutes", "twelve minutes"))
+    code, out, _ = imp(person, "claude-memory", path, "--as-proposals")
+    assert "proposed projects/acme-api/testing-with-pytest-x-proposed" in out
+    live = person.read("projects/acme-api/testing-with-pytest-x").text
+    assert "nine minutes" in live
+    code, out, _ = imp(person, "claude-memory", path, "--as-proposals")
+    assert "no commit" in out
+    cardlib.parse(person.read("projects/acme-api/testing-with-pytest-x-proposed").text, "x")
