@@ -248,3 +248,22 @@ def test_as_proposals_files_rules_for_review(person, src) -> None:
     code, out, _ = imp(person, "claude-memory", path, "--as-proposals")
     assert "no commit" in out
     cardlib.parse(person.read("projects/acme-api/testing-with-pytest-x-proposed").text, "x")
+
+
+def test_a_rule_with_a_code_block_stays_one_rule_and_huge_items_are_skipped(person,
+                                                                           tmp_path) -> None:
+    md = tmp_path / "CLAUDE.md"
+    md.write_text("## Rules\n\n- Always pin versions:\n```\nuv add x==1.2\n```\n"
+                  "- Never push to main\n")
+    code, _, err = imp(person, "claude-md", md)
+    assert code == 0, err
+    pin = person.read("projects/acme-api/always-pin-versions").body
+    assert pin == "\nAlways pin versions:\n```\nuv add x==1.2\n```\n"
+    f = tmp_path / "memory.json"
+    f.write_text(json.dumps({"type": "entity", "name": "Big", "entityType": "thing",
+                             "observations": ["x" * 1100 * 1024]}) + "\n" +
+                 json.dumps({"type": "entity", "name": "Small", "entityType": "thing",
+                             "observations": ["ok"]}) + "\n")
+    code, _, err = imp(person, "mcp-memory", f)
+    assert code == 1 and "memory.json#Big: skipped: " in err
+    assert person.exists("entities/small")

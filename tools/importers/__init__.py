@@ -70,6 +70,18 @@ def parse(kind: str, path: Path, project: str | None) -> tuple[Parsed, str | Non
     return module.parse(path.absolute(), project), project
 
 
+def _drop_oversized(parsed: Parsed) -> None:
+    """An item too large for any card is skipped, named, not the whole import refused."""
+    from cardmem.store.card import MAX_CARD_BYTES
+
+    room = MAX_CARD_BYTES - 8192  # the frontmatter's share
+    for d in [d for d in parsed.drafts if len(d.body.encode()) > room]:
+        parsed.drafts.remove(d)
+        parsed.skipped.append(Skipped(f"{shown(parsed.origin) if parsed.origin else ''}#{d.key}",
+                                      f"{len(d.body.encode()):,} bytes; a card holds at "
+                                      f"most {room:,}"))
+
+
 def redact_drafts(drafts: list[Draft]) -> dict[str, int]:
     """Replace secrets in every draft's text by markers; how many of each kind."""
     from cardmem.tools.redact import redact_with_counts
@@ -108,6 +120,7 @@ def run(store: Store, kind: str, path: str | Path, *, project: str | None = None
     where = shown(parsed.origin or given.absolute())
     report = Report(kind, where, project, dry_run, skipped=parsed.skipped,
                     unresolved=parsed.unresolved, kept_secrets=keep_secrets)
+    _drop_oversized(parsed)
     if keep_secrets:
         report.secrets = secret_kinds(parsed.drafts)
     else:

@@ -134,6 +134,10 @@ def _rules(heading: str, section: str) -> list[str] | None:
     for line in section.splitlines():
         if line.lstrip().startswith(("```", "~~~")):
             fence = not fence
+            if not items:
+                return None
+            items[-1].append(line)  # a code block inside an item
+            continue
         m = ITEM.match(line) if not fence else None
         if m:
             items.append([m.group(2)])

@@ -79,11 +79,25 @@ def shown(path: Path) -> str:
     return text
 
 
+# A source file is read whole; one larger than this is no memory file of a person.
+MAX_SOURCE_BYTES = 64 * 1024 * 1024
+
+
 def read_text(path: Path, skipped: list[Skipped]) -> str | None:
     """A source file's text, or None with the reason added to skipped (binary, not
-    UTF-8, too large, unreadable)."""
+    UTF-8, too large, unreadable). A source may be larger than one card (a memory.json)."""
     try:
-        return cardlib.decode(cardlib.read_regular(path))
+        if path.stat().st_size > MAX_SOURCE_BYTES:
+            raise cardlib.CardProblem(f"too large ({path.stat().st_size:,} bytes; the limit "
+                                      f"is {MAX_SOURCE_BYTES:,})")
+        raw = cardlib.read_regular(path)
+        if b"\x00" in raw:
+            raise cardlib.CardProblem("binary content (NUL byte)")
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise cardlib.CardProblem(f"not UTF-8 (byte 0x{raw[exc.start]:02x} at offset "
+                                      f"{exc.start})") from None
     except cardlib.CardProblem as exc:
         skipped.append(Skipped(shown(path), str(exc)))
     except OSError as exc:
