@@ -1,11 +1,12 @@
 """`cardmem import KIND PATH`: a thin shell over tools/importers."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
-from cardmem.tools.cli import emit_json, json_option, open_store, store_option
+from cardmem.tools.cli import AGENT_ENV, emit_json, json_option, open_store, store_option
 
 KINDS = ["claude-md", "claude-memory", "basic-memory", "mcp-memory"]
 SHOWN = 20  # skipped inputs and unresolved links named before the rest is counted
@@ -45,8 +46,10 @@ def import_(kind: str, path: Path, project: str | None, dry_run: bool, keep_secr
     """
     from cardmem.tools.importers import run
 
+    # An agent shelling out (hooks, MCP set CARDMEM_AGENT=1) gets proposals, never rules.
+    agent = os.environ.get(AGENT_ENV) == "1"
     report = run(open_store(store_path), kind, str(path), project=project, dry_run=dry_run,
-                 keep_secrets=keep_secrets, as_proposals=as_proposals)
+                 keep_secrets=keep_secrets, as_proposals=as_proposals, agent=agent)
     if report.secrets:
         what = ", ".join(f"{k} ({n})" for k, n in sorted(report.secrets.items()))
         click.echo(f"cardmem: warning: kept secrets as written: {what}" if keep_secrets else

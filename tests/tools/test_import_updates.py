@@ -267,3 +267,11 @@ def test_a_rule_with_a_code_block_stays_one_rule_and_huge_items_are_skipped(pers
     code, _, err = imp(person, "mcp-memory", f)
     assert code == 1 and "memory.json#Big: skipped: " in err
     assert person.exists("entities/small")
+
+
+def test_an_agents_import_proposes_rules_as_the_agent(person, src, monkeypatch) -> None:
+    monkeypatch.setenv("CARDMEM_AGENT", "1")
+    code, out, err = imp(person, "mcp-memory", src / PATHS["mcp-memory"], "--keep-secrets")
+    assert code == 0, err
+    assert person.read("projects/acme-api/small-prs").meta["status"] == "proposed"
+    assert git(person.root, "log", "-1", "--format=%ae").strip() == "agent@cardmem.invalid"

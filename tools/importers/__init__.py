@@ -112,9 +112,14 @@ def secret_kinds(drafts: list[Draft]) -> dict[str, int]:
 
 
 def run(store: Store, kind: str, path: str | Path, *, project: str | None = None,
-        dry_run: bool = False, keep_secrets: bool = False,
-        as_proposals: bool = False) -> Report:
-    """Import one source: one commit (none for a dry run, or when nothing changes)."""
+        dry_run: bool = False, keep_secrets: bool = False, as_proposals: bool = False,
+        agent: bool = False) -> Report:
+    """Import one source: one commit (none for a dry run, or when nothing changes).
+
+    An agent's import (agent=True) is committed as the agent's, redacts secrets always,
+    and files every rule and user card as a proposal: agents never set a rule."""
+    if agent:
+        keep_secrets, as_proposals = False, True
     given = Path(path).expanduser()
     parsed, project = parse(kind, given, project)
     where = shown(parsed.origin or given.absolute())
@@ -144,6 +149,6 @@ def run(store: Store, kind: str, path: str | Path, *, project: str | None = None
         msg.lines = plan.lines()
         return plan.changes
 
-    report.commit = store.commit(compute, msg, agent=False)
+    report.commit = store.commit(compute, msg, agent=agent)
     report.outcomes = done[0].outcomes if done else []
     return report
