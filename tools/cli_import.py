@@ -24,7 +24,7 @@ WOULD = {"created": "would create", "proposed": "would propose", "updated": "wou
 
 
 @click.command(name="import", epilog=EXAMPLE)
-@click.argument("kind", type=click.Choice(KINDS))
+@click.argument("kind", metavar="KIND", type=click.Choice(KINDS))
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--project", help="The project the cards belong to (default: the one the "
               "source names or sits in, if any).")

@@ -169,3 +169,37 @@ def test_round_trip_search_and_context(person, src) -> None:
     assert "Release freeze" in project
     pile = session_context(person, project="acme-api", budget=20000)
     assert "projects/acme-api/architecture" in pile.addresses
+
+
+def test_real_agent_instruction_files_lose_no_line(tmp_path) -> None:
+    """The corpus's sections of real AGENTS.md / CLAUDE.md files, put back together per
+    repository: every line of every file lands in a card (a rule's bullet taken off)."""
+    import collections
+
+    from conftest import CORPUS
+
+    from cardmem.store import card as cardlib
+    from cardmem.tools.importers import claude_md
+
+    if not CORPUS.is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(f"the agents-md corpus is missing at {CORPUS}")
+        pytest.skip(f"no corpus at {CORPUS}")
+    files = collections.defaultdict(list)
+    for p in sorted(CORPUS.glob("*--*.md")):
+        c = cardlib.load(p, p.stem)
+        files[str(c.meta["source"])].append(c.body.strip("\n"))
+    rules = 0
+    for n, (source, bodies) in enumerate(sorted(files.items())):
+        f = tmp_path / f"{n}.md"
+        f.write_text(f"# {source}\n\n" + "\n\n".join(bodies) + "\n")
+        parsed = claude_md.parse(f, "p")
+        assert parsed.skipped == [] and parsed.drafts, source
+        text = "\n".join(d.body for d in parsed.drafts)
+        for line in f.read_text().splitlines()[1:]:
+            bare = claude_md.ITEM.sub(r"\2", line)
+            assert line in text or bare in text or line.lstrip("#").strip() in \
+                {d.title for d in parsed.drafts} | {d.description for d in parsed.drafts}, \
+                (source, line)
+        rules += sum(d.type == "feedback" for d in parsed.drafts)
+    assert len(files) >= 40 and rules >= 100
