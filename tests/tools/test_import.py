@@ -104,7 +104,7 @@ def test_claude_memory_project_from_the_folder_name(tmp_path) -> None:
     name = "-" + str(repo).strip("/").replace("/", "-").replace("_", "-").replace(".", "-")
     memory = tmp_path / "claude" / name / "memory"
     memory.mkdir(parents=True)
-    assert guess_project(memory) == "acme-api"  # found again on this machine
+    assert guess_project(memory) == repo  # found again on this machine
     assert guess_project(tmp_path / "x" / "-home-tess-src-billing" / "memory") == "src-billing"
 
 
@@ -203,3 +203,20 @@ def test_real_agent_instruction_files_lose_no_line(tmp_path) -> None:
                 (source, line)
         rules += sum(d.type == "feedback" for d in parsed.drafts)
     assert len(files) >= 40 and rules >= 100
+
+
+def test_claude_md_project_is_named_as_session_start_names_it(person, tmp_path) -> None:
+    repo = tmp_path / "acme-api-v2"
+    (repo / ".claude").mkdir(parents=True)
+    git(repo.parent, "init", "-q", str(repo))
+    (repo / ".claude" / "CLAUDE.md").write_text("## Deploy\n\nRun `make deploy`.\n")
+    code, out, err = imp(person, "claude-md", repo / ".claude" / "CLAUDE.md")
+    assert code == 0, err
+    assert person.exists("projects/acme-api-v2/deploy")
+    toml = person.root / "cardmem.toml"
+    toml.write_text(toml.read_text() + '\n[projects]\n"acme-api-v2" = "Acme API"\n')
+    git(person.root, "commit", "-qam", "map the folder")
+    (repo / "AGENTS.md").write_text("## Release\n\nTag, then push.\n")
+    code, out, err = imp(person, "claude-md", repo / "AGENTS.md")
+    assert code == 0, err
+    assert person.exists("projects/acme-api/release") and "(project acme-api)" in out

@@ -56,8 +56,11 @@ class Report:
                 "secrets": {"redacted": not self.kept_secrets, "kinds": self.secrets}}
 
 
-def parse(kind: str, path: Path, project: str | None) -> tuple[Parsed, str | None]:
-    """The drafts of a source, and the project they were scoped to."""
+def parse(kind: str, path: Path, project: str | None,
+          store: Store | None = None) -> tuple[Parsed, str | None]:
+    """The drafts of a source, and the project they were scoped to: the one given, else
+    the one the source names or sits in, named as session start names a working folder
+    (its repository's folder, through `[projects]` in cardmem.toml)."""
     if kind not in KINDS:
         raise CardmemError(f"import KIND {kind!r}", f"is none of {', '.join(KINDS)}")
     if not path.exists():
@@ -66,7 +69,13 @@ def parse(kind: str, path: Path, project: str | None) -> tuple[Parsed, str | Non
     if project is not None:
         project = project_key(project)
     elif hasattr(module, "guess_project"):
-        project = module.guess_project(path)
+        guess = module.guess_project(path)
+        if isinstance(guess, Path) and store is not None:
+            from cardmem.store.context.session import project_for
+
+            project = project_for(store, guess)
+        else:
+            project = project_key(guess.name if isinstance(guess, Path) else guess)
     return module.parse(path.absolute(), project), project
 
 
@@ -121,7 +130,7 @@ def run(store: Store, kind: str, path: str | Path, *, project: str | None = None
     if agent:
         keep_secrets, as_proposals = False, True
     given = Path(path).expanduser()
-    parsed, project = parse(kind, given, project)
+    parsed, project = parse(kind, given, project, store)
     where = shown(parsed.origin or given.absolute())
     report = Report(kind, where, project, dry_run, skipped=parsed.skipped,
                     unresolved=parsed.unresolved, kept_secrets=keep_secrets)

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from cardmem.store import card as cardlib
-from cardmem.store.paths import project_key, slugify
+from cardmem.store.paths import slugify
 from cardmem.store.proposals import rule_title
 
 from .model import Draft, Parsed, Skipped, read_text, shown
@@ -32,17 +32,15 @@ IMPERATIVE = re.compile(
 ITEM = re.compile(r"^([-*+]|\d{1,3}[.)])[ \t]+(.*)$")
 
 
-def guess_project(path: Path) -> str | None:
-    """The project a CLAUDE.md belongs to: the folder of the repository it sits in (git's
-    top level), or the folder holding it; none for the user's own ~/.claude/CLAUDE.md."""
-    folder = path.parent.absolute()
+def guess_project(path: Path) -> Path | None:
+    """The folder of the project a CLAUDE.md belongs to (the repository it sits in, else
+    its own folder; the caller names it as session start does); none for the user's own
+    ~/.claude/CLAUDE.md."""
+    folder = (path if path.is_dir() else path.parent).absolute()
     if folder.name == ".claude":
         folder = folder.parent
     home = Path(os.path.expanduser("~")).absolute()
-    for d in (folder, *folder.parents):
-        if (d / ".git").exists():
-            return project_key(d.name)
-    return None if folder in (home, Path(folder.anchor)) else project_key(folder.name)
+    return None if folder in (home, Path(folder.anchor)) else folder
 
 
 def parse(path: Path, project: str | None) -> Parsed:

@@ -31,7 +31,7 @@ def folder_of(path: Path) -> Path:
     return path.parent if path.is_file() and path.name == INDEX else path
 
 
-def guess_project(path: Path) -> str | None:
+def guess_project(path: Path) -> Path | str | None:
     """The project of `~/.claude/projects/<name>/memory`: <name> is the project's path
     with every `/` (and other non-alphanumeric character) made `-`. The folder it names
     is found again on this machine when it exists; else the name's last part."""
@@ -39,7 +39,7 @@ def guess_project(path: Path) -> str | None:
     name = folder.parent.name if folder.name == "memory" else folder.name
     found = _unsanitize(name)
     if found is not None:
-        return project_key(found.name)
+        return found
     # Another machine's path: without its home folder (`-home-tess-`, `-Users-tess-`).
     home = _sanitized(os.path.expanduser("~")) + "-"
     rest = name[len(home):] if name.startswith(home) else \
