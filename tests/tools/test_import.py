@@ -63,6 +63,7 @@ def test_claude_md_splits_at_headings_rules_become_feedback_cards(person, src) -
                str(c.meta["source"]).endswith(tuple("abcdefghijklmnopqrstuvwxyz")) for c in
                got.values())
     assert "11 created" in out and "(project acme-api)" in out
+    assert broken_links(Survey.of(person)) == []  # [[Deploy runbook]]: the section's card
 
 
 def test_claude_md_of_the_user_is_global(person, tmp_path, monkeypatch) -> None:
