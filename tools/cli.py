@@ -34,6 +34,7 @@ LAZY: dict[str, str] = {
     "base": "cardmem.tools.cli_sync:base",
     "review": "cardmem.tools.cli_review:review",
     "maintain": "cardmem.tools.cli_maintain:maintain",
+    "slack": "cardmem.tools.cli_slack:slack",
 }
 
 
