@@ -21,7 +21,8 @@ CARDS = Path(__file__).resolve().parents[2] / "cards"
 MARA = "UMARA001"
 
 
-def make_store(tmp_path: Path, on_deadline: str = "silence", deadline_s: float = 8.0):
+def make_store(tmp_path: Path, on_deadline: str = "silence", deadline_s: float = 8.0,
+               slack_extra: str = ""):
     root = tmp_path / "store"
     shutil.copytree(CARDS, root)
     card = root / "people" / "mara-okonkwo.md"
@@ -30,7 +31,7 @@ def make_store(tmp_path: Path, on_deadline: str = "silence", deadline_s: float =
     toml.write_text(toml.read_text().replace("deadline_s = 30", f"deadline_s = {deadline_s}")
                     .replace("walk_s = 18", "walk_s = 3")
                     .replace('on_deadline = "silence"', f'on_deadline = "{on_deadline}"')
-                    + '\n[slack]\nack = "both"\n')
+                    + '\n[slack]\nack = "both"\n' + slack_extra)
     return init(root)[0]
 
 
@@ -303,3 +304,40 @@ def test_the_command_serves_http_until_sigterm(tmp_path, slack, fake_api) -> Non
     finally:
         p.send_signal(signal.SIGTERM)
         assert p.wait(10) == 0
+
+
+def test_remember_is_off_by_default_then_files_and_proposes(tmp_path, slack, fake_api,
+                                                            monkeypatch) -> None:
+    fake_api.add(reply("I can only answer from memory."))
+    srv, store = run(tmp_path, slack, fake_api, monkeypatch)
+    try:
+        srv.send(mention("remember Deploy steps: make deploy", user=MARA))
+        srv.wait_done(1)
+    finally:
+        srv.stop()
+    assert len(fake_api.messages_requests()) == 1 and not store.exists("reference/deploy-steps")
+
+    srv, store = run(tmp_path / "on", slack, fake_api, monkeypatch,
+                     slack_extra="remember = true\n")
+    try:
+        srv.send(mention("remember Deploy steps: make deploy, then watch the dashboard", user=MARA))
+        srv.send(mention("remember rule Pair on prod deploys: never deploy alone", user="UNEW0009"))
+        srv.send(mention("remember that the sky is blue", user=MARA))
+        srv.wait_done(3)
+    finally:
+        srv.stop()
+    assert len(fake_api.messages_requests()) == 1  # none of the three reached the model
+    card = store.read("reference/deploy-steps")
+    assert "make deploy, then watch the dashboard" in card.body
+    assert "(said by people/mara-okonkwo, in Slack)" in card.body
+    commit = store.log("reference/deploy-steps")[0]
+    assert commit.message.endswith("Cardmem-Source: slack") and "agent" in commit.author
+    rule = store.read("feedback/pair-on-prod-deploys")
+    assert rule.meta["status"] == "proposed" and rule.meta["proposed_by"] == "slack"
+    replies = {c.args["text"].split(":")[0] for c in slack.calls("chat.postMessage")
+               if not c.args["text"].startswith("Looking")}
+    assert {"Filed in `reference/deploy-steps`.", "Filed as a proposal", "Not filed"} <= replies
+    recs = {r["question"]: r for r in receipts.last(store, 10)}
+    assert recs["remember Deploy steps: make deploy, then watch the dashboard"]["outcome"] == "filed"
+    assert recs["remember that the sky is blue"]["outcome"] == "error"
+    assert all(r["slack"]["reply"] == "posted" for r in recs.values())

@@ -39,6 +39,10 @@ log = logging.getLogger("cardmem.slack")
 ACK_WAIT_S = 5.0  # the reply waits this long at most for its ack to land first
 SEEN_KEEP = 20_000  # event ids and message keys remembered against redelivery
 MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
+REMEMBER = re.compile(r"^remember\b[:,]?\s*(?:(?P<rule>rule)\b[:,]?\s*)?(?P<rest>.*)$",
+                      re.IGNORECASE | re.DOTALL)
+REMEMBER_HOW = ("To file a memory, say `remember TITLE: what to remember` "
+                "(or `remember rule TITLE: …` for a rule, filed as a proposal for review).")
 UNKNOWN_NOTE = ("\n\n_I have no person card for you yet. A teammate can file one with "
                 "`slack: {user}` in its frontmatter, so I know who is asking._")
 
@@ -183,6 +187,10 @@ class Answerer:
         try:
             person = self.people.card_for(q.user)
             q.slack["person"] = person
+            wish = REMEMBER.match(q.text) if self.settings.remember else None
+            if wish:
+                self._file(q, person, wish)
+                return
             waited = self.clock() - q.received
             q.slack["queued_s"] = round(waited, 3)
             # The deadline counts from the event, not from when a worker was free.
@@ -220,6 +228,48 @@ class Answerer:
             q.slack["post_error"] = _slack_error(exc)
             log.warning("reply failed in %s: %s", q.channel, q.slack["post_error"])
         q.slack["reply_s"] = round(self.clock() - q.received, 3)
+
+
+    def _file(self, q: Question, person: str | None, wish: re.Match[str]) -> None:
+        """`remember TITLE: BODY` (off by default: `[slack] remember = true`): filed as the
+        bot on the asker's behalf; a rule or user card only as a proposal. One receipt."""
+        from datetime import datetime, timezone
+
+        from cardmem.store.errors import CardmemError
+        from cardmem.tools import receipts
+        from cardmem.tools.agent_remember import remember
+
+        rec: dict[str, Any] = {"id": receipts.new_id(), "question": q.text,
+                               "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                               "asker": asker_name(person, q.user), "store": str(self.store.root),
+                               "outcome": "filed", "slack": q.slack}
+        title, sep, body = (wish.group("rest") or "").partition(":")
+        try:
+            if not sep:
+                raise ValueError(REMEMBER_HOW)
+            said_by = f"{person or 'slack user ' + q.user}, in Slack"
+            out = remember(self.store, title.strip(), f"{body.strip()}\n\n(said by {said_by})"
+                           if body.strip() else "", "feedback" if wish.group("rule") else "reference",
+                           by="slack")
+            rec["filed"] = out
+            text = (f"Filed as a proposal: `{out['id']}`. {out['note']}" if out.get("proposed")
+                    else f"{'Filed in' if out['created'] else 'Added to'} `{out['id']}`."
+                    + (f" {out['note']}" if out.get("note") else ""))
+        except (ValueError, CardmemError) as exc:
+            rec.update(outcome="error", reason=str(exc))
+            text = f"Not filed: {exc}"
+        rec["reply"] = text
+        try:
+            self._deliver(q, _Said(text), person)
+        finally:
+            receipts.append(self.store, rec)
+
+
+class _Said:
+    """What _deliver needs of an answer: its reply."""
+
+    def __init__(self, reply: str) -> None:
+        self.reply = reply
 
 
 def _slack_error(exc: BaseException) -> str:
