@@ -130,6 +130,14 @@ def test_unknown_asker_and_direct_message_are_answered(tmp_path, slack, fake_api
     assert [r["slack"]["person"] for r in recs] == [None, None]
     assert recs[0]["slack"]["kind"] == "dm" and recs[0]["asker"] == "slack:UNEW0001"
     assert "no person card answers to this name" in recs[0]["rung1"]["text"]
+    # `cardmem judge` and `receipts` work on a Slack answer's receipt.
+    from click.testing import CliRunner
+
+    from cardmem.tools.cli import cli
+
+    r = CliRunner().invoke(cli, ["judge", recs[0]["id"], "--rule-only", "--store", str(store.root)])
+    assert r.exit_code == 4 and r.output.startswith(f"{recs[0]['id']}: ungraded\n  rule: pass")
+    assert receipts.find(store, recs[0]["id"])["judge"][0]["verdict"] == "ungraded"
 
 
 def test_forged_stale_and_unsigned_requests_are_refused(tmp_path, slack, fake_api,
