@@ -43,6 +43,7 @@ class FakeSlack:
         self._limits: dict[str, list[int]] = {}
         self._lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
+        self.socket_url = ""  # what apps.connections.open hands out (tests/fakesocket.py)
 
     # ---- scripting -------------------------------------------------------------------
 
@@ -95,6 +96,8 @@ class FakeSlack:
         if method == "auth.test":
             return 200, {}, {"ok": True, "user_id": BOT_USER, "bot_id": "BBOT0001",
                              "team_id": "T0001", "user": "cardmem", "team": "Acme"}
+        if method == "apps.connections.open":
+            return 200, {}, {"ok": True, "url": self.socket_url}
         if method == "chat.postMessage":
             return 200, {}, {"ok": True, "channel": args.get("channel"),
                              "ts": f"{int(time.time())}.{next(_ts):06d}"}

@@ -349,3 +349,45 @@ def test_remember_is_off_by_default_then_files_and_proposes(tmp_path, slack, fak
     assert recs["remember Deploy steps: make deploy, then watch the dashboard"]["outcome"] == "filed"
     assert recs["remember that the sky is blue"]["outcome"] == "error"
     assert all(r["slack"]["reply"] == "posted" for r in recs.values())
+
+
+def test_socket_mode_end_to_end(tmp_path, slack, fake_api, monkeypatch) -> None:
+    """Socket Mode with the real SocketModeHandler: apps.connections.open on the fake Web
+    API with the app token, a WebSocket to tests/fakesocket.py, envelopes acked, the event
+    answered in its thread once (a redelivered envelope is not answered again)."""
+    from fakesocket import FakeSocket
+
+    store = make_store(tmp_path)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_api.base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake")
+    fake_api.add(reply("Kwame Asante owns it."))
+    settings = SlackSettings.load(store.config.get("slack"), http=False, env={
+        "SLACK_BOT_TOKEN": "xoxb-test", "SLACK_APP_TOKEN": "xapp-1-test",
+        "SLACK_API_URL": slack.base_url})
+    done: list = []
+    with FakeSocket() as ws:
+        slack.socket_url = ws.url
+        server = SlackServer.build(store, settings, http=False, on_done=done.append)
+        t = threading.Thread(target=server.serve_socket_mode, daemon=True)
+        t.start()
+        try:
+            ws.wait_connected()
+            body = mention("who owns the on-call rota?")
+            first = ws.send_event(body)
+            again = ws.send_event(body, retry=1)
+            assert ws.wait_acks(2) == [first, again]
+            slack.wait_for("chat.postMessage", 2)
+            end = time.monotonic() + 10
+            while not done and time.monotonic() < end:
+                time.sleep(0.02)
+            time.sleep(0.3)
+        finally:
+            server.stop()
+            t.join(5)
+    (opened,) = slack.calls("apps.connections.open")
+    assert opened.token == "xapp-1-test"
+    assert len(done) == 1 and slack.calls("chat.postMessage")[-1].args == {
+        "channel": "C0GENERAL", "thread_ts": body["event"]["ts"], "text": "Kwame Asante owns it."}
+    assert not t.is_alive()
+    (rec,) = receipts.last(store, 5)
+    assert rec["slack"]["reply"] == "posted"
