@@ -28,11 +28,15 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "rules": {"relevance_threshold": 0.65},  # store/rule_match.py THRESHOLD
     "maintain": {"stale_days": 180, "history_keep": 20, "history_fold_at": 40},
     "projects": {},  # working-directory name -> project slug
+    # `cardmem slack` (tools/slack/): api_url "" = SLACK_API_URL, else Slack's own.
+    "slack": {"api_url": "", "ack": "reaction", "reaction": "eyes", "concurrency": 4,
+              "remember": False},
 }
 
 # Keys whose value must be one of a few words.
 _CHOICES = {("walk", "on_deadline"): {"silence", "receipt"},
-            ("model", "route"): {"auto", "api", "claude-code"}}
+            ("model", "route"): {"auto", "api", "claude-code"},
+            ("slack", "ack"): {"reaction", "line", "both"}}
 
 
 def _check(section: str, key: str, value: Any, default: Any, path: Path) -> Any:

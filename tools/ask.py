@@ -59,12 +59,20 @@ def user_message(pile_text: str, question: str, asker: str | None) -> str:
 
 
 def ask(store: Store, question: str, asker: str | None = None, *, limits: Limits | None = None,
-        sdk: Any = None, clock: Callable[[], float] = time.monotonic) -> Answer:
-    """Answer a question from memory; always appends one receipt (then re-raises errors)."""
+        sdk: Any = None, clock: Callable[[], float] = time.monotonic,
+        extra: dict[str, Any] | None = None,
+        deliver: Callable[[Answer], None] | None = None) -> Answer:
+    """Answer a question from memory; always appends one receipt (then re-raises errors).
+
+    extra: more fields for the receipt (a host's own, e.g. `slack`: channel, thread, user);
+    the receipt is written last, so a host may fill them in until then. deliver: called
+    with the answer before the receipt is written, so what delivery did is in it.
+    """
     t0 = clock()  # restarted once the client is built: see below
     rid = receipts.new_id()
     rec: dict[str, Any] = {"id": rid, "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                           "question": question, "asker": asker, "store": str(store.root)}
+                           "question": question, "asker": asker, "store": str(store.root),
+                           **(extra or {})}
     answer = Answer(None, rid, "error")
     walk: Walk | None = None
     try:
@@ -107,6 +115,8 @@ def ask(store: Store, question: str, asker: str | None = None, *, limits: Limits
                         rung1=pile.addresses)
             result = walk.run(text)
         _fill(answer, rec, result)
+        if deliver is not None:
+            deliver(answer)
         return answer
     except BaseException as exc:
         if answer.outcome == "error":

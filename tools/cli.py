@@ -35,6 +35,7 @@ LAZY: dict[str, str] = {
     "review": "cardmem.tools.cli_review:review",
     "maintain": "cardmem.tools.cli_maintain:maintain",
     "import": "cardmem.tools.cli_import:import_",
+    "slack": "cardmem.tools.cli_slack:slack",
 }
 
 

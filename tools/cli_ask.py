@@ -72,24 +72,42 @@ def ask(question: str, asker: str | None, as_json: bool, store_path: Path | None
               help="The newest N receipts.")
 @click.option("--stats", "show_stats", is_flag=True,
               help="Totals over every receipt: outcomes, floors, the judge's pass rate and "
-                   "its most common failure reasons.")
+                   "its most common failure reasons; ack and reply latency (p50/p90/p99, "
+                   "with a chart), walk calls, deadlines missed, tokens and cost per reply.")
+@click.option("--since", "since_", metavar="WHEN",
+              help="Only receipts written since WHEN: like 7d, 12h, 2w or an ISO date.")
 @json_option
 @store_option
-def receipts(n: int, show_stats: bool, as_json: bool, store_path: Path | None) -> None:
+def receipts(n: int, show_stats: bool, since_: str | None, as_json: bool,
+             store_path: Path | None) -> None:
     """What each answer read and spent, newest last, with the judge's verdicts.
 
     \b
     Example:
         cardmem receipts --last 3
-        cardmem receipts --stats
+        cardmem receipts --stats --since 7d
     """
     from . import receipts as rc
 
     store = open_store(store_path)
+    recs = list(rc.iter_all(store))
+    if since_ is not None:
+        from cardmem.store.reading import parse_since
+
+        from .receipt_stats import since
+
+        try:
+            after = parse_since(since_) if since_.strip() else parse_since("x")
+        except ValueError:
+            raise CardmemError("--since", f"expected like 7d, 12h, 2w or an ISO date, got "
+                                          f"{since_[:60]!r}") from None
+        recs = since(recs, after)
     if show_stats:
-        _print_stats(rc.stats(list(rc.iter_all(store))), as_json)
+        from .receipt_stats import distribution
+
+        _print_stats(rc.stats(recs), distribution(recs), as_json)
         return
-    recs = rc.last(store, n)
+    recs = recs[-n:]
     if as_json:
         emit_json(recs)
         return
@@ -107,9 +125,11 @@ def receipts(n: int, show_stats: bool, as_json: bool, store_path: Path | None) -
             click.echo(f"    {r['reason']}")
 
 
-def _print_stats(st: dict, as_json: bool) -> None:
+def _print_stats(st: dict, dist: dict, as_json: bool) -> None:
     if as_json:
-        emit_json(st)
+        emit_json({**st, "distribution": {k: ({x: y for x, y in v.items() if x != "values"}
+                                              if isinstance(v, dict) else v)
+                                          for k, v in dist.items()}})
         return
     j = st["judge"]
     click.echo(f"{st['receipts']} receipts: " + (", ".join(
@@ -121,6 +141,37 @@ def _print_stats(st: dict, as_json: bool) -> None:
                f"ungraded; pass rate {rate} (of those graded)")
     for r in j["failure_reasons"]:
         click.echo(f"  {r['count']:>4}  {r['reason']}")
+    _print_distribution(dist)
+
+
+def _print_distribution(d: dict) -> None:
+    from .receipt_stats import chart
+
+    def row(name: str, p: dict, fmt: str = "{:.2f}", unit: str = " s") -> None:
+        if p["n"]:
+            f = lambda x: fmt.format(x) + unit  # noqa: E731
+            click.echo(f"{name:<18} p50 {f(p['p50'])}  p90 {f(p['p90'])}  p99 {f(p['p99'])}  "
+                       f"max {f(p['max'])}  (n={p['n']})")
+
+    if not d["answers"]:
+        return
+    click.echo(f"{d['answers']} answers ({d['slack']} from Slack): {d['floors_hit']} hit a floor, "
+               f"{d['deadlines_missed']} missed the deadline")
+    row("ack latency", d["ack_s"])
+    row("reply latency", d["reply_s"])
+    row("walk calls/reply", d["walk_calls"], "{:.0f}", "")
+    row("tokens/reply", d["tokens"], "{:.0f}", "")
+    c = d["cost_usd"]
+    if c["n"]:
+        row("cost/reply", c, "${:.4f}", "")
+        click.echo(f"{'cost total':<18} ${c['total']:.4f}"
+                   + (f" ({c['unpriced']} answers of a model with no listed price)"
+                      if c["unpriced"] else ""))
+    for name, key in (("reply latency", "reply_s"), ("ack latency", "ack_s")):
+        if d[key]["n"] > 1:
+            click.echo(f"{name}:")
+            for line in chart(d[key]["values"]):
+                click.echo(line)
 
 
 @click.command()

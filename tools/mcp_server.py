@@ -42,8 +42,6 @@ log = logging.getLogger("cardmem.mcp")
 
 CardType = Literal["user", "feedback", "person", "entity", "project", "reference", "signal"]
 SEARCH_MAX = 50
-TITLE_MAX_CHARS = 200
-BODY_MAX_CHARS = 16_000  # one remembered note; a card read back is capped at 8,000
 
 INSTRUCTIONS = """\
 cardmem is the user's long-term memory: Markdown cards in a git repository, each
@@ -178,52 +176,9 @@ class CardTools:
 
     def remember(self, title: str, body: str, type: CardType = "reference",
                  project: str | None = None) -> dict[str, Any]:
-        from cardmem.tools.redact import redact_with_counts
+        from cardmem.tools.agent_remember import remember
 
-        title = (title or "").strip()
-        if not title:
-            raise ValueError("title: is empty; give the memory a short title")
-        if len(title) > TITLE_MAX_CHARS:
-            raise ValueError(f"title: too long ({len(title)} characters; the limit is "
-                             f"{TITLE_MAX_CHARS})")
-        if not (body or "").strip():
-            raise ValueError("body: is empty; say what to remember")
-        if len(body) > BODY_MAX_CHARS:
-            raise ValueError(f"body: too large ({len(body)} characters; the limit is "
-                             f"{BODY_MAX_CHARS}); remember a shorter summary")
-        # Secrets never reach a card (nor git history): redact before anything is written.
-        title, t_counts = redact_with_counts(title)
-        body, b_counts = redact_with_counts(body)
-        redacted = {k: t_counts.get(k, 0) + b_counts.get(k, 0) for k in {*t_counts, *b_counts}}
-        out: dict[str, Any]
-        protected = set(self.store.config["extract"]["protected_types"])
-        found = self.store.titled(title)
-        if len(found) == 1 and found[0][1] in protected:  # that title is a rule or user card
-            out = self._propose(title, body, found[0][1], project or None, target=found[0][0])
-        elif type in protected:
-            out = self._propose(title, body, type, project or None)
-        else:
-            cid, created = self.store.remember(title, body, card_type=type,
-                                               project=project or None, source="mcp", agent=True)
-            out = {"id": cid, "created": created, "appended": not created}
-        out["redacted"] = redacted
-        if redacted:
-            out["note"] = (out.get("note", "") + " " if out.get("note") else "") + (
-                f"{sum(redacted.values())} secret(s) were redacted before saving")
-        return out
-
-    def _propose(self, title: str, body: str, type: str, project: str | None,
-                 target: str | None = None) -> dict[str, Any]:
-        """A rule or user card from a model is a proposal: not in force until a person
-        accepts it (a prompt injection must not set standing rules)."""
-        from cardmem.store.proposals import propose_remember
-
-        w = propose_remember(self.store, title, body, card_type=type, project=project,
-                             proposed_by="mcp", source="mcp", target=target)
-        what = f"a change to {w.target}" if w.target else "a new card"
-        return {"id": w.id, "created": w.created, "appended": not w.created, "proposed": True,
-                "note": f"{type} cards are protected: saved as a proposal ({what}), not in "
-                        f"force until a person accepts it (`cardmem review accept {w.id}`)"}
+        return remember(self.store, title, body, type, project, by="mcp")
 
 
 def build_server(store: "Store", warm: bool = False) -> "MCPServer":

@@ -1,0 +1,393 @@
+"""`cardmem slack` end to end: the real slack_bolt/slack_sdk against a fake Slack Web API
+(tests/fakeslack.py), signed Events API requests, and the fake Messages API."""
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from fakeapi import FakeAPI, reply
+from fakeslack import BOT_USER, FakeSlack, direct_message, mention, post_event, signed_event
+
+from cardmem.store.store import init
+from cardmem.tools import receipts
+from cardmem.tools.slack.server import SlackServer
+from cardmem.tools.slack.settings import SlackSettings
+
+SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+CARDS = Path(__file__).resolve().parents[2] / "cards"
+MARA = "UMARA001"
+
+
+def make_store(tmp_path: Path, on_deadline: str = "silence", deadline_s: float = 8.0,
+               slack_extra: str = ""):
+    root = tmp_path / "store"
+    shutil.copytree(CARDS, root)
+    card = root / "people" / "mara-okonkwo.md"
+    card.write_text(card.read_text().replace("type: person\n", f"type: person\nslack: {MARA}\n", 1))
+    toml = root / "cardmem.toml"
+    toml.write_text(toml.read_text().replace("deadline_s = 30", f"deadline_s = {deadline_s}")
+                    .replace("walk_s = 18", "walk_s = 3")
+                    .replace('on_deadline = "silence"', f'on_deadline = "{on_deadline}"')
+                    + '\n[slack]\nack = "both"\n' + slack_extra)
+    return init(root)[0]
+
+
+class Running:
+    """A `cardmem slack --http` server in this process, on a free port."""
+
+    def __init__(self, store, slack: FakeSlack, api: FakeAPI, monkeypatch) -> None:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake")
+        env = {"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": SECRET,
+               "SLACK_API_URL": slack.base_url}
+        self.settings = SlackSettings.load(store.config.get("slack"), http=True, env=env)
+        self.done: list = []
+        self.server = SlackServer.build(store, self.settings, http=True, on_done=self.done.append)
+        port = self.server.listen(0)
+        self.thread = threading.Thread(target=self.server.serve_http, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{port}/slack/events"
+
+    def send(self, body: dict, **kw) -> tuple[int, str, float]:
+        return post_event(self.url, *signed_event(SECRET, body, **kw))
+
+    def wait_done(self, n: int, timeout: float = 20.0) -> None:
+        end = time.monotonic() + timeout
+        while len(self.done) < n and time.monotonic() < end:
+            time.sleep(0.02)
+        assert len(self.done) >= n, f"{len(self.done)} answered of {n}"
+
+    def stop(self, wait: bool = True) -> None:
+        self.server.stop(wait=wait)
+
+
+@pytest.fixture
+def slack():
+    with FakeSlack() as s:
+        yield s
+
+
+def run(tmp_path, slack, fake_api, monkeypatch, **store_kw) -> tuple[Running, object]:
+    store = make_store(tmp_path, **store_kw)
+    return Running(store, slack, fake_api, monkeypatch), store
+
+
+def test_ack_lands_while_the_model_is_slow_then_the_threaded_reply(tmp_path, slack, fake_api,
+                                                                     monkeypatch) -> None:
+    fake_api.add(reply("Mara Okonkwo approves it.", delay=2.0))
+    srv, store = run(tmp_path, slack, fake_api, monkeypatch)
+    try:
+        body = mention("Who approves a billing-service migration?", user=MARA)
+        t0 = time.monotonic()
+        status, _, took = srv.send(body)
+        assert status == 200 and took < 1.0  # Bolt acks the HTTP request at once
+        (reaction,) = slack.wait_for("reactions.add")
+        line = slack.wait_for("chat.postMessage")[0]
+        assert reaction.at - t0 < 1.0 and line.at - t0 < 1.0  # long before the model answers
+        assert reaction.args == {"channel": "C0GENERAL", "timestamp": body["event"]["ts"],
+                                 "name": "eyes"}
+        assert line.args["thread_ts"] == body["event"]["ts"]
+        assert "`entities/billing-service`" in line.args["text"]  # from rung 1, no model
+        srv.wait_done(1)
+        first, second = slack.calls("chat.postMessage")
+        assert second.args["text"] == "Mara Okonkwo approves it."
+        assert second.args["thread_ts"] == body["event"]["ts"] and second.at - t0 >= 2.0
+        assert slack.calls("auth.test")[0].token == "xoxb-test"
+    finally:
+        srv.stop()
+    (rec,) = receipts.last(store, 5)
+    assert rec["outcome"] == "composed"
+    s = rec["slack"]
+    assert (s["channel"], s["thread_ts"], s["user"], s["person"], s["kind"]) == (
+        "C0GENERAL", body["event"]["ts"], MARA, "people/mara-okonkwo", "mention")
+    assert s["ack_s"] < 1.0 <= 2.0 <= s["reply_s"] and s["reply"] == "posted"
+    # The asker's person card was in the model's pile.
+    pile = fake_api.messages_requests()[0].body["messages"][0]["content"]
+    pile = pile if isinstance(pile, str) else pile[0]["text"]
+    assert "## The asker (mara-okonkwo)" in pile and "Tech lead of the payments team" in pile
+    assert "people/mara-okonkwo" in rec["rung1"]["addresses"]
+
+
+def test_unknown_asker_and_direct_message_are_answered(tmp_path, slack, fake_api,
+                                                       monkeypatch) -> None:
+    fake_api.add(reply("It runs on Postgres."), reply("Still Postgres."))
+    srv, store = run(tmp_path, slack, fake_api, monkeypatch)
+    try:
+        srv.send(direct_message("what database does billing-service use?", user="UNEW0001"))
+        srv.wait_done(1)
+        srv.send(direct_message("and billing-service again?", user="UNEW0001"))
+        srv.wait_done(2)
+    finally:
+        srv.stop()
+    replies = [c.args["text"] for c in slack.calls("chat.postMessage")
+               if not c.args["text"].startswith("Looking in memory")]
+    assert replies[0].startswith("It runs on Postgres.") and "`slack: UNEW0001`" in replies[0]
+    assert replies[1] == "Still Postgres."  # told once how to be filed
+    recs = receipts.last(store, 5)
+    assert [r["slack"]["person"] for r in recs] == [None, None]
+    assert recs[0]["slack"]["kind"] == "dm" and recs[0]["asker"] == "slack:UNEW0001"
+    assert "no person card answers to this name" in recs[0]["rung1"]["text"]
+    # `cardmem judge` and `receipts` work on a Slack answer's receipt.
+    from click.testing import CliRunner
+
+    from cardmem.tools.cli import cli
+
+    r = CliRunner().invoke(cli, ["judge", recs[0]["id"], "--rule-only", "--store", str(store.root)])
+    assert r.exit_code == 4 and r.output.startswith(f"{recs[0]['id']}: ungraded\n  rule: pass")
+    assert receipts.find(store, recs[0]["id"])["judge"][0]["verdict"] == "ungraded"
+
+
+def test_forged_stale_and_unsigned_requests_are_refused(tmp_path, slack, fake_api,
+                                                        monkeypatch) -> None:
+    srv, store = run(tmp_path, slack, fake_api, monkeypatch)
+    try:
+        body = mention("who is on call?")
+        raw, headers = signed_event("not-the-secret", body)
+        assert post_event(srv.url, raw, headers)[0] == 401
+        assert srv.send(body, timestamp=int(time.time()) - 6 * 60)[0] == 401
+        raw, headers = signed_event(SECRET, body)
+        assert post_event(srv.url, raw + b" ", headers)[0] == 401  # body changed after signing
+        assert post_event(srv.url, raw, {"Content-Type": "application/json"})[0] == 401
+        status, text, _ = srv.send({"type": "url_verification", "token": "x",
+                                    "challenge": "3eZbrw1aBm2rZgRNFdxV"})
+        assert status == 200 and "3eZbrw1aBm2rZgRNFdxV" in text
+        time.sleep(0.3)
+    finally:
+        srv.stop()
+    assert slack.calls("reactions.add") == [] and fake_api.requests == []
+    assert receipts.last(store, 5) == []
+
+
+def test_retries_and_duplicates_are_answered_once(tmp_path, slack, fake_api, monkeypatch) -> None:
+    fake_api.add(reply("Kwame owns the rota.", delay=0.5))
+    srv, store = run(tmp_path, slack, fake_api, monkeypatch)
+    try:
+        body = mention("who owns the on-call rota?", event_id="Ev0RETRY01")
+        assert srv.send(body)[0] == 200
+        assert srv.send(body, retry=1)[0] == 200  # Slack's retry of the same event
+        assert srv.send(body)[0] == 200  # a plain duplicate
+        dup = dict(body, event_id="Ev0OTHER01")  # the same message under another event id
+        assert srv.send(dup, retry=2)[0] == 200
+        srv.wait_done(1)
+        time.sleep(0.5)
+    finally:
+        srv.stop()
+    assert len(srv.done) == 1 and len(fake_api.messages_requests()) == 1
+    assert len(slack.calls("reactions.add")) == 1
+    assert srv.server.answerer.counts == {"taken": 1, "duplicate": 3, "ignored": 0}
+    assert len(receipts.last(store, 5)) == 1
+
+
+def test_a_retry_of_an_event_never_seen_is_answered(tmp_path, slack, fake_api, monkeypatch) -> None:
+    fake_api.add(reply("Kwame."))
+    srv, store = run(tmp_path, slack, fake_api, monkeypatch)
+    try:
+        srv.send(mention("who owns the on-call rota?"), retry=1)  # the first delivery was lost
+        srv.wait_done(1)
+    finally:
+        srv.stop()
+    (rec,) = receipts.last(store, 5)
+    assert rec["slack"]["retry"] == 1 and rec["slack"]["reply"] == "posted"
+
+
+def test_a_429_is_retried_after_retry_after(tmp_path, slack, fake_api, monkeypatch) -> None:
+    fake_api.add(reply("Priya."))
+    srv, store = run(tmp_path, slack, fake_api, monkeypatch)
+    slack.rate_limit("chat.postMessage", retry_after=1, times=2)  # the ack line, then again
+    try:
+        srv.send(mention("who is Priya?"))
+        srv.wait_done(1)
+    finally:
+        srv.stop()
+    posts = slack.calls("chat.postMessage")
+    assert [c.status for c in posts[:3]] == [429, 429, 200]
+    assert posts[1].at - posts[0].at >= 1.0 and posts[2].at - posts[1].at >= 1.0
+    assert posts[-1].args["text"] == "Priya." and posts[-1].status == 200
+    (rec,) = receipts.last(store, 5)
+    assert rec["slack"]["reply"] == "posted" and rec["slack"]["ack_s"] < 1.0  # the reaction
+
+
+@pytest.mark.parametrize("on_deadline", ["silence", "receipt"])
+def test_the_deadline_fork(tmp_path, slack, fake_api, monkeypatch, on_deadline) -> None:
+    fake_api.handler = lambda body: reply("too late", delay=6.0)
+    srv, store = run(tmp_path, slack, fake_api, monkeypatch, on_deadline=on_deadline,
+                     deadline_s=1.5)
+    try:
+        srv.send(mention("who approves a billing-service migration?", user=MARA))
+        srv.wait_done(1)
+    finally:
+        srv.stop(wait=False)
+    (rec,) = receipts.last(store, 5)
+    assert rec["outcome"] == "fallback" and rec["fallback"] == on_deadline
+    texts = [c.args["text"] for c in slack.calls("chat.postMessage")]
+    assert texts[0].startswith("Looking in memory") and "too late" not in " ".join(texts)
+    if on_deadline == "silence":
+        assert len(texts) == 1 and rec["slack"]["reply"] == "silence"
+    else:
+        assert len(texts) == 2 and rec["slack"]["reply"] == "posted"
+        assert texts[1] == rec["reply"] and "people/mara-okonkwo" in texts[1]
+    assert rec["slack"]["ack_s"] < 1.0
+
+
+def test_one_slow_question_does_not_block_the_others(tmp_path, slack, fake_api,
+                                                     monkeypatch) -> None:
+    fake_api.handler = lambda b: (reply("slow answer", delay=2.0) if "zebra" in str(b["messages"][0])
+                                  else reply("quick answer"))
+    srv, store = run(tmp_path, slack, fake_api, monkeypatch)
+    try:
+        srv.send(mention("a zebra question about billing-service"))
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        srv.send(mention("a quick one about billing-service"))
+        srv.wait_done(1)
+        assert time.monotonic() - t0 < 1.5
+        srv.wait_done(2)
+    finally:
+        srv.stop()
+    order = [r["reply"] for r in receipts.last(store, 5)]
+    assert order == ["quick answer", "slow answer"]
+
+
+def test_missing_tokens_are_one_clear_line() -> None:
+    from cardmem.store.errors import CardmemError
+
+    with pytest.raises(CardmemError) as e:
+        SlackSettings.load({}, http=False, env={"SLACK_BOT_TOKEN": "xoxb-1"})
+    assert str(e.value.why).startswith("SLACK_APP_TOKEN is not set (Socket Mode needs it")
+    with pytest.raises(CardmemError, match="SLACK_SIGNING_SECRET is not set"):
+        SlackSettings.load({}, http=True, env={"SLACK_BOT_TOKEN": "xoxb-1"})
+    s = SlackSettings.load({"api_url": "http://127.0.0.1:9/api"}, http=False,
+                           env={"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"})
+    assert s.api_url == "http://127.0.0.1:9/api/" and s.ack == "reaction"
+    assert BOT_USER  # the fake's bot id is what auth.test reports
+
+
+def test_cli_refuses_without_tokens_in_one_line(tmp_path, monkeypatch) -> None:
+    from click.testing import CliRunner
+
+    from cardmem.store.errors import CardmemError
+    from cardmem.tools.cli import cli
+
+    store = make_store(tmp_path)
+    for k in ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"):
+        monkeypatch.delenv(k, raising=False)
+    with pytest.raises(CardmemError) as e:
+        CliRunner().invoke(cli, ["slack", "--store", str(store.root)], catch_exceptions=False)
+    assert str(e.value) == ("slack: SLACK_BOT_TOKEN is not set (Socket Mode needs it; README: "
+                            "'Slack')")
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1")
+    with pytest.raises(CardmemError, match="SLACK_SIGNING_SECRET is not set .the Events API"):
+        CliRunner().invoke(cli, ["slack", "--http", "0", "--store", str(store.root)],
+                           catch_exceptions=False)
+
+
+def test_the_command_serves_http_until_sigterm(tmp_path, slack, fake_api) -> None:
+    """The process boundary: `cardmem slack --http 0` binds, answers Slack, stops cleanly."""
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    store = make_store(tmp_path)
+    env = {**os.environ, "SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": SECRET,
+           "SLACK_API_URL": slack.base_url, "ANTHROPIC_BASE_URL": fake_api.base_url,
+           "ANTHROPIC_API_KEY": "sk-ant-fake"}
+    p = subprocess.Popen([sys.executable, "-m", "cardmem.tools.cli", "slack", "--http", "0",
+                          "--store", str(store.root)], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        banner = p.stderr.readline()
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/slack/events", banner)
+        assert m, banner
+        url = f"http://127.0.0.1:{m.group(1)}/slack/events"
+        status, text, _ = post_event(url, *signed_event(SECRET, {"type": "url_verification",
+                                                                 "challenge": "c-123"}))
+        assert status == 200 and "c-123" in text
+        fake_api.add(reply("Kwame."))
+        post_event(url, *signed_event(SECRET, mention("who owns the on-call rota?")))
+        assert slack.wait_for("chat.postMessage", 2)[-1].args["text"].startswith("Kwame.")
+    finally:
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(10) == 0
+
+
+def test_remember_is_off_by_default_then_files_and_proposes(tmp_path, slack, fake_api,
+                                                            monkeypatch) -> None:
+    fake_api.add(reply("I can only answer from memory."))
+    srv, store = run(tmp_path, slack, fake_api, monkeypatch)
+    try:
+        srv.send(mention("remember Deploy steps: make deploy", user=MARA))
+        srv.wait_done(1)
+    finally:
+        srv.stop()
+    assert len(fake_api.messages_requests()) == 1 and not store.exists("reference/deploy-steps")
+
+    srv, store = run(tmp_path / "on", slack, fake_api, monkeypatch,
+                     slack_extra="remember = true\n")
+    try:
+        srv.send(mention("remember Deploy steps: make deploy, then watch the dashboard", user=MARA))
+        srv.send(mention("remember rule Pair on prod deploys: never deploy alone", user="UNEW0009"))
+        srv.send(mention("remember that the sky is blue", user=MARA))
+        srv.wait_done(3)
+    finally:
+        srv.stop()
+    assert len(fake_api.messages_requests()) == 1  # none of the three reached the model
+    card = store.read("reference/deploy-steps")
+    assert "make deploy, then watch the dashboard" in card.body
+    assert "(said by people/mara-okonkwo, in Slack)" in card.body
+    commit = store.log("reference/deploy-steps")[0]
+    assert commit.message.endswith("Cardmem-Source: slack") and "agent" in commit.author
+    rule = store.read("feedback/pair-on-prod-deploys")
+    assert rule.meta["status"] == "proposed" and rule.meta["proposed_by"] == "slack"
+    replies = {c.args["text"].split(":")[0] for c in slack.calls("chat.postMessage")
+               if not c.args["text"].startswith("Looking")}
+    assert {"Filed in `reference/deploy-steps`.", "Filed as a proposal", "Not filed"} <= replies
+    recs = {r["question"]: r for r in receipts.last(store, 10)}
+    assert recs["remember Deploy steps: make deploy, then watch the dashboard"]["outcome"] == "filed"
+    assert recs["remember that the sky is blue"]["outcome"] == "error"
+    assert all(r["slack"]["reply"] == "posted" for r in recs.values())
+
+
+def test_socket_mode_end_to_end(tmp_path, slack, fake_api, monkeypatch) -> None:
+    """Socket Mode with the real SocketModeHandler: apps.connections.open on the fake Web
+    API with the app token, a WebSocket to tests/fakesocket.py, envelopes acked, the event
+    answered in its thread once (a redelivered envelope is not answered again)."""
+    from fakesocket import FakeSocket
+
+    store = make_store(tmp_path)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_api.base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake")
+    fake_api.add(reply("Kwame Asante owns it."))
+    settings = SlackSettings.load(store.config.get("slack"), http=False, env={
+        "SLACK_BOT_TOKEN": "xoxb-test", "SLACK_APP_TOKEN": "xapp-1-test",
+        "SLACK_API_URL": slack.base_url})
+    done: list = []
+    with FakeSocket() as ws:
+        slack.socket_url = ws.url
+        server = SlackServer.build(store, settings, http=False, on_done=done.append)
+        t = threading.Thread(target=server.serve_socket_mode, daemon=True)
+        t.start()
+        try:
+            ws.wait_connected()
+            body = mention("who owns the on-call rota?")
+            first = ws.send_event(body)
+            again = ws.send_event(body, retry=1)
+            assert ws.wait_acks(2) == [first, again]
+            slack.wait_for("chat.postMessage", 2)
+            end = time.monotonic() + 10
+            while not done and time.monotonic() < end:
+                time.sleep(0.02)
+            time.sleep(0.3)
+        finally:
+            server.stop()
+            t.join(5)
+    (opened,) = slack.calls("apps.connections.open")
+    assert opened.token == "xapp-1-test"
+    assert len(done) == 1 and slack.calls("chat.postMessage")[-1].args == {
+        "channel": "C0GENERAL", "thread_ts": body["event"]["ts"], "text": "Kwame Asante owns it."}
+    assert not t.is_alive()
+    (rec,) = receipts.last(store, 5)
+    assert rec["slack"]["reply"] == "posted"

@@ -1,0 +1,11 @@
+"""The answering teammate in Slack (`cardmem slack`): `cardmem ask` where the team talks.
+
+    settings.py   tokens, the Web API base URL and `[slack]` from the environment and the store
+    people.py     the asker's person card, by `slack: U…` in its frontmatter
+    answerer.py   one question's life: dedupe, the ack (rung 1 only), the walk, the reply,
+                  the receipt; bounded concurrency. Knows the Web API, not Bolt.
+    server.py     the Bolt app over it: Socket Mode, or the Events API on --http PORT
+
+`slack_bolt` and `slack_sdk` are imported only here, and only when a server is built, so
+no other command pays for them.
+"""

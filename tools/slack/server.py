@@ -1,0 +1,129 @@
+"""The Bolt app over the Answerer: Socket Mode, or the Events API over HTTP.
+
+    server = SlackServer.build(store, settings)      # auth.test: learns the bot's user id
+    server.listen(port); server.serve_http()  /  server.serve_socket_mode()   # until stop()
+
+Over HTTP, Bolt's built-in middleware checks each request's signature and timestamp
+(`X-Slack-Signature`, `X-Slack-Request-Timestamp`: forged or over 5 minutes old is a 401)
+and answers the `url_verification` challenge; requests are served by a threading WSGI
+server (Bolt's own adapter), and Bolt acks each event before our listener runs.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from socketserver import ThreadingMixIn
+
+from cardmem.store.errors import CardmemError
+from cardmem.store.store import Store
+
+from .answerer import Answerer
+from .settings import SlackSettings
+
+EVENTS_PATH = "/slack/events"
+RATE_LIMIT_RETRIES = 2  # a 429 is retried after its Retry-After, this many times
+
+
+def web_client(settings: SlackSettings) -> Any:
+    """slack_sdk's WebClient on the configured base URL, honouring 429 Retry-After."""
+    from slack_sdk import WebClient
+    from slack_sdk.http_retry.builtin_handlers import (ConnectionErrorRetryHandler,
+                                                       RateLimitErrorRetryHandler)
+
+    return WebClient(token=settings.bot_token, base_url=settings.api_url, timeout=10,
+                     retry_handlers=[ConnectionErrorRetryHandler(),
+                                     RateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES)])
+
+
+def model_client(store: Store) -> Any:
+    """One SDK client for every answer (the api route), built now: a missing model is said
+    at start-up, and the SDK's import (seconds) is never paid by the first question; None on
+    the claude-code route."""
+    from cardmem.tools import model
+
+    cfg = model.settings(store.config.get("model"))
+    try:
+        route, _ = model.resolve(cfg)
+        return model.client(cfg, max_retries=0) if route == "api" else None  # the walk retries
+    except model.ModelUnavailable as exc:
+        raise CardmemError("slack", f"needs a model: {exc.why}") from None
+
+
+class _Threading(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # Bolt logs what matters
+        pass
+
+
+class SlackServer:
+    def __init__(self, app: Any, answerer: Answerer, settings: SlackSettings) -> None:
+        self.app, self.answerer, self.settings = app, answerer, settings
+        self._http: WSGIServer | None = None
+        self._socket: Any = None
+        self._stopped = threading.Event()
+
+    @classmethod
+    def build(cls, store: Store, settings: SlackSettings, *, http: bool, **answerer_kw: Any
+              ) -> "SlackServer":
+        from slack_bolt import App
+        from slack_sdk.errors import SlackApiError
+
+        web = web_client(settings)
+        logger = logging.getLogger("cardmem.slack.bolt")
+        logger.setLevel(logging.ERROR)  # not its notes (e.g. SLACK_BOT_TOKEN read twice)
+        try:
+            app = App(client=web, signing_secret=settings.signing_secret if http else "",
+                      request_verification_enabled=http, logger=logger)
+        except SlackApiError as exc:  # auth.test refused the bot token
+            raise CardmemError("slack", f"the bot token was refused: "
+                                        f"{exc.response.get('error')}") from None
+        except Exception as exc:  # noqa: BLE001 - e.g. the Web API unreachable
+            raise CardmemError("slack", f"cannot reach the Web API at {settings.api_url}: "
+                                        f"{exc}") from None
+        answerer_kw.setdefault("sdk", model_client(store))
+        answerer = Answerer(store, web, settings, **answerer_kw)
+
+        def listener(body: dict, request: Any, context: Any) -> None:
+            answerer.take(body, request.headers, context.bot_user_id)
+
+        app.event("app_mention")(listener)
+        app.event("message")(listener)  # direct messages; the rest is ignored by take()
+        return cls(app, answerer, settings)
+
+    def listen(self, port: int, host: str = "127.0.0.1") -> int:
+        """Bind the Events API at http://HOST:PORT/slack/events; the port bound."""
+        from slack_bolt.adapter.wsgi import SlackRequestHandler
+
+        try:
+            self._http = make_server(host, port, SlackRequestHandler(self.app, EVENTS_PATH),
+                                     server_class=_Threading, handler_class=_Quiet)
+        except OSError as exc:
+            raise CardmemError(f"--http {port}", f"cannot listen on {host}: {exc.strerror}") from None
+        return self._http.server_address[1]
+
+    def serve_http(self) -> None:
+        """Serve what listen() bound, until stop()."""
+        assert self._http is not None, "listen() first"
+        self._http.serve_forever(poll_interval=0.2)
+
+    def serve_socket_mode(self) -> None:
+        """Connect to Slack over a WebSocket (no public URL), until stop()."""
+        from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+        self._socket = SocketModeHandler(self.app, self.settings.app_token)
+        self._socket.connect()
+        self._stopped.wait()
+
+    def stop(self, wait: bool = True) -> None:
+        self._stopped.set()
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+        if self._socket is not None:
+            self._socket.close()
+        self.answerer.close(wait=wait)
