@@ -52,3 +52,11 @@ def test_bad_kind_and_no_store_are_one_line_errors(tmp_path) -> None:
     assert code == 2 and "typo" in err
     code, _, err = cli("maintain", "--store", str(tmp_path / "none"))
     assert code != 0 and err.startswith("cardmem: ") and len(err.strip().splitlines()) == 1
+
+
+def test_apply_is_one_clear_line_never_a_traceback(corpus) -> None:
+    head = git(corpus, "rev-parse", "HEAD")
+    code, out, err = cli("maintain", "--apply", "--store", str(corpus.root))
+    assert code != 0 and err.startswith("cardmem: --apply: ") and "Traceback" not in err + out
+    assert len(err.strip().splitlines()) == 1
+    assert git(corpus, "rev-parse", "HEAD") == head and git(corpus, "status", "--porcelain") == ""
