@@ -9,7 +9,7 @@ import click
 
 from cardmem.tools.cli import emit_json, json_option, open_store, store_option
 
-KINDS = ("broken-link", "duplicate", "contradiction", "drift", "stale")
+KINDS = ("broken-link", "duplicate", "contradiction", "drift", "stale", "long-history")
 
 EXAMPLE = """\b
 Example:

@@ -131,5 +131,5 @@ def find(survey: Survey) -> list[Finding]:
         for first, later in line_pairs(c):
             out.append(Finding("duplicate", [cid],
                                f"History line repeats an earlier one: {later!r} ~ {first!r}",
-                               "drop the later line by hand, or let --apply fold the History"))
+                               "drop the later line by hand (a long History is folded by --apply)"))
     return out

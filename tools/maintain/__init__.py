@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cardmem.store.errors import CardmemError
 from cardmem.store.maintain import MODEL_FREE, Finding, Survey, findings
 
 
@@ -27,9 +26,6 @@ class Report:
 
 
 def run(store, only: set[str] | None = None, *, apply: bool = False) -> Report:
-    if apply:  # refused before anything is read: no half-built consolidation may write
-        raise CardmemError("--apply", "consolidation is not built yet; run without --apply "
-                                      "and fix the findings by hand")
     survey = Survey.of(store)
     report = Report(findings(store, only & set(MODEL_FREE) if only else None, survey))
     if only is None or "contradiction" in only:
@@ -39,4 +35,8 @@ def run(store, only: set[str] | None = None, *, apply: bool = False) -> Report:
         report.findings.extend(found)
         if note:
             report.notes.append(note)
+    if apply:
+        from .consolidate import consolidate
+
+        report.applied = consolidate(survey, report.findings, report.notes)
     return report
