@@ -9,7 +9,11 @@ live in tools/maintain/.
 """
 from __future__ import annotations
 
-from .survey import Finding, Survey
+TYPE_CHECKING = False  # no `typing` import: search and the session-start hook come here
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .survey import Finding, Survey
 
 MODEL_FREE = ("broken-link", "duplicate", "drift", "stale", "long-history")
 
@@ -17,6 +21,7 @@ MODEL_FREE = ("broken-link", "duplicate", "drift", "stale", "long-history")
 def findings(store, only: set[str] | None = None, survey: Survey | None = None) -> list[Finding]:
     """Every model-free finding of the kinds in `only` (all when None), in kind order."""
     from . import drift, duplicates, history, links, stale
+    from .survey import Survey
 
     survey = survey or Survey.of(store)
     finders = {"broken-link": links.find, "duplicate": duplicates.find,
@@ -26,6 +31,16 @@ def findings(store, only: set[str] | None = None, survey: Survey | None = None) 
         if only is None or kind in only:
             out.extend(finders[kind](survey))
     return out
+
+
+def __getattr__(name: str) -> Any:
+    # Lazily: record.py (read by search and the session-start hook) must not pull in the
+    # card parser and git through this package's import.
+    if name in ("Finding", "Survey"):
+        from . import survey
+
+        return getattr(survey, name)
+    raise AttributeError(name)
 
 
 __all__ = ["Finding", "Survey", "findings", "MODEL_FREE"]

@@ -216,6 +216,7 @@ def consolidate(survey: Survey, found: list[Finding], notes: list[str]) -> list[
             notes.append(f"{f.kind} {' '.join(f.ids)}: not applied: {exc}")
             continue
         if done:
+            f.applied = done["commit"]
             applied.append(done)
             touched.update(change.ids)
     return applied
