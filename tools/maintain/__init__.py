@@ -1,5 +1,6 @@
 """Maintenance that needs more than the store: the model-judged `contradiction` kind
-(contradictions.py) and `--apply`'s consolidating commits (consolidate.py).
+(contradictions.py), answers worth filing (`unfiled-answer`, mine.py, M3) and
+`--apply`'s consolidating commits (consolidate.py, fold.py).
 
     run(store, only={"duplicate"}, apply=False) -> Report(findings, notes, applied)
 """
@@ -41,6 +42,13 @@ def run(store, only: set[str] | None = None, *, apply: bool = False,
             report.notes.append(note)
         if not (note or "").startswith("contradiction: skipped"):
             kinds.append("contradiction")
+    if only is None or "unfiled-answer" in only:
+        from .mine import find as mine
+
+        found, note = mine(survey, judge_now=apply)
+        report.findings.extend(found)
+        report.notes += [note] if note else []
+        kinds.append("unfiled-answer")
     if apply:
         from .consolidate import consolidate
 

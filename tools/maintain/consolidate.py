@@ -6,7 +6,8 @@ can read (`cardmem log`) and undo (`cardmem revert`), with `Cardmem-Source: main
   its History lines and the paragraphs the kept card does not already say move over,
   and it is marked `status: superseded`, `superseded_by: <kept>` (kept, readable);
 - contradiction: the loser is marked `status: superseded`, `superseded_by: <winner>`;
-- long-history: folded (fold.py), the raw lines kept below the rewritten text.
+- long-history: folded (fold.py), the raw lines kept below the rewritten text;
+- unfiled-answer (mine.py): the answer becomes a proposed card, its receipt as source.
 Drift, stale cards and repeated History lines are a person's to fix: nothing is applied.
 
 A live protected card (`[extract] protected_types`: feedback, user) is never changed:
@@ -118,7 +119,26 @@ def plan(survey: Survey, f: Finding, notes: list[str]) -> Change | None:
                        f"    {f.suggestion.split('(', 1)[-1].split(')')[0]}"])
     if f.kind == "long-history" and fix:
         return _fold(survey, f, notes)
+    if f.kind == "unfiled-answer" and fix:
+        return _file_answer(survey, fix)
     return None
+
+
+def _file_answer(survey: Survey, fix: dict[str, Any]) -> Change:
+    from .mine import proposed_card
+
+    rid = fix["receipt"]
+    change = Change("unfiled-answer", "maintain: propose an answer as a card", [], lambda t: {},
+                    [f"from receipt {rid}: judged supported; no card said it"])
+
+    def new_card(_: dict[str, str]) -> dict[str, str]:
+        cid, text = proposed_card(survey.store, fix, [])
+        change.subject = f"maintain: propose: {cid}"
+        change.lines.append(f"{cid}  proposed (a new reference card); `cardmem review`")
+        return {cid: text}
+
+    change.edit = new_card
+    return change
 
 
 def _fold(survey: Survey, f: Finding, notes: list[str]) -> Change | None:
@@ -165,8 +185,9 @@ def commit(store, change: Change) -> dict[str, Any] | None:
     def compute() -> dict[str, bytes | None]:
         made.clear()
         texts = {cid: store.read(cid).text for cid in change.ids}
-        new = {k: v for k, v in change.edit(texts).items() if v != texts[k]}
-        guarded = [k for k in new if proposals.live_protected(store, k, texts[k])]
+        new = {k: v for k, v in change.edit(texts).items() if v != texts.get(k)}
+        msg.subject, msg.lines = change.subject, list(change.lines)
+        guarded = [k for k in new if k in texts and proposals.live_protected(store, k, texts[k])]
         if not guarded or not new:
             return {store.rel(k): v.encode() for k, v in new.items()}
         if waiting := sorted(_pending(store) & set(new)):
