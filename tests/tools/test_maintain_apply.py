@@ -195,3 +195,16 @@ def test_a_rewrite_with_a_history_section_is_refused(corpus, model_env) -> None:
     model_env.fallback = "New text.\n\n## History\n- nothing"
     report = run(corpus, {"long-history"}, apply=True)
     assert report.applied == [] and "History section" in report.notes[0]
+
+
+def test_a_card_changed_once_in_a_run_waits_for_the_next_run(corpus) -> None:
+    git(corpus, "mv", "projects/oxc/testing.md", "projects/oxc/testing-overview.md")
+    (corpus.root / "projects/oxc/snapshots.md").write_text(
+        SNAPSHOTS + "\nSee [[projects/oxc/testing]].\n")
+    commit_as_person(corpus)
+    first = run(corpus, {"broken-link", "duplicate"}, apply=True)
+    assert [d["kind"] for d in first.applied] == ["broken-link"]
+    assert any("left for the next run" in n for n in first.notes)
+    second = run(corpus, {"broken-link", "duplicate"}, apply=True)
+    assert [d["kind"] for d in second.applied] == ["duplicate"]
+    assert run(corpus, {"broken-link", "duplicate"}).findings == []
