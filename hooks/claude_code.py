@@ -373,6 +373,9 @@ def _learn_logged(event: str, payload: dict[str, Any], store_path: str | None) -
         outcome = learn(event, payload, store_path)
     except Exception as exc:  # noqa: BLE001 - logged, never raised into the host
         outcome = f"error: {type(exc).__name__}: {' '.join(str(exc).split())}"
+    from .daily import maybe_maintain  # at most once a day, after the learning
+
+    outcome += maybe_maintain(_store_root(store_path))
     hooklog.write(_store_root(store_path), f"{event}/learn", started, outcome,
                   payload.get("session_id"))
     return 0

@@ -26,7 +26,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "watch": {"autocommit": True, "quiet_s": 5.0},
     "store": {"lock_timeout_s": 10.0},
     "rules": {"relevance_threshold": 0.65},  # store/rule_match.py THRESHOLD
-    "maintain": {"stale_days": 180, "history_keep": 20, "history_fold_at": 40},
+    "maintain": {"stale_days": 180, "history_keep": 20, "history_fold_at": 40,
+                 "daily": True},  # the learner's model-free pass, at most once a day
     "projects": {},  # working-directory name -> project slug
     # `cardmem slack` (tools/slack/): api_url "" = SLACK_API_URL, else Slack's own.
     "slack": {"api_url": "", "ack": "reaction", "reaction": "eyes", "concurrency": 4,

@@ -777,6 +777,13 @@ def run(idx: Index, query: str, limit: int = 10, card_type: str | None = None,
     # Whole-query fuzzy matching of names, when some words were not found (or nothing was).
     if (p.unknown or not results) and query.strip():
         _merge(results, _fuzzy_names(idx, query, limit, card_type, project))
+    if results:
+        from .maintain.record import stale
+
+        for cid in stale(idx.root, {r["id"] for r in results}):
+            for r in results:
+                if r["id"] == cid:
+                    r["stale"] = True  # `cardmem maintain` found it stale, and it is unchanged
     results.sort(key=_order)
     results = results[:limit]
     if p.terms and results:
@@ -790,9 +797,10 @@ def run(idx: Index, query: str, limit: int = 10, card_type: str | None = None,
 
 
 def _order(r: dict[str, Any]) -> tuple[Any, ...]:
-    """Better confidence first; a superseded, archived or proposed card counts one level
-    lower and comes after active cards of that level, so what is in force is read first."""
-    inactive = r["status"] in INACTIVE
+    """Better confidence first; a superseded, archived, proposed or stale card counts one
+    level lower and comes after active cards of that level, so what is in force is read
+    first."""
+    inactive = r["status"] in INACTIVE or "stale" in r
     return (-(CONFIDENCE.index(r["confidence"]) - inactive), inactive, -r["score"], r["id"])
 
 

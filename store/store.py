@@ -184,9 +184,15 @@ class Store(StoreRoot):
         key = _title_key(title)
         with Index.open(self) as idx:
             idx.refresh()
-            rows = idx.conn.execute("SELECT id, type, title, aliases FROM cards").fetchall()
-        return sorted((cid, kind) for cid, kind, t, aliases in rows
-                      if key == _title_key(t) or key in map(_title_key, aliases.splitlines()))
+            rows = idx.conn.execute("SELECT id, type, title, aliases, status FROM cards").fetchall()
+        found = [(cid, kind, status in ("superseded", "archived"))
+                 for cid, kind, t, aliases, status in rows
+                 if key == _title_key(t) or key in map(_title_key, aliases.splitlines())]
+        # A card merged into another (maintain) keeps its title, which the kept card now
+        # has as an alias: a card not retired is the one meant.
+        if not all(retired for *_, retired in found):
+            found = [f for f in found if not f[2]]
+        return sorted((cid, kind) for cid, kind, _ in found)
 
     def remember(self, title: str, body: str, *, card_type: str | None = None,
                  project: str | None = None, source: str = "cli", agent: bool = False,

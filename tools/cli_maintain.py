@@ -9,7 +9,8 @@ import click
 
 from cardmem.tools.cli import emit_json, json_option, open_store, store_option
 
-KINDS = ("broken-link", "duplicate", "contradiction", "drift", "stale")
+KINDS = ("broken-link", "duplicate", "contradiction", "drift", "stale", "long-history",
+         "unfiled-answer")
 
 EXAMPLE = """\b
 Example:
@@ -27,7 +28,8 @@ Example:
 @store_option
 def maintain(only: tuple[str, ...], apply: bool, as_json: bool, store_path: Path | None) -> None:
     """Findings: broken links, duplicates, contradictions (model-judged), drift from the
-    project's checkout, stale cards. Reads only, unless --apply."""
+    project's checkout, stale cards, long Histories, and `ask` answers the judge found
+    supported that no card says yet. Reads only, unless --apply."""
     from cardmem.tools.maintain import run
 
     store = open_store(store_path)

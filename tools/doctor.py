@@ -190,8 +190,32 @@ def check_secrets(store: Store) -> list[tuple[bool, str]]:
                     "remove it, rotate it (git history keeps it)") for cid, kinds in found]
 
 
+def check_maintain(store: Store) -> list[tuple[bool | None, str]]:
+    """Open findings of the last `cardmem maintain` (or the Stop hook's daily pass): a
+    warning to look at, not a failure; never run is only said."""
+    from collections import Counter
+
+    from cardmem.store.maintain import record
+
+    kinds = record.load(store.root)
+    at = record.checked_at(store.root)
+    if at is None:
+        return [(True, "maintain: never run (`cardmem maintain` finds broken links, "
+                       "duplicates, contradictions, drift and stale cards)")]
+    import time
+
+    n = Counter({k: len(v.get("findings") or ()) for k, v in kinds.items()})
+    when = f"checked {_age(time.time() - at)} ago"
+    if not sum(n.values()):
+        return [(True, f"maintain: no open findings ({when})")]
+    listed = ", ".join(f"{c} {k}" for k, c in sorted(n.items(), key=lambda kv: (-kv[1], kv[0]))
+                       if c)
+    return [(None, f"maintain: {sum(n.values())} open finding(s): {listed} ({when}); "
+                   "`cardmem maintain` lists them, --apply consolidates")]
+
+
 CHECKS: list[Check] = [check_repo, check_identity, check_config, check_cards, check_secrets,
-                       check_index, check_backlog, check_model]
+                       check_index, check_backlog, check_model, check_maintain]
 
 
 def run_checks(store: Store) -> list[tuple[bool, str]]:

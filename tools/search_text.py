@@ -28,6 +28,8 @@ def lines(res: Any) -> list[str]:
             out.append("Weak candidates, probably not what you want:")
     for r in res.results:
         flag = "" if r["status"] == "active" else f"  ({r['status']})"
+        if r.get("stale"):
+            flag += "  (stale: unchanged for long while its project moved on; check it)"
         out.append(f"{r['id']}  [{r['type'] or '?'}]  {r['title']}  — {r['confidence']}{flag}")
         if r["snippet"]:
             out.append(f"    {r['snippet']}")

@@ -78,6 +78,21 @@ def _lessons(card: Card) -> str:
             f"(`{card.id}`, newest first)\n" + "\n".join(shown) + more + "\n")
 
 
+def _stale(store: Store, cards: list[Card]) -> set[str]:
+    """The cards the last `cardmem maintain` found stale (and unchanged since)."""
+    if not cards:
+        return set()
+    from ..maintain.record import stale
+
+    return stale(store.root, {c.id for c in cards})
+
+
+def _stale_full(card: Card) -> str:
+    head, _, rest = _full(card).partition("\n")
+    return (f"{head} — stale: unchanged for long while the project moved on; check it "
+            f"before relying on it\n{rest}")
+
+
 def _section_need(heading: str, blocks: Iterable[str]) -> int:
     return len(heading) + 2 + sum(len(x) + 1 for x in blocks)
 
@@ -101,8 +116,10 @@ def session_context(store: Store, project: str | None = None, cwd: str | None = 
     map_lines = _map_brief(h, recent)
     recent_lines, more = _recent_lines(commits)
     lesson = project_signals_id(project)
-    project_cards = sorted(h.project_cards, key=lambda c: (c.id != lesson, c.id))
+    stale = _stale(store, h.project_cards)
+    project_cards = sorted(h.project_cards, key=lambda c: (c.id != lesson, c.id in stale, c.id))
     render = {lesson: _lessons} if lesson else {}
+    render.update((cid, _stale_full) for cid in stale)
     footer = _footer_room(h.total)
     map_room = min(len("\n".join(map_lines)) + 2, int(budget * MAP_SHARE))
     recent_room = min(len("\n".join(recent_lines)) + 50, int(budget * RECENT_SHARE)) \
@@ -141,7 +158,8 @@ def session_context(store: Store, project: str | None = None, cwd: str | None = 
     b.reserve -= project_room
     if project:
         if project_cards:
-            _add_cards(b, f"## Project {project} ({len(project_cards)} cards)",
+            stale_note = f"; {len(stale)} stale, last" if stale else ""
+            _add_cards(b, f"## Project {project} ({len(project_cards)} cards{stale_note})",
                        project_cards, f"project {project} card (budget)", render)
         else:
             b.add(f"## Project {project}\nNo cards for this project yet.\n")

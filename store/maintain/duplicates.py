@@ -29,8 +29,17 @@ LINE_SAME = 0.75  # Jaccard of two History lines' stems (with the same numbers)
 _HISTORY = re.compile(r"^## History[ \t]*$", re.M | re.I)
 
 
+_STEMS: dict[str, str] = {}  # word -> stem: a store repeats its words, porter is slow
+
+
 def stems(text: str) -> set[str]:
-    return {stem(w) if w.isascii() else w for w in keywords(text)}
+    out = set()
+    for w in keywords(text):
+        s = _STEMS.get(w)
+        if s is None:
+            s = _STEMS[w] = stem(w) if w.isascii() else w
+        out.add(s)
+    return out
 
 
 def card_text(c: cardlib.Card) -> str:
@@ -75,9 +84,7 @@ def card_pairs(survey: Survey, threshold: float = DUPLICATE) -> list[tuple[float
             if scope[a] and scope[b] and scope[a] != scope[b]:
                 continue
             va, vb = vec[a], vec[b]
-            if len(va) > len(vb):
-                va, vb = vb, va
-            score = sum(x * vb.get(w, 0.0) for w, x in va.items())
+            score = sum(va[w] * vb[w] for w in va.keys() & vb.keys())  # set op in C
             if score >= threshold:
                 out.append((score, a, b))
     return sorted(out, key=lambda t: (-t[0], t[1], t[2]))
@@ -131,5 +138,5 @@ def find(survey: Survey) -> list[Finding]:
         for first, later in line_pairs(c):
             out.append(Finding("duplicate", [cid],
                                f"History line repeats an earlier one: {later!r} ~ {first!r}",
-                               "drop the later line by hand, or let --apply fold the History"))
+                               "drop the later line by hand (a long History is folded by --apply)"))
     return out

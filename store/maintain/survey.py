@@ -25,6 +25,7 @@ class Finding:
     detail: str
     suggestion: str
     fix: dict[str, Any] | None = field(default=None, compare=False)
+    applied: str | None = field(default=None, compare=False)  # the commit --apply made
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "ids": self.ids, "detail": self.detail,

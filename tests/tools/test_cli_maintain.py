@@ -52,3 +52,11 @@ def test_bad_kind_and_no_store_are_one_line_errors(tmp_path) -> None:
     assert code == 2 and "typo" in err
     code, _, err = cli("maintain", "--store", str(tmp_path / "none"))
     assert code != 0 and err.startswith("cardmem: ") and len(err.strip().splitlines()) == 1
+
+
+def test_apply_on_a_clean_store_changes_nothing(corpus) -> None:
+    head = git(corpus, "rev-parse", "HEAD")
+    code, out, err = cli("maintain", "--apply", "--store", str(corpus.root))
+    assert code == 0, err
+    assert "no findings" in out and "applied" not in out
+    assert git(corpus, "rev-parse", "HEAD") == head and git(corpus, "status", "--porcelain") == ""

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 from fakeapi import error
-from maintainkit import corpus_store
+from maintainkit import commit_as_person, corpus_store, git
 
 from cardmem.store.maintain import Survey
 from cardmem.tools.maintain import run
@@ -64,8 +64,6 @@ def test_a_protected_rule_outranks_a_persons_project_card(planted, model_env) ->
     (planted.root / "feedback/changesets-optional.md").write_text(
         PLANTED_TEXT.replace("type: project\nproject: ai\n", "type: feedback\n"))
     planted.new("reference/unrelated", body="nothing")  # a person's commit, newer
-    from maintainkit import commit_as_person
-
     commit_as_person(planted)
 
     def handler(body):
@@ -78,6 +76,52 @@ def test_a_protected_rule_outranks_a_persons_project_card(planted, model_env) ->
     found, _ = judge_all(Survey.of(planted))
     assert [f.ids for f in found] == [[rule, CHANGESETS]]
     assert "a protected card outranks" in found[0].suggestion
+
+
+def test_apply_marks_the_loser_superseded_in_one_revertible_agent_commit(planted,
+                                                                        model_env) -> None:
+    model_env.handler = conflict_only_for_the_planted_pair
+    before = (planted.root / f"{PLANTED}.md").read_text()
+    [done] = run(planted, {"contradiction"}, apply=True).applied
+    assert done["subject"] == f"maintain: {PLANTED} superseded by {CHANGESETS}"
+    assert git(planted, "show", "--name-only", "--format=%ae", "HEAD").split() == \
+        ["agent@cardmem.invalid", f"{PLANTED}.md"]
+    assert "a person's card outranks an agent's" in git(planted, "log", "-1", "--format=%B")
+    after = (planted.root / f"{PLANTED}.md").read_text()
+    assert after == before.replace(
+        "\n---\n", f"\nstatus: superseded\nsuperseded_by: {CHANGESETS}\n---\n", 1)
+    assert run(planted, {"contradiction"}).findings == []  # a superseded card is no candidate
+    planted.revert(done["commit"])
+    assert (planted.root / f"{PLANTED}.md").read_text() == before
+
+
+def test_apply_never_changes_a_protected_loser_it_proposes(planted, model_env) -> None:
+    (planted.root / "feedback").mkdir()
+    for name in ("changesets-optional", "changesets-required"):
+        text = PLANTED_TEXT.replace("type: project\nproject: ai\n", "type: feedback\n")
+        if name.endswith("required"):
+            text = ("---\ntitle: Every PR needs a changeset\ntype: feedback\n---\nNever skip the "
+                    "changeset of a production code PR, not even for small fixes.\n")
+        (planted.root / f"feedback/{name}.md").write_text(text)
+    commit_as_person(planted)
+    (planted.root / f"{PLANTED}.md").unlink()
+    commit_as_person(planted)
+    before = {p.name: p.read_text() for p in (planted.root / "feedback").iterdir()}
+
+    def handler(body):
+        prompt = body["messages"][0]["content"]
+        prompt = prompt if isinstance(prompt, str) else prompt[0]["text"]
+        return json.dumps({"contradiction": prompt.count("feedback/changesets-") == 2,
+                           "why": "optional against required"})
+
+    model_env.handler = handler
+    [done] = run(planted, {"contradiction"}, apply=True).applied
+    [pid] = done["proposals"]
+    assert pid.startswith("feedback/changesets-") and pid.endswith("-proposed")
+    assert {p.name: p.read_text() for p in (planted.root / "feedback").iterdir()
+            if not p.name.endswith("-proposed.md")} == before
+    proposal = (planted.root / f"{pid}.md").read_text()
+    assert "proposed_by: maintain" in proposal and "status: superseded" in proposal
 
 
 def test_a_failing_model_stops_the_pass_and_says_so(planted, model_env) -> None:

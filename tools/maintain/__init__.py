@@ -1,5 +1,6 @@
 """Maintenance that needs more than the store: the model-judged `contradiction` kind
-(contradictions.py) and `--apply`'s consolidating commits (consolidate.py).
+(contradictions.py), answers worth filing (`unfiled-answer`, mine.py, M3) and
+`--apply`'s consolidating commits (consolidate.py, fold.py).
 
     run(store, only={"duplicate"}, apply=False) -> Report(findings, notes, applied)
 """
@@ -25,9 +26,13 @@ class Report:
         return out
 
 
-def run(store, only: set[str] | None = None, *, apply: bool = False) -> Report:
+def run(store, only: set[str] | None = None, *, apply: bool = False,
+        record: bool = True) -> Report:
+    """The findings of the kinds in `only` (all when None); with apply, consolidated.
+    What stays open is recorded for doctor, search and context (store/maintain/record.py)."""
     survey = Survey.of(store)
-    report = Report(findings(store, only & set(MODEL_FREE) if only else None, survey))
+    kinds = [k for k in MODEL_FREE if only is None or k in only]
+    report = Report(findings(store, set(kinds), survey))
     if only is None or "contradiction" in only:
         from .contradictions import judge_all
 
@@ -35,8 +40,22 @@ def run(store, only: set[str] | None = None, *, apply: bool = False) -> Report:
         report.findings.extend(found)
         if note:
             report.notes.append(note)
+        if not (note or "").startswith("contradiction: skipped"):
+            kinds.append("contradiction")
+    if only is None or "unfiled-answer" in only:
+        from .mine import find as mine
+
+        found, note = mine(survey, judge_now=apply)
+        report.findings.extend(found)
+        report.notes += [note] if note else []
+        kinds.append("unfiled-answer")
     if apply:
         from .consolidate import consolidate
 
         report.applied = consolidate(survey, report.findings, report.notes)
+    if record:
+        from cardmem.store.maintain import record as rec
+
+        rec.save(store.root, {k: [f.as_dict() for f in report.findings
+                                  if f.kind == k and not f.applied] for k in kinds}, survey.now)
     return report

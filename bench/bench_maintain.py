@@ -1,0 +1,120 @@
+"""`cardmem maintain --json` on the 10k store, deterministic kinds, as a whole process
+(issue 17), side by side with baselines that read the same store once.
+
+    python bench/bench_maintain.py [--dir /tmp/cardmem-bench] [--cards 10000] [--runs 5]
+                                   [--write bench/RESULTS.md]
+
+The store is bench/gen_store.py's (generated and committed once, in a folder of its own:
+a maintain run records its findings in the store's .cardmem/). Runs alternate: maintain,
+then `grep -rc '\\[\\[' --include=*.md` (every card read once: the floor of any pass over
+the store), then `git ls-files` (what the survey asks git). Wall-clock medians and the
+CPU (user + system) of each process; on a shared machine wall time moves with its load,
+CPU time much less. Then, in-process, CPU seconds per part (survey, each kind).
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench_search import machine  # noqa: E402
+from gen_store import commit_store, generate  # noqa: E402
+
+CARDMEM = str(Path(sys.executable).with_name("cardmem"))
+KINDS = ("broken-link", "duplicate", "drift", "stale", "long-history")
+
+
+def timed(args: list[str]) -> tuple[float, float, str]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    proc = subprocess.run(args, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode not in (0, 1):  # grep: 1 is "no match"
+        raise SystemExit(f"{args[:3]}: exit {proc.returncode}: {proc.stderr[-400:]}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), \
+        proc.stdout
+
+
+def parts(root: Path) -> list[tuple[str, float]]:
+    """CPU seconds of the survey and of each kind, in this process."""
+    from cardmem.store.maintain import Survey, drift, duplicates, history, links, stale
+    from cardmem.store.store import Store
+
+    out = []
+    t = time.process_time()
+    sv = Survey.of(Store.open(root))
+    sv.changed  # noqa: B018 - the one git log, paid here
+    out.append(("survey (scan cards, git log)", time.process_time() - t))
+    for kind, mod in (("broken-link", links), ("duplicate", duplicates), ("drift", drift),
+                      ("stale", stale), ("long-history", history)):
+        t = time.process_time()
+        mod.find(sv)
+        out.append((kind, time.process_time() - t))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dir", type=Path, default=Path("/tmp/cardmem-bench"))
+    ap.add_argument("--cards", type=int, default=10_000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--write", type=Path, help="Put the results into this Markdown file.")
+    a = ap.parse_args()
+    host = machine()
+    root = a.dir / f"maintain-{a.cards}"
+    if not (root / ".git").exists():
+        generate(root, a.cards)
+    commit_store(root)
+    only = [x for k in KINDS for x in ("--only", k)]
+    runs = {"maintain": [CARDMEM, "maintain", "--json", *only, "--store", str(root)],
+            "grep": ["grep", "-rc", "--include=*.md", r"\[\[", str(root)],
+            "git ls-files": ["git", "-C", str(root), "ls-files"]}
+    got: dict[str, list[tuple[float, float]]] = {k: [] for k in runs}
+    out = ""
+    for i in range(a.runs + 1):  # the first round warms the caches and is not counted
+        for name, args in runs.items():
+            w, c, text = timed(args)
+            if i:
+                got[name].append((w, c))
+            if name == "maintain":
+                out = text
+    found = collections.Counter(f["kind"] for f in json.loads(out)["findings"])
+    med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+           for k, v in got.items()}
+    split = parts(root)
+    load = __import__("os").getloadavg()[0]
+    lines = [f"## Maintenance: `cardmem maintain --json` (issue 17)", "",
+             f"{host}; load average {load:.1f} at the end. {a.cards:,} cards "
+             f"(bench/gen_store.py, one commit), kinds {', '.join(KINDS)}; "
+             f"{a.runs} runs each, alternating, medians. `python bench/bench_maintain.py`.", "",
+             "| process | wall | CPU (user+sys) | CPU vs grep |", "|---|---|---|---|"]
+    for name, (w, c) in med.items():
+        lines.append(f"| `{' '.join(runs[name][:2])} …` | {w:.2f} s | {c:.2f} s | "
+                     f"{c / med['grep'][1]:.0f}x |" if name != "grep" else
+                     f"| `grep -rc '\\[\\[' --include=*.md` | {w:.2f} s | {c:.2f} s | 1x |")
+    lines += ["", "Findings: " + (", ".join(f"{n:,} {k}" for k, n in found.most_common())
+                                   or "none") + ".", "",
+              "In-process CPU by part: " + ", ".join(f"{k} {s:.2f} s" for k, s in split) + "."]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if a.write:
+        old = a.write.read_text() if a.write.exists() else ""
+        head = lines[0]
+        pat = re.compile(rf"^{re.escape(head)}\n.*?(?=^## |\Z)", re.S | re.M)
+        new = pat.sub(text + "\n", old) if pat.search(old) else old.rstrip("\n") + "\n\n" + text
+        a.write.write_text(new)
+
+
+if __name__ == "__main__":
+    main()
