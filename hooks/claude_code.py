@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cardmem.store.wording import plural
+
 from . import hooklog
 
 EVENTS = ("session-start", "stop", "session-end")
@@ -151,7 +153,7 @@ def session_start_context(payload: dict[str, Any], root: Path,
         if d is not None:
             delivery = (f", rules file {'error' if not d.ok else 'rewritten' if d.wrote else 'current'}"
                         f" ({d.total} rules, {len(d.changed)} changed)")
-        return text, f"ok: {len(pile.addresses)} cards, {host_len(text)} chars{delivery}" + (
+        return text, f"ok: {plural(len(pile.addresses), 'card')}, {host_len(text)} chars{delivery}" + (
             f", {len(pile.notices)} unreadable" if pile.notices else "") + (
             f", cut {cut}" if cut else ""), user
     except Exception as exc:  # noqa: BLE001

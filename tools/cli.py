@@ -15,6 +15,7 @@ import click
 
 from cardmem.store.errors import CardmemError
 from cardmem.tools.search_text import json_text
+from cardmem.store.wording import plural
 
 # command name -> "module:attribute" of a click command, imported on first use.
 LAZY: dict[str, str] = {
@@ -61,6 +62,21 @@ class LazyGroup(click.Group):
             command = ep.load()  # type: ignore[attr-defined]
         return command
 
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        """click's, plus a "did you mean" for a mistyped command (never a hidden one)."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            import difflib
+
+            name = args[0] if args else ""
+            close = [c for c in difflib.get_close_matches(name, self.list_commands(ctx), n=3)
+                     if not getattr(self.get_command(ctx, c), "hidden", True)][:2]
+            if not close or name.startswith("-"):
+                raise
+            exc.message += " Did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+            raise
+
 
 STORE_HELP = ("The store (default: $CARDMEM_STORE, else the store the current folder is in, "
               "else $XDG_DATA_HOME/cardmem).")
@@ -83,6 +99,24 @@ def given_path(value: str, what: str) -> Path:
 def store_option(f):
     return click.option("--store", "store_path", metavar="PATH", envvar=None,
                         callback=store_value, help=STORE_HELP)(f)
+
+
+def complete_id(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
+    """Card ids for shell completion (`cardmem show feed<TAB>`): the store's card files."""
+    from cardmem.store.paths import id_of_path
+    from cardmem.store.where import default_store
+
+    root = os.path.expanduser(str(ctx.params.get("store_path")
+                                  or ctx.find_root().params.get("store_path") or default_store()))
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        rel = os.path.relpath(folder, root)
+        for name in files:
+            cid = id_of_path(name if rel == "." else f"{rel}/{name}".replace(os.sep, "/"))
+            if cid and cid.startswith(incomplete):
+                found.append(cid)
+    return sorted(found)
 
 
 def json_option(f):
@@ -194,14 +228,16 @@ def init(path: str | None, store_path: Path | None) -> None:
         click.echo(f"left out of git by .gitignore: {_some(done.left_out)}")
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
 @cli.command()
 @store_option
 def where(store_path: Path | None) -> None:
-    """Print the store's path."""
+    """Print the store's path.
+
+    \b
+    Example:
+        cardmem where
+        cd "$(cardmem where)" && git log
+    """
     from cardmem.store.paths import default_store
 
     click.echo(str((store_path or default_store()).expanduser().absolute()))
@@ -257,11 +293,17 @@ def remember(title: str, card_type: str, project: str | None, body: str | None, 
 
 
 @cli.command()
-@click.argument("card_id", metavar="ID")
+@click.argument("card_id", metavar="ID", shell_complete=complete_id)
 @json_option
 @store_option
 def show(card_id: str, as_json: bool, store_path: Path | None) -> None:
-    """The card, whole."""
+    """The card, whole.
+
+    \b
+    Example:
+        cardmem show feedback/run-tests-with-x
+        cardmem show reference/deploy --json
+    """
     from cardmem.store import paths
 
     store = open_store(store_path)
@@ -283,10 +325,15 @@ def show(card_id: str, as_json: bool, store_path: Path | None) -> None:
 
 
 @cli.command()
-@click.argument("card_id", metavar="ID")
+@click.argument("card_id", metavar="ID", shell_complete=complete_id)
 @store_option
 def edit(card_id: str, store_path: Path | None) -> None:
-    """Open a card in $EDITOR and commit the change on exit."""
+    """Open a card in $EDITOR and commit the change on exit.
+
+    \b
+    Example:
+        EDITOR=nano cardmem edit reference/deploy
+    """
     from cardmem.tools.editing import edit_card
 
     click.echo(edit_card(open_store(store_path), card_id))
@@ -296,7 +343,13 @@ def edit(card_id: str, store_path: Path | None) -> None:
 @json_option
 @store_option
 def map_(as_json: bool, store_path: Path | None) -> None:
-    """Every card: id, type, title, description."""
+    """Every card: id, type, title, description.
+
+    \b
+    Example:
+        cardmem map
+        cardmem map --json
+    """
     store = open_store(store_path)
     cards, problems = store.map()
     if as_json:
@@ -313,12 +366,18 @@ def map_(as_json: bool, store_path: Path | None) -> None:
 
 
 @cli.command()
-@click.argument("card_id", metavar="ID", required=False)
+@click.argument("card_id", metavar="[ID]", required=False, shell_complete=complete_id)
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many commits.")
 @json_option
 @store_option
 def log(card_id: str | None, limit: int | None, as_json: bool, store_path: Path | None) -> None:
-    """History of the store, or of one card."""
+    """History of the store, or of one card (ID); without ID, of the whole store.
+
+    \b
+    Example:
+        cardmem log --limit 5
+        cardmem log feedback/run-tests-with-x --json
+    """
     store = open_store(store_path)
     commits = store.log(card_id, limit=limit)
     if as_json:
@@ -333,7 +392,13 @@ def log(card_id: str | None, limit: int | None, as_json: bool, store_path: Path 
 @click.argument("commit")
 @store_option
 def revert(commit: str, store_path: Path | None) -> None:
-    """Undo one commit (with a new commit)."""
+    """Undo one commit (with a new commit).
+
+    \b
+    Example:
+        cardmem log --limit 3
+        cardmem revert 3f2a9c1
+    """
     sha = open_store(store_path).revert(commit)
     click.echo(f"reverted {commit} in {sha[:10]}")
 

@@ -13,6 +13,7 @@ import click
 from cardmem.store.lean import StoreRoot
 from cardmem.tools.cli import emit_json, json_option, store_option
 from cardmem.tools.search_text import lines
+from cardmem.store.wording import plural
 
 
 @click.command()
@@ -26,7 +27,13 @@ from cardmem.tools.search_text import lines
 @store_option
 def search(query: tuple[str, ...], limit: int, card_type: str | None, project: str | None,
            base_name: str | None, as_json: bool, store_path: Path | None) -> None:
-    """Ranked cards for QUERY (typo-tolerant), each with a confidence label."""
+    """Ranked cards for QUERY (typo-tolerant), each with a confidence label.
+
+    \b
+    Example:
+        cardmem search "pytets fixtrues"
+        cardmem search deploy --type feedback --project acme-api --json
+    """
     from cardmem.store.index import search as run_search
 
     text = " ".join(query)
@@ -56,7 +63,13 @@ def _print(res: Any) -> None:
 @json_option
 @store_option
 def index(full: bool, as_json: bool, store_path: Path | None) -> None:
-    """Bring the index up to date (or rebuild it with --full)."""
+    """Bring the index up to date (or rebuild it with --full).
+
+    \b
+    Example:
+        cardmem index
+        cardmem index --full
+    """
     from cardmem.store.index import Index
 
     with Index(StoreRoot.open(store_path)) as idx:
@@ -72,7 +85,7 @@ def index(full: bool, as_json: bool, store_path: Path | None) -> None:
     if as_json:
         emit_json({**counts, "cards": total, "full": full, "problem_files": problems})
         return
-    click.echo(f"index: {total} cards ({counts['added']} added, {counts['updated']} updated, "
+    click.echo(f"index: {plural(total, 'card')} ({counts['added']} added, {counts['updated']} updated, "
                f"{counts['removed']} removed, {counts['unchanged']} unchanged"
                f"{', rebuilt' if full else ''})")
     for p in problems:

@@ -51,7 +51,14 @@ def _report(moved, as_json: bool, label: str) -> None:
 @store_option
 def update(remote: str | None, force: bool, base_name: str | None, as_json: bool,
            store_path: Path | None) -> None:
-    """Fast-forward from upstream (REMOTE: a remote name or any git URL); exit 3 if not."""
+    """Fast-forward from upstream (REMOTE: a remote name or any git URL); exit 3 if not.
+
+    \b
+    Example:
+        cardmem update
+        cardmem update origin --json
+        cardmem update --base docs
+    """
     store = open_store(store_path)
     if base_name:
         from cardmem.store.bases import update_base
@@ -73,7 +80,14 @@ def update(remote: str | None, force: bool, base_name: str | None, as_json: bool
 @store_option
 def rollback(to: str | None, base_name: str | None, as_json: bool,
              store_path: Path | None) -> None:
-    """Back to the head before the last update (or to REF); refuses over uncommitted edits."""
+    """Back to the head before the last update (or to REF); refuses over uncommitted edits.
+
+    \b
+    Example:
+        cardmem rollback
+        cardmem rollback --to 3f2a9c1
+        cardmem rollback --base docs
+    """
     store = open_store(store_path)
     if base_name:
         from cardmem.store.bases import rollback_base
@@ -90,7 +104,13 @@ def rollback(to: str | None, base_name: str | None, as_json: bool,
 @json_option
 @store_option
 def sync(remote: str | None, as_json: bool, store_path: Path | None) -> None:
-    """Fetch, replay local commits on the remote's, push; a conflict changes nothing."""
+    """Fetch, replay local commits on the remote's, push; a conflict changes nothing.
+
+    \b
+    Example:
+        cardmem sync
+        cardmem sync origin --json
+    """
     from cardmem.store.sync import sync as do_sync
 
     _report(do_sync(open_store(store_path), remote), as_json, "sync")
@@ -98,7 +118,14 @@ def sync(remote: str | None, as_json: bool, store_path: Path | None) -> None:
 
 @click.group()
 def base() -> None:
-    """Attached bases: read-only folders of docs, searched with `search --base NAME`."""
+    """Attached bases: read-only folders of docs, searched with `search --base NAME`.
+
+    \b
+    Example:
+        cardmem base attach docs ~/src/handbook
+        cardmem search onboarding --base docs
+        cardmem base list
+    """
 
 
 @base.command()
@@ -106,7 +133,12 @@ def base() -> None:
 @click.argument("path", type=click.Path(path_type=Path))
 @store_option
 def attach(name: str, path: Path, store_path: Path | None) -> None:
-    """Attach the folder PATH under NAME and index it."""
+    """Attach the folder PATH under NAME and index it.
+
+    \b
+    Example:
+        cardmem base attach docs ~/src/handbook
+    """
     from cardmem.store import bases
     from cardmem.store.bases import refresh_base
 
@@ -122,7 +154,12 @@ def attach(name: str, path: Path, store_path: Path | None) -> None:
 @json_option
 @store_option
 def list_(as_json: bool, store_path: Path | None) -> None:
-    """The attached bases."""
+    """The attached bases.
+
+    \b
+    Example:
+        cardmem base list --json
+    """
     from cardmem.store import bases
 
     found = [b.as_dict() for b in bases.load(open_store(store_path)).values()]
@@ -139,7 +176,12 @@ def list_(as_json: bool, store_path: Path | None) -> None:
 @click.argument("name")
 @store_option
 def detach(name: str, store_path: Path | None) -> None:
-    """Forget a base and its index; its folder is left as it is."""
+    """Forget a base and its index; its folder is left as it is.
+
+    \b
+    Example:
+        cardmem base detach docs
+    """
     from cardmem.store import bases
 
     b = bases.detach(open_store(store_path), name)

@@ -47,7 +47,13 @@ STEPS: list[tuple[str, ...]] = [
               default=EXAMPLE, show_default=True, help="The example store to copy.")
 @click.option("--keep", is_flag=True, help="Keep the temporary store and print its path.")
 def demo(cards: Path, keep: bool) -> None:
-    """A tour on a copy of the example store."""
+    """A tour on a copy of the example store.
+
+    \b
+    Example:
+        cardmem demo
+        cardmem demo --keep
+    """
     from cardmem.store.store import init
 
     tmp = Path(tempfile.mkdtemp(prefix="cardmem-demo-"))
