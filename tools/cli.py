@@ -14,8 +14,9 @@ from typing import Any
 import click
 
 from cardmem.store.errors import CardmemError
-from cardmem.tools.search_text import json_text
+from cardmem.store.paths import CARD_TYPES
 from cardmem.store.wording import plural
+from cardmem.tools.search_text import json_text
 
 # command name -> "module:attribute" of a click command, imported on first use.
 LAZY: dict[str, str] = {
@@ -243,7 +244,7 @@ def where(store_path: Path | None) -> None:
     click.echo(str((store_path or default_store()).expanduser().absolute()))
 
 
-TYPES = ["user", "feedback", "person", "entity", "project", "reference", "signal"]
+TYPES = list(CARD_TYPES)
 
 
 @cli.command()

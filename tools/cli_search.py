@@ -5,12 +5,15 @@ Store (its module loads YAML); no rapidfuzz unless a query term needs correcting
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
 from cardmem.store.lean import StoreRoot
+from cardmem.store.errors import CardmemError
+from cardmem.store.paths import CARD_TYPES
 from cardmem.tools.cli import emit_json, json_option, store_option
 from cardmem.tools.search_text import lines
 from cardmem.store.wording import plural
@@ -19,7 +22,7 @@ from cardmem.store.wording import plural
 @click.command()
 @click.argument("query", nargs=-1, required=True)
 @click.option("--limit", type=click.IntRange(min=1, max=1000), default=10, show_default=True)
-@click.option("--type", "card_type", help="Only cards of this type.")
+@click.option("--type", "card_type", type=click.Choice(CARD_TYPES), help="Only cards of this type.")
 @click.option("--project", help="Only cards of this project.")
 @click.option("--base", "base_name", metavar="NAME",
               help="Search the attached base NAME (`cardmem base list`) instead of the cards.")
@@ -32,11 +35,13 @@ def search(query: tuple[str, ...], limit: int, card_type: str | None, project: s
     \b
     Example:
         cardmem search "pytets fixtrues"
-        cardmem search deploy --type feedback --project acme-api --json
+        cardmem search deploy --project acme-api --json
     """
     from cardmem.store.index import search as run_search
 
     text = " ".join(query)
+    if not text.strip():  # as the MCP search tool refuses it
+        raise CardmemError("query", "is empty; say what to look for", exit_code=2)
     if base_name:
         from cardmem.store.bases import search_base
 
@@ -54,7 +59,7 @@ def search(query: tuple[str, ...], limit: int, card_type: str | None, project: s
 
 
 def _print(res: Any) -> None:
-    for line in lines(res):
+    for line in lines(res, tty=sys.stdout.isatty()):
         click.echo(line)
 
 
