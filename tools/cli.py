@@ -203,8 +203,9 @@ def _some(paths: list[str]) -> str:
 
 @cli.command()
 @click.argument("path", required=False)
+@json_option
 @store_option
-def init(path: str | None, store_path: Path | None) -> None:
+def init(path: str | None, as_json: bool, store_path: Path | None) -> None:
     """Make a store (idempotent on an existing one).
 
     A folder that is not yet a git repository is adopted: its notes (*.md) are
@@ -214,13 +215,17 @@ def init(path: str | None, store_path: Path | None) -> None:
     \b
     Example:
         cardmem init ~/notes
-        cardmem --store ~/notes init
+        cardmem --store ~/notes init --json
     """
     from cardmem.store.paths import default_store
     from cardmem.store.store import init_store
 
     root = given_path(path, "init PATH") if path is not None else store_path
     done = init_store(root or default_store())
+    if as_json:
+        emit_json({"store": str(done.store.root), "created": done.created,
+                   "adopted": done.adopted, "left_out": done.left_out})
+        return
     click.echo(f"{'initialized' if done.created else 'already a store:'} {done.store.root}")
     notes = [p for p in done.adopted if p.endswith(".md")]
     if done.adopted:
@@ -230,8 +235,9 @@ def init(path: str | None, store_path: Path | None) -> None:
 
 
 @cli.command()
+@json_option
 @store_option
-def where(store_path: Path | None) -> None:
+def where(as_json: bool, store_path: Path | None) -> None:
     """Print the store's path.
 
     \b
@@ -241,7 +247,11 @@ def where(store_path: Path | None) -> None:
     """
     from cardmem.store.paths import default_store
 
-    click.echo(str((store_path or default_store()).expanduser().absolute()))
+    where_to = str((store_path or default_store()).expanduser().absolute())
+    if as_json:
+        emit_json({"store": where_to})
+    else:
+        click.echo(where_to)
 
 
 TYPES = list(CARD_TYPES)
@@ -255,9 +265,11 @@ TYPES = list(CARD_TYPES)
 @click.option("--description")
 @click.option("--body", help="The card's body, or - to read it from standard input.")
 @redact_option
+@json_option
 @store_option
 def new(card_id: str, title: str | None, card_type: str | None, project: str | None,
-        description: str | None, body: str | None, redact: bool, store_path: Path | None) -> None:
+        description: str | None, body: str | None, redact: bool, as_json: bool,
+        store_path: Path | None) -> None:
     """Create a card; refuse if it exists.
 
     \b
@@ -268,7 +280,10 @@ def new(card_id: str, title: str | None, card_type: str | None, project: str | N
     title, description, text = screen_secrets([title, description, read_body(body)], redact)
     cid = store.new(card_id, title=title, card_type=card_type, project=project,
                     description=description, body=text or "")
-    click.echo(f"created {cid}")
+    if as_json:
+        emit_json({"id": cid, "created": True})
+    else:
+        click.echo(f"created {cid}")
 
 
 @cli.command()
@@ -278,9 +293,10 @@ def new(card_id: str, title: str | None, card_type: str | None, project: str | N
 @click.option("--project", help="The project it belongs to (its folder under projects/).")
 @click.option("--body", help="The text to remember, or - to read it from standard input.")
 @redact_option
+@json_option
 @store_option
 def remember(title: str, card_type: str, project: str | None, body: str | None, redact: bool,
-             store_path: Path | None) -> None:
+             as_json: bool, store_path: Path | None) -> None:
     """Create the card with this title, or append a dated section to it.
 
     \b
@@ -290,7 +306,10 @@ def remember(title: str, card_type: str, project: str | None, body: str | None, 
     store = open_store(store_path)
     title, text = screen_secrets([title, read_body(body)], redact)
     cid, created = store.remember(title or "", text or "", card_type=card_type, project=project)
-    click.echo(f"{'created' if created else 'appended to'} {cid}")
+    if as_json:
+        emit_json({"id": cid, "created": created})
+    else:
+        click.echo(f"{'created' if created else 'appended to'} {cid}")
 
 
 @cli.command()
@@ -327,8 +346,9 @@ def show(card_id: str, as_json: bool, store_path: Path | None) -> None:
 
 @cli.command()
 @click.argument("card_id", metavar="ID", shell_complete=complete_id)
+@json_option
 @store_option
-def edit(card_id: str, store_path: Path | None) -> None:
+def edit(card_id: str, as_json: bool, store_path: Path | None) -> None:
     """Open a card in $EDITOR and commit the change on exit.
 
     \b
@@ -337,7 +357,11 @@ def edit(card_id: str, store_path: Path | None) -> None:
     """
     from cardmem.tools.editing import edit_card
 
-    click.echo(edit_card(open_store(store_path), card_id))
+    cid, committed = edit_card(open_store(store_path), card_id)
+    if as_json:
+        emit_json({"id": cid, "committed": committed})
+    else:
+        click.echo(f"{'committed' if committed else 'unchanged'} {cid}")
 
 
 @cli.command(name="map")
@@ -391,8 +415,9 @@ def log(card_id: str | None, limit: int | None, as_json: bool, store_path: Path 
 
 @cli.command()
 @click.argument("commit")
+@json_option
 @store_option
-def revert(commit: str, store_path: Path | None) -> None:
+def revert(commit: str, as_json: bool, store_path: Path | None) -> None:
     """Undo one commit (with a new commit).
 
     \b
@@ -401,7 +426,10 @@ def revert(commit: str, store_path: Path | None) -> None:
         cardmem revert 3f2a9c1
     """
     sha = open_store(store_path).revert(commit)
-    click.echo(f"reverted {commit} in {sha[:10]}")
+    if as_json:
+        emit_json({"reverted": commit, "commit": sha})
+    else:
+        click.echo(f"reverted {commit} in {sha[:10]}")
 
 
 def main() -> None:

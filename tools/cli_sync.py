@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from cardmem.store.errors import CardmemError
+from cardmem.store.wording import plural
 from cardmem.tools.cli import emit_json, json_option, open_store, store_option
 
 
@@ -131,8 +132,9 @@ def base() -> None:
 @base.command()
 @click.argument("name")
 @click.argument("path", type=click.Path(path_type=Path))
+@json_option
 @store_option
-def attach(name: str, path: Path, store_path: Path | None) -> None:
+def attach(name: str, path: Path, as_json: bool, store_path: Path | None) -> None:
     """Attach the folder PATH under NAME and index it.
 
     \b
@@ -147,7 +149,10 @@ def attach(name: str, path: Path, store_path: Path | None) -> None:
     count, warnings = refresh_base(store, name)
     for w in warnings:
         click.echo(f"cardmem: {w}", err=True)
-    click.echo(f"attached {b.name}: {b.path} ({count} documents)")
+    if as_json:
+        emit_json({"name": b.name, "path": str(b.path), "documents": count})
+    else:
+        click.echo(f"attached {b.name}: {b.path} ({plural(count, 'document')})")
 
 
 @base.command(name="list")
@@ -174,8 +179,9 @@ def list_(as_json: bool, store_path: Path | None) -> None:
 
 @base.command()
 @click.argument("name")
+@json_option
 @store_option
-def detach(name: str, store_path: Path | None) -> None:
+def detach(name: str, as_json: bool, store_path: Path | None) -> None:
     """Forget a base and its index; its folder is left as it is.
 
     \b
@@ -185,4 +191,7 @@ def detach(name: str, store_path: Path | None) -> None:
     from cardmem.store import bases
 
     b = bases.detach(open_store(store_path), name)
-    click.echo(f"detached {b.name} ({b.path} untouched)")
+    if as_json:
+        emit_json({"name": b.name, "path": str(b.path), "detached": True})
+    else:
+        click.echo(f"detached {b.name} ({b.path} untouched)")
