@@ -130,6 +130,23 @@ def open_store(store_path: Path | None):
     return Store.open(store_path)
 
 
+def stdout_is_tty() -> bool:
+    return sys.stdout.isatty()
+
+
+def page(lines: list[str]) -> None:
+    """Lines to stdout; through the pager ($PAGER, else less) on a terminal when they are
+    more than a screenful, as git does."""
+    import shutil
+
+    if stdout_is_tty() and len(lines) >= shutil.get_terminal_size().lines:
+        os.environ.setdefault("LESS", "-FRX")  # as git: colours pass, the screen is left as is
+        click.echo_via_pager("\n".join(lines) + "\n")
+        return
+    for line in lines:
+        click.echo(line)
+
+
 def emit_json(data: Any) -> None:
     click.echo(json_text(data))
 
@@ -368,7 +385,7 @@ def edit(card_id: str, as_json: bool, store_path: Path | None) -> None:
 @json_option
 @store_option
 def map_(as_json: bool, store_path: Path | None) -> None:
-    """Every card: id, type, title, description.
+    """Every card: id, type, title, description (paged on a terminal, as git does).
 
     \b
     Example:
@@ -383,9 +400,8 @@ def map_(as_json: bool, store_path: Path | None) -> None:
     elif not cards and not problems:
         click.echo("no cards yet: `cardmem remember TITLE --body TEXT` makes one")
     else:
-        for c in cards:
-            desc = f" — {c['description']}" if c["description"] else ""
-            click.echo(f"{c['id']}  [{c['type'] or '?'}]  {c['title']}{desc}")
+        page([f"{c['id']}  [{c['type'] or '?'}]  {c['title']}"
+              + (f" — {c['description']}" if c["description"] else "") for c in cards])
     for p in problems:
         click.echo(f"cardmem: {p.path}: skipped: {p.reason}", err=True)
 

@@ -96,3 +96,26 @@ def test_one_card_is_one_card_not_one_cards(tmp_path: Path) -> None:
     assert code == 0 and "1 cards" not in out, out
     code, out, _ = cli("doctor", "--store", str(store))
     assert "1 cards" not in out and "card(s)" not in out, out
+
+
+def test_map_is_paged_on_a_terminal_only_when_longer_than_the_screen(tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    import shutil
+
+    from cardmem.tools import cli as cli_module
+
+    store = tmp_path / "s"
+    assert cli("init", str(store))[0] == 0
+    for i in range(5):
+        assert cli("new", f"reference/n{i}", "--title", f"N{i}", "--store", str(store))[0] == 0
+    paged: list[str] = []
+    monkeypatch.setattr(click, "echo_via_pager", lambda text: paged.append(text))
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda *a: __import__("os").terminal_size((80, 4)))
+    code, out, _ = cli("map", "--store", str(store))  # not a terminal: printed
+    assert code == 0 and out.count("\n") == 5 and paged == []
+    monkeypatch.setattr(cli_module, "stdout_is_tty", lambda: True)
+    code, out, _ = cli("map", "--store", str(store))
+    assert code == 0 and out == "" and paged[0].count("\n") == 5 and "reference/n0" in paged[0]
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda *a: __import__("os").terminal_size((80, 40)))
+    code, out, _ = cli("map", "--store", str(store))  # fits the screen: printed
+    assert out.count("\n") == 5 and len(paged) == 1
