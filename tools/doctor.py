@@ -64,12 +64,13 @@ def check_interrupted(store: Store) -> list[tuple[bool, str]]:
                    f"(e.g. {staged[0]}); their files are kept as uncommitted edits")]
 
 
-def check_config(store: Store) -> list[tuple[bool, str]]:
-    try:
-        config.load(store.root)
-    except CardmemError as exc:
-        return [(False, str(exc))]
-    return [(True, f"{config.FILE}: valid")]
+def check_config(store: Store) -> list[tuple[bool | None, str]]:
+    """Every wrong value (a problem) and every unknown section or key (a warning: a
+    misspelt key is silently its default)."""
+    _cfg, errors, unknown = config.check(store.root)
+    out: list[tuple[bool | None, str]] = [(False, str(e)) for e in errors]
+    out += [(None, u) for u in unknown]
+    return out or [(True, f"{config.FILE}: valid")]
 
 
 def check_cards(store: Store) -> list[tuple[bool, str]]:
