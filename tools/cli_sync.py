@@ -11,8 +11,9 @@ from cardmem.store.wording import plural
 from cardmem.tools.cli import emit_json, json_option, open_store, store_option
 
 
-def _report(moved, as_json: bool, label: str) -> None:
-    """Print what moved; an index that failed to refresh exits 2, the move standing."""
+def _report(moved, as_json: bool, label: str, undo: str = "cardmem rollback") -> None:
+    """Print what moved (`undo`: the command that takes it back); an index that failed
+    to refresh exits 2, the move standing."""
     from cardmem.store.updates import short
 
     m = moved
@@ -25,9 +26,9 @@ def _report(moved, as_json: bool, label: str) -> None:
             "ahead": f"{label}: nothing to take from {src}; this side has commits it lacks "
                      "(`cardmem sync` shares them)",
             "updated": f"{label}: {short(m.old)} -> {short(m.new)}, {m.commits} commit(s) "
-                       f"from {src}; `cardmem rollback` returns to {short(m.old)}",
+                       f"from {src}; `{undo}` returns to {short(m.old)}",
             "forced": f"{label}: forced {short(m.old)} -> {short(m.new)} from {src}; local "
-                      f"commits kept at refs/cardmem/forced/{m.old[:10]}…; `cardmem rollback` "
+                      f"commits kept at refs/cardmem/forced/{m.old[:10]}…; `{undo}` "
                       f"returns to {short(m.old)}",
             "rolled-back": f"{label}: {short(m.old)} -> {short(m.new)}",
             "pushed": f"{label}: pushed {m.pushed} commit(s) to {src}",
@@ -67,7 +68,8 @@ def update(remote: str | None, force: bool, base_name: str | None, as_json: bool
         if force:
             raise CardmemError(f"update --base {base_name}",
                                "bases update by fast-forward only; --force is not offered")
-        _report(update_base(store, base_name, remote), as_json, f"base {base_name}")
+        _report(update_base(store, base_name, remote), as_json, f"base {base_name}",
+                undo=f"cardmem rollback --base {base_name}")
         return
     from cardmem.store.updates import update as do_update
 
