@@ -109,7 +109,8 @@ def install(host: str, settings: Path | None, store_path: Path | None, init_stor
 
         m = register(mcp_config, root)
         click.echo(f"{'registered' if m['changed'] else 'already registered:'} the MCP "
-                   f"server `cardmem` (user scope) in {m['path']}")
+                   f"server `cardmem` (user scope) in {m['path']}"
+                   + (f" (backup: {m['backup']})" if m.get("backup") else ""))
 
 
 @click.command()
