@@ -92,3 +92,37 @@ def test_exit_codes_are_documented_and_kept(tmp_path: Path, monkeypatch) -> None
         assert done.value.code == 130
     finally:
         cli_module.cli.commands.pop("interrupted-for-test")
+
+
+def _prose(text: str) -> str:
+    """The README without code: fenced blocks, indented blocks and `inline code`."""
+    import re
+
+    text = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("    "))
+    return re.sub(r"`[^`]*`", "", text)
+
+
+def test_the_readme_defines_its_own_words_where_they_first_appear() -> None:
+    prose = _prose((REPO / "README.md").read_text()).lower()
+    for term in ("rung 1", "pile", "floor", "signal"):
+        first = prose.find(term)
+        assert first >= 0, term
+        assert prose[first - 2:first] == "**", f"{term!r} is first used undefined: " \
+            f"{prose[first - 80:first + 80]!r}"
+    assert "compound" not in prose or "compounding (filing signals" in prose
+
+
+def test_outside_git_the_project_is_the_folders_name_as_the_readme_says(tmp_path: Path) -> None:
+    from cardmem.store.context import project_for
+    from cardmem.store.store import init
+
+    store = init(tmp_path / "s")[0]
+    folder = tmp_path / "Acme API"
+    (folder / "src").mkdir(parents=True)
+    assert project_for(store, folder / "src") == "src"
+    assert project_for(store, folder) == "acme-api"
+    (folder / ".git").mkdir()
+    assert project_for(store, folder / "src") == "acme-api"
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert "or, outside git, of the current folder" in readme
