@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cardmem.store.wording import plural
+
 from . import hooklog
 
 EVENTS = ("session-start", "stop", "session-end")
@@ -151,7 +153,7 @@ def session_start_context(payload: dict[str, Any], root: Path,
         if d is not None:
             delivery = (f", rules file {'error' if not d.ok else 'rewritten' if d.wrote else 'current'}"
                         f" ({d.total} rules, {len(d.changed)} changed)")
-        return text, f"ok: {len(pile.addresses)} cards, {host_len(text)} chars{delivery}" + (
+        return text, f"ok: {plural(len(pile.addresses), 'card')}, {host_len(text)} chars{delivery}" + (
             f", {len(pile.notices)} unreadable" if pile.notices else "") + (
             f", cut {cut}" if cut else ""), user
     except Exception as exc:  # noqa: BLE001
@@ -234,16 +236,17 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
     except CardmemError as exc:
         return f"no store: {exc.why}"
     session = str(payload.get("session_id") or "")
+    source = f"{event}-hook"  # the commit's Cardmem-Source: stop-hook, session-end-hook
     transcript = payload.get("transcript_path")
     from cardmem.hooks import backlog
 
     retried = backlog.retry_due(store, lambda s: str(_mark_path(store, s)) + ".lock")
     if not transcript:
-        return _file_pending(store, session, "skipped: no transcript_path", retried)
+        return _file_pending(store, session, source, "skipped: no transcript_path", retried)
     from cardmem.hooks.transcript import read_excerpt, should_skip
 
     if should_skip(transcript):
-        return _file_pending(store, session, "skipped: no transcript or under 1,000 bytes",
+        return _file_pending(store, session, source, "skipped: no transcript or under 1,000 bytes",
                              retried)
     from filelock import FileLock
 
@@ -257,7 +260,7 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
             done = 0
         growth = size - done
         if growth <= 0 or (event == "stop" and done and growth < STOP_MIN_GROWTH):
-            return _file_pending(store, session, "skipped: nothing new since the last run",
+            return _file_pending(store, session, source, "skipped: nothing new since the last run",
                                  retried)
         cfg = store.config
         from cardmem.store import retry
@@ -279,9 +282,9 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
             _write_mark(mark, size)  # queued: the backlog retries it, the next run does not
             backlog.log_given_up(store, gone)
             what = "extraction failed" if counts else "no model"
-            return _file_pending(store, session, f"{what}: {why}; kept for retry", retried)
+            return _file_pending(store, session, source, f"{what}: {why}; kept for retry", retried)
         lines = [redact(s.line) for s in signals]
-        outcome = _file(store, lines, session, project)
+        outcome = _file(store, lines, session, project, source)
         if waiting:
             retry.remove(store.root, session)  # filed or spooled with this run's signals
         _write_mark(mark, size)  # filed or spooled, they are safe: never extract them twice
@@ -311,19 +314,20 @@ def _write_mark(mark: Path, size: int) -> None:
     atomic_write(mark, json.dumps({"size": size, "at": time.time()}).encode())
 
 
-def _file_pending(store: Any, session: str, skipped: str, retried: str) -> str:
+def _file_pending(store: Any, session: str, source: str, skipped: str, retried: str) -> str:
     """File what waits in the spool (a busy store's signals, the backlog's), if anything."""
     from cardmem.store.compound import spool_dir
 
     if any(spool_dir(store).glob("*.json")):
-        return f"{skipped}; spool: {_file(store, [], session)}{retried}"
+        return f"{skipped}; spool: {_file(store, [], session, source=source)}{retried}"
     return skipped + retried
 
 
-def _file(store: Any, lines: list[str], session: str, project: str | None = None) -> str:
+def _file(store: Any, lines: list[str], session: str, project: str | None = None,
+          source: str = "stop-hook") -> str:
     from cardmem.store.compound import file_signals
 
-    r = file_signals(store, lines, session, source="stop-hook", project=project)
+    r = file_signals(store, lines, session, source=source, project=project)
     if r.spooled:
         return f"spooled {len(lines)} signal(s): {r.error}"
     if not r.filed and not r.duplicates and not lines and not r.from_spool:

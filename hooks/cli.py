@@ -13,7 +13,7 @@ from cardmem.tools.cli import store_value
 HOSTS = ["claude-code"]
 
 
-@click.command(context_settings={"ignore_unknown_options": False})
+@click.command(hidden=True, context_settings={"ignore_unknown_options": False})
 @click.argument("host", type=click.Choice(HOSTS))
 @click.argument("event", type=click.Choice(["session-start", "stop", "session-end",
                                             "pre-tool-use"]))
@@ -109,7 +109,8 @@ def install(host: str, settings: Path | None, store_path: Path | None, init_stor
 
         m = register(mcp_config, root)
         click.echo(f"{'registered' if m['changed'] else 'already registered:'} the MCP "
-                   f"server `cardmem` (user scope) in {m['path']}")
+                   f"server `cardmem` (user scope) in {m['path']}"
+                   + (f" (backup: {m['backup']})" if m.get("backup") else ""))
 
 
 @click.command()
@@ -119,7 +120,12 @@ def install(host: str, settings: Path | None, store_path: Path | None, init_stor
 @click.option("--mcp-config", type=click.Path(path_type=Path),
               help="Where Claude Code keeps user-scope MCP servers (default: ~/.claude.json).")
 def uninstall(host: str, settings: Path | None, mcp_config: Path | None) -> None:
-    """Remove exactly the hooks and the MCP server `cardmem install` added."""
+    """Remove exactly the hooks and the MCP server `cardmem install` added.
+
+    \b
+    Example:
+        cardmem uninstall claude-code
+    """
     from cardmem.hooks.install import uninstall as do_uninstall
     from cardmem.hooks.mcp_install import unregister
 

@@ -16,7 +16,6 @@ import json
 import shlex
 import shutil
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +108,21 @@ def recorded(path: Path) -> list[str]:
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
+    backup(path)
     atomic_write(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
+
+
+def backup_path(path: Path) -> Path:
+    return path.with_name(f"{path.name}.bak-cardmem")
+
+
+def backup(path: Path) -> Path | None:
+    """Copy a host's file aside before cardmem rewrites it: one backup per file (the file
+    as it was before cardmem's latest change), never a pile of them."""
+    if not path.exists():
+        return None
+    shutil.copy2(path, backup_path(path))  # keeps the mode: ~/.claude.json stays 0600
+    return backup_path(path)
 
 
 def install(settings: Path | None = None, store: Path | None = None) -> dict[str, Any]:
@@ -149,10 +162,7 @@ def install(settings: Path | None = None, store: Path | None = None) -> dict[str
                 {**({"matcher": matcher} if matcher else {}), "hooks": [entry]})
     if json.dumps(data, sort_keys=True) == before:
         return {"changed": False, "path": str(path), "backup": None}
-    backup = None
-    if path.exists():
-        backup = path.with_name(f"{path.name}.bak-{time.strftime('%Y%m%d-%H%M%S')}")
-        shutil.copy2(path, backup)
+    backup = backup_path(path) if path.exists() else None
     path.parent.mkdir(parents=True, exist_ok=True)
     _write(path, data)
     atomic_write(record_path(path), json.dumps({"created": sorted(set(created))}).encode())

@@ -20,7 +20,7 @@ from typing import Any
 from cardmem.store.errors import CardmemError
 from cardmem.store.writer import atomic_write
 
-from .install import read_json_object, record_path, recorded
+from .install import backup, backup_path, read_json_object, record_path, recorded
 
 NAME = "cardmem"
 MODULE = "cardmem.tools.cli"
@@ -54,7 +54,7 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
-    new = not path.exists()
+    new = backup(path) is None
     atomic_write(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
     if new:
         os.chmod(path, 0o600)
@@ -80,9 +80,11 @@ def register(config: Path | None = None, store: Path | None = None) -> dict[str,
         created.append("mcpServers")
     servers[NAME] = entry
     path.parent.mkdir(parents=True, exist_ok=True)
+    had = path.exists()
     _write(path, data)
     atomic_write(record_path(path), json.dumps({"created": sorted(set(created))}).encode())
-    return {"changed": True, "path": str(path)}
+    return {"changed": True, "path": str(path),
+            **({"backup": str(backup_path(path))} if had else {})}
 
 
 def unregister(config: Path | None = None) -> dict[str, Any]:

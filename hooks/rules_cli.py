@@ -14,7 +14,13 @@ from cardmem.tools.cli import emit_json, json_option, store_option
 
 @click.group()
 def rules() -> None:
-    """Rules at the point of action: what would fire, and what fired."""
+    """Rules at the point of action: what would fire, and what fired.
+
+    \b
+    Example:
+        cardmem rules test "git push --force origin main"
+        cardmem rules stats
+    """
 
 
 def _table(store_path: Path | None) -> tuple[str, dict]:

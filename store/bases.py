@@ -212,10 +212,32 @@ def index_of(store: "Store", base: Base, warnings: list[str] | None = None):
     def files() -> list[tuple[str, Path]]:
         docs, warned = documents(base.path)
         if warnings is not None:
-            warnings.extend(warned)
+            warnings.extend(_not_said_yet(store, base, warned))
         return docs
 
-    return Index(root=base.path, db_path=state_dir(store, base.name) / INDEX_FILE, files=files)
+    def as_text(path: str, why: str) -> None:
+        if warnings is not None:  # said when the file is read: once per change of it
+            warnings.append(f"{path}: {why}; indexed as plain text")
+
+    return Index(root=base.path, db_path=state_dir(store, base.name) / INDEX_FILE, files=files,
+                 as_text=as_text)
+
+
+SAID_FILE = "skipped.json"
+
+
+def _not_said_yet(store: "Store", base: Base, warned: list[str]) -> list[str]:
+    """The skip warnings not given last time: a symlink out is named once, not on every
+    search (again if it goes away and comes back)."""
+    said_path = state_dir(store, base.name) / SAID_FILE
+    try:
+        said = set(json.loads(said_path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        said = set()
+    if set(warned) != said:
+        said_path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(said_path, json.dumps(sorted(warned)).encode())
+    return [w for w in warned if w not in said]
 
 
 def _check_present(base: Base) -> None:

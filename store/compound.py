@@ -344,6 +344,7 @@ def file_signals(store: Store, signals: Iterable[Any], session: str | None, *,
     batch = {"session": session or "", "day": day, "source": source, "signals": lines,
              "project": project}
     result = Result()
+    sessions: set[str] = set()  # the full session ids filed from, for the commit's trailer
     claimed: list[Path] = []
     protected = set(store.config["extract"]["protected_types"])
 
@@ -378,6 +379,7 @@ def file_signals(store: Store, signals: Iterable[Any], session: str | None, *,
                                              str(b.get("source") or source))
                     if proposal.card:
                         result.filed.append(proposal)
+                        sessions.add(str(b.get("session") or ""))
                         continue
                     flagged = proposal.note
                 target, _ = matcher.best(line)
@@ -396,6 +398,7 @@ def file_signals(store: Store, signals: Iterable[Any], session: str | None, *,
                 texts[dest] = cardlib.append_history(texts[dest], entry)
                 signal_history.append(line)
                 result.filed.append(Filed(dest, line, sid, bday, note))
+                sessions.add(str(b.get("session") or ""))
         if idx is not None:
             idx.close()
         changed = {f.card for f in result.filed if f.card}
@@ -408,7 +411,8 @@ def file_signals(store: Store, signals: Iterable[Any], session: str | None, *,
         width = max((len(f.card or "") for f in result.filed), default=0)
         body = [f"{(f.card or '').ljust(width)}  {f.line}" + (f" {f.note}" if f.note else "")
                 for f in result.filed]
-        return Message(subject, body, source, ", ".join(sids) if sids else session)
+        full = sorted(s for s in sessions if s)  # Claude Code's whole id: greppable
+        return Message(subject, body, source, ", ".join(full) if full else session)
 
     timeout = lock_timeout_s if lock_timeout_s is not None else \
         float(store.config["store"]["lock_timeout_s"])

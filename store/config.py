@@ -4,7 +4,7 @@ from __future__ import annotations
 import copy
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from .errors import CardmemError
 
@@ -66,34 +66,63 @@ def _check(section: str, key: str, value: Any, default: Any, path: Path) -> Any:
 
 
 def load(root: Path) -> dict[str, dict[str, Any]]:
-    """The store's settings: the file's values over the defaults, each checked."""
+    """The store's settings: the file's values over the defaults, each checked (the first
+    wrong value is the error)."""
+    cfg, errors, _unknown = check(root)
+    if errors:
+        raise errors[0]
+    return cfg
+
+
+def check(root: Path) -> tuple[dict[str, dict[str, Any]], list[CardmemError], list[str]]:
+    """The settings, every wrong value (as errors), and every section or key cardmem does
+    not know ("[modle]: unknown section; did you mean [model]?"), for `cardmem doctor`."""
     cfg = copy.deepcopy(DEFAULTS)
     path = root / FILE
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        return cfg
+        return cfg, [], []
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise CardmemError(str(path), f"not valid TOML: {exc}") from None
+        return cfg, [CardmemError(str(path), f"not valid TOML: {exc}")], []
+    errors: list[CardmemError] = []
+    unknown: list[str] = []
     for section, values in data.items():
         if section not in cfg:
-            continue  # unknown sections are the user's business
+            # kept (the user's business), but named: a misspelt section is silently default
+            unknown.append(f"{path}: [{section}]: unknown section{_did_you_mean(section, cfg)}")
+            continue
         if not isinstance(values, dict):
-            raise CardmemError(f"{path}: [{section}]", "must be a table")
+            errors.append(CardmemError(f"{path}: [{section}]", "must be a table"))
+            continue
         if section == "projects":
             for k, v in values.items():
-                if not isinstance(v, str):
-                    raise CardmemError(f"{path}: [projects] {k}", f"expected str, got {v!r}")
-            cfg[section].update(values)
+                if isinstance(v, str):
+                    cfg[section][k] = v
+                else:
+                    errors.append(CardmemError(f"{path}: [projects] {k}",
+                                               f"expected str, got {v!r}"))
             continue
         for key, value in values.items():
-            if key in cfg[section]:
-                cfg[section][key] = _check(section, key, value, DEFAULTS[section][key], path)
-            else:
+            if key not in cfg[section]:
                 cfg[section][key] = value
-    return cfg
+                unknown.append(f"{path}: [{section}] {key}: unknown key"
+                               + _did_you_mean(key, DEFAULTS[section]))
+                continue
+            try:
+                cfg[section][key] = _check(section, key, value, DEFAULTS[section][key], path)
+            except CardmemError as exc:
+                errors.append(exc)
+    return cfg, errors, unknown
+
+
+def _did_you_mean(word: str, known: Iterable[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def default_text() -> str:

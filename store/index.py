@@ -220,7 +220,8 @@ class Index:
 
     def __init__(self, store: Any = None, *, root: Path | str | None = None,
                  db_path: Path | str | None = None,
-                 files: Callable[[], Iterable[tuple[str, Path | str]]] | None = None) -> None:
+                 files: Callable[[], Iterable[tuple[str, Path | str]]] | None = None,
+                 as_text: Callable[[str, str], None] | None = None) -> None:
         if store is None and root is None:
             raise TypeError("Index needs a store or a root")
         self.root = Path(root if root is not None else store.root)
@@ -228,6 +229,9 @@ class Index:
             db_path = self.root / ".cardmem" / DB_NAME
         self.db_path = Path(db_path)
         self._files = files
+        # A base's documents are not cards: one whose frontmatter does not parse is indexed
+        # as plain text, and as_text(path, why) told so (each time the file is read anew).
+        self._as_text = as_text
         self._links: set[str] | None = None  # symlinked ids seen by the last walk
         self._dirs: dict[str, int] = {}  # folder -> mtime_ns, of the last walk
         self._touched: list[str] = []  # ids the last _refresh re-read or found gone
@@ -582,7 +586,11 @@ class Index:
         try:
             return "card", st, digest, _text_row(cardlib, fastmeta, cardlib.decode(raw), cid)
         except cardlib.CardProblem as exc:
-            return "problem", st, digest, (path, str(exc))
+            if self._as_text is None:
+                return "problem", st, digest, (path, str(exc))
+            self._as_text(path, str(exc))
+            text = cardlib.decode(raw)
+            return "card", st, digest, _row(cardlib.from_meta(cid, {}, text, 0, None))
 
     def rebuild(self) -> dict[str, int]:
         """Index from scratch into a new file, then swap it in (`cardmem index --full`).
@@ -593,7 +601,7 @@ class Index:
         """
         tmp = self.db_path.with_name(f"{self.db_path.name}.new-{os.getpid()}")
         _remove_db(tmp)
-        fresh = Index(root=self.root, db_path=tmp, files=self._files)
+        fresh = Index(root=self.root, db_path=tmp, files=self._files, as_text=self._as_text)
         try:
             fresh._conn = self._connect_file(tmp, wal=False)
             fresh._ino = os.stat(tmp).st_ino

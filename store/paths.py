@@ -149,6 +149,9 @@ def slugify(text: str, max_len: int = 60) -> str:
     return slug or "card"
 
 
+# Every card type, in the order help texts list them.
+CARD_TYPES = ("user", "feedback", "person", "entity", "project", "reference", "signal")
+
 TYPE_FOLDERS = {
     "user": "user",
     "feedback": "feedback",

@@ -37,18 +37,23 @@ class SearchResult:
     """What a search found: ranked results, corrections applied, and whether any is confident."""
 
     def __init__(self, query: str, results: list[dict[str, Any]],
-                 corrected: dict[str, str], unknown: list[str]) -> None:
+                 corrected: dict[str, str], unknown: list[str],
+                 empty_filter: str | None = None) -> None:
         self.query = query
         self.results = results
         self.corrected = corrected  # query term -> the vocabulary word searched instead
         self.unknown = unknown  # query terms neither found nor correctable
         self.no_confident_results = not any(r["confidence"] != "low" for r in results)
+        # "type feedback in project acme-api" when no card at all passes the filters: the
+        # query was never the problem
+        self.empty_filter = empty_filter
 
     def as_dict(self) -> dict[str, Any]:
         """The `cardmem search --json` document (DESIGN §10), plus corrections."""
         return {"query": self.query, "results": self.results,
                 "no_confident_results": self.no_confident_results,
-                "corrected": self.corrected, "unknown_terms": self.unknown}
+                "corrected": self.corrected, "unknown_terms": self.unknown,
+                "filter_matches_nothing": self.empty_filter is not None}
 
     def __repr__(self) -> str:
         return f"SearchResult({self.query!r}, {len(self.results)} results)"
@@ -291,7 +296,23 @@ def correct(idx: Index, word: str, stem: str) -> str | None:
     for _, _, term in sorted(cands):
         if _exists(idx.conn, quote(term)):  # a stem that FTS5 re-stems the same way
             return term
-    return None
+    return _transposed(idx, word)
+
+
+def _transposed(idx: Index, word: str) -> str | None:
+    """The stem of the word with two neighbouring letters swapped back, if the index has
+    it. Stemming can put a transposition far off: "deplyo" stems to itself, two edits from
+    deploy's "deploi"; "stirpe" to "stirp", two from "stripe". So the swaps of the word as
+    typed are stemmed and looked up; the one in most cards wins."""
+    swaps = sorted({word[:i] + word[i + 1] + word[i] + word[i + 2:]
+                    for i in range(len(word) - 1) if word[i] != word[i + 1]})
+    found = [w for w, there in zip(swaps, _exist_all(idx.conn, [quote(w) for w in swaps]))
+             if there]
+    stems = [s for w in found for _, s in tokens(idx.conn, w)[:1]]
+    if not stems:
+        return None
+    bounds = _df_bounds(idx, stems)
+    return max(stems, key=lambda s: (bounds.get(s, (0, 0))[1], s))
 
 
 def _prefix_tries(word: str) -> list[str]:
@@ -793,7 +814,19 @@ def run(idx: Index, query: str, limit: int = 10, card_type: str | None = None,
         r.pop("_n", None)
         if not r.get("snippet"):
             r["snippet"] = " ".join(desc.split())[:200]
-    return SearchResult(query, results, p.corrected, p.unknown)
+    empty = None if results or not (card_type or project) else _empty_filter(idx, card_type,
+                                                                             project)
+    return SearchResult(query, results, p.corrected, p.unknown, empty)
+
+
+def _empty_filter(idx: Index, card_type: str | None, project: str | None) -> str | None:
+    """What the filters ask for, when no card at all has it ("type feedback and project
+    acme-api"); None when some card does."""
+    where, args = _filters(card_type, project)
+    if idx.conn.execute(f"SELECT 1 FROM cards c WHERE 1{where} LIMIT 1", args).fetchone():
+        return None
+    return " and ".join(([f"type {card_type}"] if card_type else [])
+                       + ([f"project {project_key(project)}"] if project else []))
 
 
 def _order(r: dict[str, Any]) -> tuple[Any, ...]:

@@ -260,6 +260,11 @@ class Store(StoreRoot):
                     git.run(self.root, "revert", "--abort", check=False)
                 raise CardmemError(f"commit {commit}",
                                    f"cannot be reverted cleanly ({exc.why}); nothing changed") from None
+            # git's own message, with the trailer every cardmem commit carries
+            said = git.run(self.root, "log", "-1", "--format=%B").strip().split("\n", 1)
+            msg = Message(said[0], [said[1].strip()] if len(said) > 1 else [], source="revert")
+            git.run(self.root, "commit", "-q", "--amend", "--no-verify", "-F", "-",
+                    input=msg.text(), env=git.identity_env(self.root))
         return git.head(self.root) or ""
 
 

@@ -102,6 +102,10 @@ def atomic_write(path: Path, data: bytes) -> None:
         os.close(dir_fd)
 
 
+# At most this many lines of a commit message's body name what changed; the rest are counted.
+MESSAGE_LINES = 50
+
+
 @dataclass
 class Message:
     """A commit message for people, with machine-readable Cardmem-* trailers."""
@@ -115,7 +119,11 @@ class Message:
     def text(self) -> str:
         parts = [self.subject.strip()]
         if self.lines:
-            parts.append("\n".join(self.lines))
+            lines = self.lines[:MESSAGE_LINES]
+            if len(self.lines) > MESSAGE_LINES:  # a batch of 1,000 cards: its diff lists them
+                lines.append(f"... and {len(self.lines) - MESSAGE_LINES} more "
+                             "(`git show --stat` lists them all)")
+            parts.append("\n".join(lines))
         trailers = [f"Cardmem-Source: {self.source}"]
         if self.session:
             trailers.append(f"Cardmem-Session: {self.session}")

@@ -61,13 +61,16 @@ def user_message(pile_text: str, question: str, asker: str | None) -> str:
 def ask(store: Store, question: str, asker: str | None = None, *, limits: Limits | None = None,
         sdk: Any = None, clock: Callable[[], float] = time.monotonic,
         extra: dict[str, Any] | None = None,
-        deliver: Callable[[Answer], None] | None = None) -> Answer:
+        deliver: Callable[[Answer], None] | None = None,
+        progress: Callable[[str], None] | None = None) -> Answer:
     """Answer a question from memory; always appends one receipt (then re-raises errors).
 
     extra: more fields for the receipt (a host's own, e.g. `slack`: channel, thread, user);
     the receipt is written last, so a host may fill them in until then. deliver: called
     with the answer before the receipt is written, so what delivery did is in it.
+    progress: told each step as it starts (a person waits up to deadline_s).
     """
+    say = progress or (lambda _step: None)
     t0 = clock()  # restarted once the client is built: see below
     rid = receipts.new_id()
     rec: dict[str, Any] = {"id": rid, "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -103,6 +106,7 @@ def ask(store: Store, question: str, asker: str | None = None, *, limits: Limits
         rec["rung1"] = pile.as_dict()  # the text too: the judge grades against what was seen
         rec["timings"] = {"client_s": setup_s, "rung1_s": round(clock() - t0, 3)}
         text = user_message(pile.text, question, asker)
+        say(f"rung 1: {len(pile.addresses)} cards; asking the model ({route})")
         if route == "claude-code":
             rec["walk"] = NO_WALK
             try:
@@ -112,7 +116,7 @@ def ask(store: Store, question: str, asker: str | None = None, *, limits: Limits
                 raise
         else:
             walk = Walk(store, sdk, settings, limits, started=t0, clock=clock,
-                        rung1=pile.addresses)
+                        rung1=pile.addresses, progress=say)
             result = walk.run(text)
         _fill(answer, rec, result)
         if deliver is not None:

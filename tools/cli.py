@@ -14,6 +14,8 @@ from typing import Any
 import click
 
 from cardmem.store.errors import CardmemError
+from cardmem.store.paths import CARD_TYPES
+from cardmem.store.wording import plural
 from cardmem.tools.search_text import json_text
 
 # command name -> "module:attribute" of a click command, imported on first use.
@@ -63,6 +65,21 @@ class LazyGroup(click.Group):
             command = ep.load()  # type: ignore[attr-defined]
         return command
 
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        """click's, plus a "did you mean" for a mistyped command (never a hidden one)."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            import difflib
+
+            name = args[0] if args else ""
+            close = [c for c in difflib.get_close_matches(name, self.list_commands(ctx), n=3)
+                     if not getattr(self.get_command(ctx, c), "hidden", True)][:2]
+            if not close or name.startswith("-"):
+                raise
+            exc.message += " Did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+            raise
+
 
 STORE_HELP = ("The store (default: $CARDMEM_STORE, else the store the current folder is in, "
               "else $XDG_DATA_HOME/cardmem).")
@@ -87,6 +104,24 @@ def store_option(f):
                         callback=store_value, help=STORE_HELP)(f)
 
 
+def complete_id(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
+    """Card ids for shell completion (`cardmem show feed<TAB>`): the store's card files."""
+    from cardmem.store.paths import id_of_path
+    from cardmem.store.where import default_store
+
+    root = os.path.expanduser(str(ctx.params.get("store_path")
+                                  or ctx.find_root().params.get("store_path") or default_store()))
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        rel = os.path.relpath(folder, root)
+        for name in files:
+            cid = id_of_path(name if rel == "." else f"{rel}/{name}".replace(os.sep, "/"))
+            if cid and cid.startswith(incomplete):
+                found.append(cid)
+    return sorted(found)
+
+
 def json_option(f):
     return click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(f)
 
@@ -95,6 +130,23 @@ def open_store(store_path: Path | None):
     from cardmem.store.store import Store
 
     return Store.open(store_path)
+
+
+def stdout_is_tty() -> bool:
+    return sys.stdout.isatty()
+
+
+def page(lines: list[str]) -> None:
+    """Lines to stdout; through the pager ($PAGER, else less) on a terminal when they are
+    more than a screenful, as git does."""
+    import shutil
+
+    if stdout_is_tty() and len(lines) >= shutil.get_terminal_size().lines:
+        os.environ.setdefault("LESS", "-FRX")  # as git: colours pass, the screen is left as is
+        click.echo_via_pager("\n".join(lines) + "\n")
+        return
+    for line in lines:
+        click.echo(line)
 
 
 def emit_json(data: Any) -> None:
@@ -170,8 +222,9 @@ def _some(paths: list[str]) -> str:
 
 @cli.command()
 @click.argument("path", required=False)
+@json_option
 @store_option
-def init(path: str | None, store_path: Path | None) -> None:
+def init(path: str | None, as_json: bool, store_path: Path | None) -> None:
     """Make a store (idempotent on an existing one).
 
     A folder that is not yet a git repository is adopted: its notes (*.md) are
@@ -181,13 +234,17 @@ def init(path: str | None, store_path: Path | None) -> None:
     \b
     Example:
         cardmem init ~/notes
-        cardmem --store ~/notes init
+        cardmem --store ~/notes init --json
     """
     from cardmem.store.paths import default_store
     from cardmem.store.store import init_store
 
     root = given_path(path, "init PATH") if path is not None else store_path
     done = init_store(root or default_store())
+    if as_json:
+        emit_json({"store": str(done.store.root), "created": done.created,
+                   "adopted": done.adopted, "left_out": done.left_out})
+        return
     click.echo(f"{'initialized' if done.created else 'already a store:'} {done.store.root}")
     notes = [p for p in done.adopted if p.endswith(".md")]
     if done.adopted:
@@ -196,20 +253,27 @@ def init(path: str | None, store_path: Path | None) -> None:
         click.echo(f"left out of git by .gitignore: {_some(done.left_out)}")
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
 @cli.command()
+@json_option
 @store_option
-def where(store_path: Path | None) -> None:
-    """Print the store's path."""
+def where(as_json: bool, store_path: Path | None) -> None:
+    """Print the store's path.
+
+    \b
+    Example:
+        cardmem where
+        cd "$(cardmem where)" && git log
+    """
     from cardmem.store.paths import default_store
 
-    click.echo(str((store_path or default_store()).expanduser().absolute()))
+    where_to = str((store_path or default_store()).expanduser().absolute())
+    if as_json:
+        emit_json({"store": where_to})
+    else:
+        click.echo(where_to)
 
 
-TYPES = ["user", "feedback", "person", "entity", "project", "reference", "signal"]
+TYPES = list(CARD_TYPES)
 
 
 @cli.command()
@@ -220,9 +284,11 @@ TYPES = ["user", "feedback", "person", "entity", "project", "reference", "signal
 @click.option("--description")
 @click.option("--body", help="The card's body, or - to read it from standard input.")
 @redact_option
+@json_option
 @store_option
 def new(card_id: str, title: str | None, card_type: str | None, project: str | None,
-        description: str | None, body: str | None, redact: bool, store_path: Path | None) -> None:
+        description: str | None, body: str | None, redact: bool, as_json: bool,
+        store_path: Path | None) -> None:
     """Create a card; refuse if it exists.
 
     \b
@@ -233,7 +299,10 @@ def new(card_id: str, title: str | None, card_type: str | None, project: str | N
     title, description, text = screen_secrets([title, description, read_body(body)], redact)
     cid = store.new(card_id, title=title, card_type=card_type, project=project,
                     description=description, body=text or "")
-    click.echo(f"created {cid}")
+    if as_json:
+        emit_json({"id": cid, "created": True})
+    else:
+        click.echo(f"created {cid}")
 
 
 @cli.command()
@@ -243,9 +312,10 @@ def new(card_id: str, title: str | None, card_type: str | None, project: str | N
 @click.option("--project", help="The project it belongs to (its folder under projects/).")
 @click.option("--body", help="The text to remember, or - to read it from standard input.")
 @redact_option
+@json_option
 @store_option
 def remember(title: str, card_type: str, project: str | None, body: str | None, redact: bool,
-             store_path: Path | None) -> None:
+             as_json: bool, store_path: Path | None) -> None:
     """Create the card with this title, or append a dated section to it.
 
     \b
@@ -255,15 +325,24 @@ def remember(title: str, card_type: str, project: str | None, body: str | None, 
     store = open_store(store_path)
     title, text = screen_secrets([title, read_body(body)], redact)
     cid, created = store.remember(title or "", text or "", card_type=card_type, project=project)
-    click.echo(f"{'created' if created else 'appended to'} {cid}")
+    if as_json:
+        emit_json({"id": cid, "created": created})
+    else:
+        click.echo(f"{'created' if created else 'appended to'} {cid}")
 
 
 @cli.command()
-@click.argument("card_id", metavar="ID")
+@click.argument("card_id", metavar="ID", shell_complete=complete_id)
 @json_option
 @store_option
 def show(card_id: str, as_json: bool, store_path: Path | None) -> None:
-    """The card, whole."""
+    """The card, whole.
+
+    \b
+    Example:
+        cardmem show feedback/run-tests-with-x
+        cardmem show reference/deploy --json
+    """
     from cardmem.store import paths
 
     store = open_store(store_path)
@@ -285,20 +364,36 @@ def show(card_id: str, as_json: bool, store_path: Path | None) -> None:
 
 
 @cli.command()
-@click.argument("card_id", metavar="ID")
+@click.argument("card_id", metavar="ID", shell_complete=complete_id)
+@json_option
 @store_option
-def edit(card_id: str, store_path: Path | None) -> None:
-    """Open a card in $EDITOR and commit the change on exit."""
+def edit(card_id: str, as_json: bool, store_path: Path | None) -> None:
+    """Open a card in $EDITOR and commit the change on exit.
+
+    \b
+    Example:
+        EDITOR=nano cardmem edit reference/deploy
+    """
     from cardmem.tools.editing import edit_card
 
-    click.echo(edit_card(open_store(store_path), card_id))
+    cid, committed = edit_card(open_store(store_path), card_id)
+    if as_json:
+        emit_json({"id": cid, "committed": committed})
+    else:
+        click.echo(f"{'committed' if committed else 'unchanged'} {cid}")
 
 
 @cli.command(name="map")
 @json_option
 @store_option
 def map_(as_json: bool, store_path: Path | None) -> None:
-    """Every card: id, type, title, description."""
+    """Every card: id, type, title, description (paged on a terminal, as git does).
+
+    \b
+    Example:
+        cardmem map
+        cardmem map --json
+    """
     store = open_store(store_path)
     cards, problems = store.map()
     if as_json:
@@ -307,20 +402,25 @@ def map_(as_json: bool, store_path: Path | None) -> None:
     elif not cards and not problems:
         click.echo("no cards yet: `cardmem remember TITLE --body TEXT` makes one")
     else:
-        for c in cards:
-            desc = f" — {c['description']}" if c["description"] else ""
-            click.echo(f"{c['id']}  [{c['type'] or '?'}]  {c['title']}{desc}")
+        page([f"{c['id']}  [{c['type'] or '?'}]  {c['title']}"
+              + (f" — {c['description']}" if c["description"] else "") for c in cards])
     for p in problems:
         click.echo(f"cardmem: {p.path}: skipped: {p.reason}", err=True)
 
 
 @cli.command()
-@click.argument("card_id", metavar="ID", required=False)
+@click.argument("card_id", metavar="[ID]", required=False, shell_complete=complete_id)
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many commits.")
 @json_option
 @store_option
 def log(card_id: str | None, limit: int | None, as_json: bool, store_path: Path | None) -> None:
-    """History of the store, or of one card."""
+    """History of the store, or of one card (ID); without ID, of the whole store.
+
+    \b
+    Example:
+        cardmem log --limit 5
+        cardmem log feedback/run-tests-with-x --json
+    """
     store = open_store(store_path)
     commits = store.log(card_id, limit=limit)
     if as_json:
@@ -333,11 +433,21 @@ def log(card_id: str | None, limit: int | None, as_json: bool, store_path: Path 
 
 @cli.command()
 @click.argument("commit")
+@json_option
 @store_option
-def revert(commit: str, store_path: Path | None) -> None:
-    """Undo one commit (with a new commit)."""
+def revert(commit: str, as_json: bool, store_path: Path | None) -> None:
+    """Undo one commit (with a new commit).
+
+    \b
+    Example:
+        cardmem log --limit 3
+        cardmem revert 3f2a9c1
+    """
     sha = open_store(store_path).revert(commit)
-    click.echo(f"reverted {commit} in {sha[:10]}")
+    if as_json:
+        emit_json({"reverted": commit, "commit": sha})
+    else:
+        click.echo(f"reverted {commit} in {sha[:10]}")
 
 
 def main() -> None:

@@ -23,9 +23,12 @@ UNGRADED_EXIT = 4
 @click.command()
 @click.argument("question")
 @click.option("--asker", help="Who asks: a handle, e-mail or name (matched to a person card).")
+@click.option("--progress/--no-progress", default=None,
+              help="Say each step on stderr (default: when stderr is a terminal).")
 @json_option
 @store_option
-def ask(question: str, asker: str | None, as_json: bool, store_path: Path | None) -> None:
+def ask(question: str, asker: str | None, progress: bool | None, as_json: bool,
+        store_path: Path | None) -> None:
     """Answer QUESTION from memory: the pile at its addresses, then a metered walk.
 
     With `[judge] auto = true` in cardmem.toml the answer is judged in the background once
@@ -34,17 +37,33 @@ def ask(question: str, asker: str | None, as_json: bool, store_path: Path | None
     \b
     Example:
         cardmem ask "Who approves a billing migration?" --asker @priya
+        cardmem ask "Where is the staging DB?" --json --progress
     """
     from . import model
     from .ask import ask as run_ask
     from .judge import later
 
     store = open_store(store_path)
+    if progress is None:
+        progress = sys.stderr.isatty()
+
+    def say(step: str) -> None:
+        click.secho(f"cardmem: ask: {step}", err=True, dim=True)
+
+    outcome = "unavailable"
     try:
-        answer = run_ask(store, question, asker=asker)
-    except model.ModelUnavailable as exc:
-        raise CardmemError("ask", f"needs a model: {exc.why}; everything else works without "
-                                  "one") from None
+        try:
+            answer = run_ask(store, question, asker=asker, progress=say if progress else None)
+        except model.ModelUnavailable as exc:
+            raise CardmemError("ask", f"needs a model: {exc.why}; everything else works "
+                                      "without one") from None
+        except CardmemError:
+            outcome = "error"
+            raise
+    except CardmemError as exc:
+        if as_json:  # a script reading stdout learns of the failure there too
+            emit_json({"reply": None, "outcome": outcome, "error": str(exc)})
+        raise
     if as_json:
         emit_json(answer.as_dict())
     elif answer.reply is not None:

@@ -5,20 +5,24 @@ Store (its module loads YAML); no rapidfuzz unless a query term needs correcting
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
 from cardmem.store.lean import StoreRoot
+from cardmem.store.errors import CardmemError
+from cardmem.store.paths import CARD_TYPES
 from cardmem.tools.cli import emit_json, json_option, store_option
 from cardmem.tools.search_text import lines
+from cardmem.store.wording import plural
 
 
 @click.command()
 @click.argument("query", nargs=-1, required=True)
 @click.option("--limit", type=click.IntRange(min=1, max=1000), default=10, show_default=True)
-@click.option("--type", "card_type", help="Only cards of this type.")
+@click.option("--type", "card_type", type=click.Choice(CARD_TYPES), help="Only cards of this type.")
 @click.option("--project", help="Only cards of this project.")
 @click.option("--base", "base_name", metavar="NAME",
               help="Search the attached base NAME (`cardmem base list`) instead of the cards.")
@@ -26,10 +30,18 @@ from cardmem.tools.search_text import lines
 @store_option
 def search(query: tuple[str, ...], limit: int, card_type: str | None, project: str | None,
            base_name: str | None, as_json: bool, store_path: Path | None) -> None:
-    """Ranked cards for QUERY (typo-tolerant), each with a confidence label."""
+    """Ranked cards for QUERY (typo-tolerant), each with a confidence label.
+
+    \b
+    Example:
+        cardmem search "pytets fixtrues"
+        cardmem search deploy --project acme-api --json
+    """
     from cardmem.store.index import search as run_search
 
     text = " ".join(query)
+    if not text.strip():  # as the MCP search tool refuses it
+        raise CardmemError("query", "is empty; say what to look for", exit_code=2)
     if base_name:
         from cardmem.store.bases import search_base
 
@@ -47,7 +59,7 @@ def search(query: tuple[str, ...], limit: int, card_type: str | None, project: s
 
 
 def _print(res: Any) -> None:
-    for line in lines(res):
+    for line in lines(res, tty=sys.stdout.isatty()):
         click.echo(line)
 
 
@@ -56,7 +68,13 @@ def _print(res: Any) -> None:
 @json_option
 @store_option
 def index(full: bool, as_json: bool, store_path: Path | None) -> None:
-    """Bring the index up to date (or rebuild it with --full)."""
+    """Bring the index up to date (or rebuild it with --full).
+
+    \b
+    Example:
+        cardmem index
+        cardmem index --full
+    """
     from cardmem.store.index import Index
 
     with Index(StoreRoot.open(store_path)) as idx:
@@ -72,7 +90,7 @@ def index(full: bool, as_json: bool, store_path: Path | None) -> None:
     if as_json:
         emit_json({**counts, "cards": total, "full": full, "problem_files": problems})
         return
-    click.echo(f"index: {total} cards ({counts['added']} added, {counts['updated']} updated, "
+    click.echo(f"index: {plural(total, 'card')} ({counts['added']} added, {counts['updated']} updated, "
                f"{counts['removed']} removed, {counts['unchanged']} unchanged"
                f"{', rebuilt' if full else ''})")
     for p in problems:

@@ -7,11 +7,13 @@ from pathlib import Path
 import click
 
 from cardmem.store.errors import CardmemError
+from cardmem.store.wording import plural
 from cardmem.tools.cli import emit_json, json_option, open_store, store_option
 
 
-def _report(moved, as_json: bool, label: str) -> None:
-    """Print what moved; an index that failed to refresh exits 2, the move standing."""
+def _report(moved, as_json: bool, label: str, undo: str = "cardmem rollback") -> None:
+    """Print what moved (`undo`: the command that takes it back); an index that failed
+    to refresh exits 2, the move standing."""
     from cardmem.store.updates import short
 
     m = moved
@@ -24,9 +26,9 @@ def _report(moved, as_json: bool, label: str) -> None:
             "ahead": f"{label}: nothing to take from {src}; this side has commits it lacks "
                      "(`cardmem sync` shares them)",
             "updated": f"{label}: {short(m.old)} -> {short(m.new)}, {m.commits} commit(s) "
-                       f"from {src}; `cardmem rollback` returns to {short(m.old)}",
+                       f"from {src}; `{undo}` returns to {short(m.old)}",
             "forced": f"{label}: forced {short(m.old)} -> {short(m.new)} from {src}; local "
-                      f"commits kept at refs/cardmem/forced/{m.old[:10]}…; `cardmem rollback` "
+                      f"commits kept at refs/cardmem/forced/{m.old[:10]}…; `{undo}` "
                       f"returns to {short(m.old)}",
             "rolled-back": f"{label}: {short(m.old)} -> {short(m.new)}",
             "pushed": f"{label}: pushed {m.pushed} commit(s) to {src}",
@@ -51,7 +53,14 @@ def _report(moved, as_json: bool, label: str) -> None:
 @store_option
 def update(remote: str | None, force: bool, base_name: str | None, as_json: bool,
            store_path: Path | None) -> None:
-    """Fast-forward from upstream (REMOTE: a remote name or any git URL); exit 3 if not."""
+    """Fast-forward from upstream (REMOTE: a remote name or any git URL); exit 3 if not.
+
+    \b
+    Example:
+        cardmem update
+        cardmem update origin --json
+        cardmem update --base docs
+    """
     store = open_store(store_path)
     if base_name:
         from cardmem.store.bases import update_base
@@ -59,7 +68,8 @@ def update(remote: str | None, force: bool, base_name: str | None, as_json: bool
         if force:
             raise CardmemError(f"update --base {base_name}",
                                "bases update by fast-forward only; --force is not offered")
-        _report(update_base(store, base_name, remote), as_json, f"base {base_name}")
+        _report(update_base(store, base_name, remote), as_json, f"base {base_name}",
+                undo=f"cardmem rollback --base {base_name}")
         return
     from cardmem.store.updates import update as do_update
 
@@ -73,7 +83,14 @@ def update(remote: str | None, force: bool, base_name: str | None, as_json: bool
 @store_option
 def rollback(to: str | None, base_name: str | None, as_json: bool,
              store_path: Path | None) -> None:
-    """Back to the head before the last update (or to REF); refuses over uncommitted edits."""
+    """Back to the head before the last update (or to REF); refuses over uncommitted edits.
+
+    \b
+    Example:
+        cardmem rollback
+        cardmem rollback --to 3f2a9c1
+        cardmem rollback --base docs
+    """
     store = open_store(store_path)
     if base_name:
         from cardmem.store.bases import rollback_base
@@ -90,7 +107,13 @@ def rollback(to: str | None, base_name: str | None, as_json: bool,
 @json_option
 @store_option
 def sync(remote: str | None, as_json: bool, store_path: Path | None) -> None:
-    """Fetch, replay local commits on the remote's, push; a conflict changes nothing."""
+    """Fetch, replay local commits on the remote's, push; a conflict changes nothing.
+
+    \b
+    Example:
+        cardmem sync
+        cardmem sync origin --json
+    """
     from cardmem.store.sync import sync as do_sync
 
     _report(do_sync(open_store(store_path), remote), as_json, "sync")
@@ -98,15 +121,28 @@ def sync(remote: str | None, as_json: bool, store_path: Path | None) -> None:
 
 @click.group()
 def base() -> None:
-    """Attached bases: read-only folders of docs, searched with `search --base NAME`."""
+    """Attached bases: read-only folders of docs, searched with `search --base NAME`.
+
+    \b
+    Example:
+        cardmem base attach docs ~/src/handbook
+        cardmem search onboarding --base docs
+        cardmem base list
+    """
 
 
 @base.command()
 @click.argument("name")
 @click.argument("path", type=click.Path(path_type=Path))
+@json_option
 @store_option
-def attach(name: str, path: Path, store_path: Path | None) -> None:
-    """Attach the folder PATH under NAME and index it."""
+def attach(name: str, path: Path, as_json: bool, store_path: Path | None) -> None:
+    """Attach the folder PATH under NAME and index it.
+
+    \b
+    Example:
+        cardmem base attach docs ~/src/handbook
+    """
     from cardmem.store import bases
     from cardmem.store.bases import refresh_base
 
@@ -115,14 +151,22 @@ def attach(name: str, path: Path, store_path: Path | None) -> None:
     count, warnings = refresh_base(store, name)
     for w in warnings:
         click.echo(f"cardmem: {w}", err=True)
-    click.echo(f"attached {b.name}: {b.path} ({count} documents)")
+    if as_json:
+        emit_json({"name": b.name, "path": str(b.path), "documents": count})
+    else:
+        click.echo(f"attached {b.name}: {b.path} ({plural(count, 'document')})")
 
 
 @base.command(name="list")
 @json_option
 @store_option
 def list_(as_json: bool, store_path: Path | None) -> None:
-    """The attached bases."""
+    """The attached bases.
+
+    \b
+    Example:
+        cardmem base list --json
+    """
     from cardmem.store import bases
 
     found = [b.as_dict() for b in bases.load(open_store(store_path)).values()]
@@ -137,10 +181,19 @@ def list_(as_json: bool, store_path: Path | None) -> None:
 
 @base.command()
 @click.argument("name")
+@json_option
 @store_option
-def detach(name: str, store_path: Path | None) -> None:
-    """Forget a base and its index; its folder is left as it is."""
+def detach(name: str, as_json: bool, store_path: Path | None) -> None:
+    """Forget a base and its index; its folder is left as it is.
+
+    \b
+    Example:
+        cardmem base detach docs
+    """
     from cardmem.store import bases
 
     b = bases.detach(open_store(store_path), name)
-    click.echo(f"detached {b.name} ({b.path} untouched)")
+    if as_json:
+        emit_json({"name": b.name, "path": str(b.path), "detached": True})
+    else:
+        click.echo(f"detached {b.name} ({b.path} untouched)")

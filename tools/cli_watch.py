@@ -19,7 +19,13 @@ from cardmem.tools.cli import open_store, store_option
 @store_option
 def watch(autocommit: bool | None, quiet_s: float | None, verbose: bool,
           store_path: Path | None) -> None:
-    """Keep the index (and auto-commits) live until Ctrl-C or SIGTERM."""
+    """Keep the index (and auto-commits) live until Ctrl-C or SIGTERM.
+
+    \b
+    Example:
+        cardmem watch -v
+        cardmem watch --no-autocommit
+    """
     from cardmem.store.watcher import Watcher
 
     store = open_store(store_path)

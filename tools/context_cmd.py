@@ -18,7 +18,13 @@ from cardmem.tools.cli import emit_json, json_option, open_store, store_option
 @store_option
 def context(project: str | None, budget: int | None, as_json: bool,
             store_path: Path | None) -> None:
-    """Rung 1 for a session: rules, user, project, map, recent changes."""
+    """What a session starts with (rung 1): rules, user, project, map, recent changes.
+
+    \b
+    Example:
+        cardmem context --project acme-api
+        cardmem context --budget 4000 --json
+    """
     from cardmem.store.context import session_context
 
     store = open_store(store_path)

@@ -1,6 +1,8 @@
 """`cardmem demo`: a tour of cardmem on a throwaway copy of the example store."""
 from __future__ import annotations
 
+import importlib.util
+import shlex
 import shutil
 import subprocess
 import sys
@@ -9,12 +11,23 @@ from pathlib import Path
 
 import click
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "cards"
+
+def example_store() -> Path:
+    """The example store: the package `cardmem.example` (the repository's cards/, shipped
+    in the wheel as package data)."""
+    spec = importlib.util.find_spec("cardmem.example")
+    for place in (spec.submodule_search_locations or []) if spec else []:
+        if (Path(place) / "cardmem.toml").is_file():
+            return Path(place)
+    return Path(__file__).resolve().parent.parent / "cards"
+
+
+EXAMPLE = example_store()
 
 
 def _step(title: str, *args: str, store: Path) -> None:
     """Run one cardmem command as a user would, and show it."""
-    click.secho(f"\n$ cardmem {' '.join(args)}", bold=True)
+    click.secho(f"\n$ cardmem {shlex.join(args)}", bold=True)  # pasteable as shown
     click.secho(f"  # {title}", dim=True)
     proc = subprocess.run([sys.executable, "-m", "cardmem.tools.cli", *args, "--store", str(store)],
                           capture_output=True, text=True)
@@ -47,7 +60,13 @@ STEPS: list[tuple[str, ...]] = [
               default=EXAMPLE, show_default=True, help="The example store to copy.")
 @click.option("--keep", is_flag=True, help="Keep the temporary store and print its path.")
 def demo(cards: Path, keep: bool) -> None:
-    """A tour on a copy of the example store."""
+    """A tour on a copy of the example store.
+
+    \b
+    Example:
+        cardmem demo
+        cardmem demo --keep
+    """
     from cardmem.store.store import init
 
     tmp = Path(tempfile.mkdtemp(prefix="cardmem-demo-"))
@@ -58,6 +77,14 @@ def demo(cards: Path, keep: bool) -> None:
     for title, *args in STEPS:
         _step(title, *args, store=root)
     if keep:
-        click.echo(f"\nThe demo store is kept at {root}")
+        click.secho(f"\nThe demo store is kept at {root}. To go on with it:", bold=True)
+        click.echo(f"    export CARDMEM_STORE={shlex.quote(str(root))}")
+        click.echo("    cardmem map")
     else:
         shutil.rmtree(tmp, ignore_errors=True)
+        click.secho("\nThe demo store was a temporary copy and is gone "
+                    "(`cardmem demo --keep` keeps it).", bold=True)
+    click.echo("Next, your own store:\n"
+               "    cardmem init ~/notes && export CARDMEM_STORE=~/notes\n"
+               "    cardmem remember \"Deploy steps\" --body \"make deploy\"\n"
+               "    cardmem install claude-code   # memory in every Claude Code session")

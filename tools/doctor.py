@@ -14,6 +14,7 @@ from cardmem.store.errors import CardmemError
 from cardmem.store.store import Store
 
 from .cli import emit_json, json_option, open_store, store_option
+from cardmem.store.wording import plural
 
 Check = Callable[[Store], list[tuple[bool, str]]]
 
@@ -32,7 +33,7 @@ def check_repo(store: Store) -> list[tuple[bool, str]]:
     dirty = [ln[3:] for ln in git.run(store.root, "status", "--porcelain").splitlines()
              if ln[3:].endswith(".md")]
     if dirty:
-        out.append((True, f"{len(dirty)} card(s) with uncommitted edits (e.g. {dirty[0]}); "
+        out.append((True, f"{plural(len(dirty), 'card')} with uncommitted edits (e.g. {dirty[0]}); "
                           "`cardmem watch` or git commits them"))
     return out
 
@@ -59,21 +60,22 @@ def check_interrupted(store: Store) -> list[tuple[bool, str]]:
         return []  # a live writer holds the lock: nothing was interrupted
     if not staged:
         return []
-    return [(True, f"unstaged {len(staged)} card(s) an interrupted write had staged "
+    return [(True, f"unstaged {plural(len(staged), 'card')} an interrupted write had staged "
                    f"(e.g. {staged[0]}); their files are kept as uncommitted edits")]
 
 
-def check_config(store: Store) -> list[tuple[bool, str]]:
-    try:
-        config.load(store.root)
-    except CardmemError as exc:
-        return [(False, str(exc))]
-    return [(True, f"{config.FILE}: valid")]
+def check_config(store: Store) -> list[tuple[bool | None, str]]:
+    """Every wrong value (a problem) and every unknown section or key (a warning: a
+    misspelt key is silently its default)."""
+    _cfg, errors, unknown = config.check(store.root)
+    out: list[tuple[bool | None, str]] = [(False, str(e)) for e in errors]
+    out += [(None, u) for u in unknown]
+    return out or [(True, f"{config.FILE}: valid")]
 
 
 def check_cards(store: Store) -> list[tuple[bool, str]]:
     cards, problems = store.scan()
-    out = [(True, f"{len(cards)} cards readable")]
+    out = [(True, f"{plural(len(cards), 'card')} readable")]
     out += [(False, f"{p.path}: skipped: {p.reason}") for p in problems]
     return out
 
@@ -90,7 +92,7 @@ def check_index(store: Store) -> list[tuple[bool, str]]:
         idx.close()
     out = [(False, f"index was damaged ({w}); rebuilt it") for w in wrong[:3]]
     changed = sum(counts.get(k, 0) for k in ("added", "updated", "removed"))
-    out.append((True, f"index: up to date ({changed} card(s) refreshed just now)"))
+    out.append((True, f"index: up to date ({plural(changed, 'card')} refreshed just now)"))
     return out
 
 
@@ -185,7 +187,7 @@ def check_secrets(store: Store) -> list[tuple[bool, str]]:
     cards, _ = store.scan()
     found = [(c.id, kinds) for c in cards if (kinds := secret_kinds(c.text))]
     if not found:
-        return [(True, f"secrets: none found in {len(cards)} cards")]
+        return [(True, f"secrets: none found in {plural(len(cards), 'card')}")]
     return [(False, f"{cid}: holds {', '.join(f'{k} x{n}' if n > 1 else k for k, n in sorted(kinds.items()))}; "
                     "remove it, rotate it (git history keeps it)") for cid, kinds in found]
 
@@ -235,7 +237,13 @@ def run_checks(store: Store) -> list[tuple[bool, str]]:
 @store_option
 @json_option
 def doctor(store_path: Path | None, as_json: bool) -> None:
-    """Check the store, settings, cards and index; say what is wrong."""
+    """Check the store, settings, cards and index; say what is wrong.
+
+    \b
+    Example:
+        cardmem doctor
+        cardmem doctor --json
+    """
     results = run_checks(open_store(store_path))
     # ok is True, False (a problem: exit 1) or None (a warning: worth a look, no failure)
     if as_json:

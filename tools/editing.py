@@ -12,8 +12,9 @@ from cardmem.store.store import Store
 from cardmem.store.writer import Message
 
 
-def edit_card(store: Store, card_id: str) -> str:
-    """Open the card in $VISUAL/$EDITOR; commit it if it changed and still parses."""
+def edit_card(store: Store, card_id: str) -> tuple[str, bool]:
+    """Open the card in $VISUAL/$EDITOR; commit it if it changed and still parses.
+    Returns the card's id and whether a commit was made."""
     path = store.path(card_id)
     cid = paths.normalize_id(card_id)
     store.read_raw(cid)  # refuses a missing card; a broken one opens, to be fixed
@@ -24,11 +25,11 @@ def edit_card(store: Store, card_id: str) -> str:
         raise CardmemError(f"editor {editor}", f"exited {proc.returncode}; nothing committed")
     after = path.read_bytes()
     if after == before:
-        return f"unchanged {cid}"
+        return cid, False
     try:
         cardlib.parse(cardlib.decode(after), cid)
     except cardlib.CardProblem as exc:
         raise CardmemError(str(path), f"{exc}; left uncommitted so you can fix it") from None
     store.commit({store.rel(cid): after}, Message(f"edit: {cid}", [f"{cid}  edited by hand"]),
                  agent=False)
-    return f"committed {cid}"
+    return cid, True

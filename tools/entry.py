@@ -48,8 +48,13 @@ def parse_search(args: list[str]) -> dict[str, object] | None:
             value = args[i]
             i += 1
         opts[_VALUED[name]] = value
-    if not words:
-        return None
+    if not " ".join(words).strip():
+        return None  # no query: click refuses it
+    if opts["card_type"] is not None:
+        from cardmem.store.paths import CARD_TYPES  # only a search with --type pays this
+
+        if opts["card_type"] not in CARD_TYPES:
+            return None  # click names the types
     try:
         limit = int(str(opts["limit"]))
     except ValueError:
@@ -86,7 +91,8 @@ def search(opts: dict[str, object]) -> None:
                 res = idx.search(str(opts["query"]), limit=int(str(opts["limit"])),
                                  card_type=opts["card_type"] or None,  # type: ignore[arg-type]
                                  project=opts["project"] or None)  # type: ignore[arg-type]
-            out = json_text(res.as_dict()) if opts["as_json"] else "\n".join(lines(res))
+            out = json_text(res.as_dict()) if opts["as_json"] else "\n".join(
+                lines(res, tty=sys.stdout.isatty()))
             if out:
                 sys.stdout.write(out + "\n")
             sys.stdout.flush()

@@ -282,7 +282,13 @@ def _version() -> str:
 @store_option
 @click.option("-v", "--verbose", is_flag=True, help="Log each tool call to stderr.")
 def mcp_command(store_path: Path | None, verbose: bool) -> None:
-    """The MCP server on stdio (for Claude Code, Claude Desktop, other MCP hosts)."""
+    """The MCP server on stdio (for Claude Code, Claude Desktop, other MCP hosts).
+
+    \b
+    Example:
+        claude mcp add cardmem -- cardmem mcp --store ~/notes
+        cardmem mcp -v
+    """
     from .model import CHILD_ENV
 
     if os.environ.get(CHILD_ENV) == "1":  # inside cardmem's own `claude -p`: serve nothing

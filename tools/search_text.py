@@ -6,6 +6,7 @@ so both print the same bytes.
 from __future__ import annotations
 
 import json
+import re
 TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
 if TYPE_CHECKING:
     from typing import Any
@@ -16,9 +17,16 @@ def json_text(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, indent=2, default=str)
 
 
-def lines(res: Any) -> list[str]:
-    """A SearchResult as the lines of the text output."""
+BOLD = re.compile(r"\*\*(.+?)\*\*")
+
+
+def lines(res: Any, tty: bool = False) -> list[str]:
+    """A SearchResult as the lines of the text output. Snippets mark the query's words
+    **so**: bold on a terminal (tty), the marks dropped elsewhere."""
     out = []
+    if getattr(res, "empty_filter", None):
+        return [f"No card has {res.empty_filter}: the filter matches nothing, whatever "
+                "the query (`cardmem map` lists the cards' types and projects)."]
     if res.corrected:
         fixes = ", ".join(f"{a} -> {b}" for a, b in res.corrected.items())
         out.append(f"(corrected: {fixes})")
@@ -32,5 +40,5 @@ def lines(res: Any) -> list[str]:
             flag += "  (stale: unchanged for long while its project moved on; check it)"
         out.append(f"{r['id']}  [{r['type'] or '?'}]  {r['title']}  — {r['confidence']}{flag}")
         if r["snippet"]:
-            out.append(f"    {r['snippet']}")
+            out.append("    " + BOLD.sub("\x1b[1m\\1\x1b[0m" if tty else "\\1", r["snippet"]))
     return out

@@ -282,8 +282,10 @@ class Walk:
     def __init__(self, store: Store, sdk: Any, settings: model.ModelSettings, limits: Limits,
                  *, started: float | None = None, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep,
-                 rung1: list[str] | None = None) -> None:
+                 rung1: list[str] | None = None,
+                 progress: Callable[[str], None] | None = None) -> None:
         self.rung1 = rung1  # rung-1 addresses, for the mechanical receipt
+        self.progress = progress or (lambda _step: None)  # told each tool call as it runs
         self.store, self.sdk, self.settings, self.limits = store, sdk, settings, limits
         self.clock, self.sleep = clock, sleep
         self.t0 = started if started is not None else clock()
@@ -449,6 +451,8 @@ class Walk:
             call.error = f"{call.tool}: input must be a JSON object"
             return self._result(block, call, call.error, error=True)
         call.executed = True
+        self.progress(f"walk: {call.tool} {_shown_arg(inp)} ({self.charged} of "
+                      f"{self.limits.max_tool_calls}, {self.elapsed():.1f} s)")
         bound = min(self.limits.tool_call_s, self.walk_end - self.clock())
         start = self.clock()
         value, exc, timed_out = _bounded(lambda: runner(self.store, inp), bound)
@@ -470,6 +474,12 @@ class Walk:
         if error:
             out["is_error"] = True
         return out
+
+
+def _shown_arg(inp: dict[str, Any]) -> str:
+    """The gist of a tool call's input for a progress line: an id or a query."""
+    value = next((inp[k] for k in ("id", "query", "name") if k in inp), "")
+    return " ".join(str(value).split())[:60]
 
 
 def _text(msg: Any) -> str:

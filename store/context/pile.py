@@ -13,6 +13,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ..holdings import active_rules
+from ..wording import plural
 
 if TYPE_CHECKING:  # a session's pile never imports the card parser (YAML) or the writer
     from ..card import Card
@@ -237,7 +238,7 @@ def _type_counts(counts: Counter) -> str:
 
 
 def _footer_text(out: int, total: int, partial: int) -> str:
-    line = f"{out} of {total} cards left out"
+    line = f"{out} of {plural(total, 'card')} left out"
     if partial:
         line += f", {partial} shown by description or title only"
     return f"_{line}. {HOW_TO_REACH}_"

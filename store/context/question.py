@@ -6,6 +6,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Iterable
 
 from ..holdings import catalog, is_active
+from ..wording import plural
 from .pile import (MAP_COUNT, Pile, _add_cards, _add_rules, _budget, _Builder, _described,
                    _footer, _footer_room, _one_line, _type_counts)
 
@@ -74,7 +75,7 @@ def question_context(store: Store, question: str, asker: str | None = None,
     _add_cards(b, "## Named in the question", named, "named card (budget)")
     b.reserve = footer
     types = _type_counts(Counter(c.type or "untyped" for c in entries))
-    if b.add(f"## Memory map ({len(entries)} cards: {types})"):
+    if b.add(f"## Memory map ({plural(len(entries), 'card')}: {types})"):
         shown = 0
         for c in entries[:MAP_COUNT]:
             if not b.add(f"- `{c.id}` [{c.type or '?'}] {_one_line(c.title)}"

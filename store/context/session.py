@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from ..holdings import Holdings, active_rules, holdings
 from ..paths import project_key, project_signals_id
+from ..wording import plural
 from .pile import (LESSON_LINES, MAP_RECENT_TITLES, MAP_SHARE,
                    PROJECT_SHARE, RECENT_SHARE, USER_SHARE, Pile, _add_cards,
                    _add_delivered_rules, _add_rules, _budget, _Builder, _footer,
@@ -19,7 +20,7 @@ if TYPE_CHECKING:  # a session's pile never imports the card parser (YAML) or th
 
 def _map_brief(h: Holdings, recent: list[tuple[str, str]]) -> list[str]:
     """The memory map in brief: counts per type and project, the newest titles."""
-    lines = ["## Memory map", f"{h.total} cards: {_type_counts(h.type_counts)}."]
+    lines = ["## Memory map", f"{plural(h.total, 'card')}: {_type_counts(h.type_counts)}."]
     if h.project_counts:
         lines.append("Projects: " + ", ".join(f"{p} ({n})" for p, n in
                                               sorted(h.project_counts.items())) + ".")
@@ -159,7 +160,7 @@ def session_context(store: Store, project: str | None = None, cwd: str | None = 
     if project:
         if project_cards:
             stale_note = f"; {len(stale)} stale, last" if stale else ""
-            _add_cards(b, f"## Project {project} ({len(project_cards)} cards{stale_note})",
+            _add_cards(b, f"## Project {project} ({plural(len(project_cards), 'card')}{stale_note})",
                        project_cards, f"project {project} card (budget)", render)
         else:
             b.add(f"## Project {project}\nNo cards for this project yet.\n")

@@ -130,7 +130,7 @@ def test_backoff_is_respected_and_the_backlog_lands_in_one_commit(example_store,
     assert calls_about(model_env, "alpha") == 3  # alpha's backoff was respected
     log = git.log(example_store.root, limit=2)
     assert log[1].commit == before  # one commit: the backlog's and the session's
-    assert "Cardmem-Session: sess-br, sess-ch" in log[0].message
+    assert "Cardmem-Session: sess-bravo, sess-charlie" in log[0].message
     assert "bravo widgets frobnicate" in log[0].message and "charlie widgets zorble" in \
         log[0].message
     assert "backlog: 1 session(s) re-extracted, 1 waiting" in line
@@ -171,7 +171,7 @@ def test_with_no_model_the_backlog_waits_and_is_filed_once_one_appears(example_s
     before = git.head(example_store.root)
     learn(example_store, "sess-x", None)
     log = git.log(example_store.root, limit=2)
-    assert log[1].commit == before and "Cardmem-Session: sess-ec, sess-fo" in log[0].message
+    assert log[1].commit == before and "Cardmem-Session: sess-echo, sess-foxtrot" in log[0].message
     assert retry.retry_backlog(example_store.root)["waiting"] == 0
 
 

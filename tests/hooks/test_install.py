@@ -164,3 +164,30 @@ def test_an_old_install_gains_the_pretool_hook_and_loses_it_on_uninstall(tmp_pat
     assert "PreToolUse" in dict(ours(json.loads(path.read_text())))
     uninstall(path)
     assert json.loads(path.read_text()) == USER_SETTINGS
+
+
+def test_reinstalls_keep_one_backup_and_claude_json_is_backed_up_too(tmp_path):
+    from gitremote import cli
+
+    settings, claude = tmp_path / "settings.json", tmp_path / ".claude.json"
+    settings.write_text(json.dumps(USER_SETTINGS))
+    claude.write_text(json.dumps({"numStartups": 3, "mcpServers": {}}))
+    os.chmod(claude, 0o600)
+    before = claude.read_text()
+    for name in ("one", "two", "three"):  # each a change: each rewrites both files
+        store = tmp_path / name
+        code, out, err = cli("install", "claude-code", "--settings", str(settings),
+                             "--mcp-config", str(claude), "--store", str(store), "--init")
+        assert code == 0, err
+        if name == "one":
+            assert json.loads(claude.with_name(".claude.json.bak-cardmem").read_text()) == \
+                json.loads(before)
+            assert f"backup: {claude}.bak-cardmem" in out
+    assert [p.name for p in tmp_path.glob("settings.json.bak-*")] == ["settings.json.bak-cardmem"]
+    assert [p.name for p in tmp_path.glob(".claude.json.bak*")] == [".claude.json.bak-cardmem"]
+    kept = claude.with_name(".claude.json.bak-cardmem")
+    assert "two" in kept.read_text() and oct(kept.stat().st_mode & 0o777) == "0o600"
+    code, out, _ = cli("uninstall", "claude-code", "--settings", str(settings),
+                       "--mcp-config", str(claude))
+    assert json.loads(claude.read_text()) == {"numStartups": 3, "mcpServers": {}}
+    assert len(list(tmp_path.glob("*.bak*"))) == 2

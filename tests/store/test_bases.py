@@ -217,3 +217,44 @@ def test_a_git_base_updates_by_fast_forward_only(store: Store, docs_clone, tmp_p
     bases.attach(store, "plain", write(tmp_path / "plain/a.md", "a\n").parent)
     code, _, err = cli("update", "--base", "plain", "--store", str(store.root))
     assert code == 1 and "not a git clone" in err
+
+
+# --- the first hour (issue 15) -----------------------------------------------------------
+
+def test_a_link_out_is_named_once_not_on_every_search(store: Store, docs: Path, tmp_path: Path):
+    secret = write(tmp_path / "private/secret.md", "narwhal\n")
+    os.symlink(secret, docs / "link-out.md")
+    code, _, err = cli("base", "attach", "docs", str(docs), "--store", str(store.root))
+    assert code == 0 and "link-out.md" in err
+    for _ in range(2):
+        code, _, err = search(store, "docs", "quokka")
+        assert code == 0 and "link-out" not in err, err
+    (docs / "link-out.md").unlink()
+    assert search(store, "docs", "quokka")[2] == ""
+    os.symlink(secret, docs / "link-out.md")  # back again: said again, once
+    assert "link-out.md" in search(store, "docs", "quokka")[2]
+    assert "link-out.md" not in search(store, "docs", "quokka")[2]
+
+
+def test_a_document_whose_frontmatter_does_not_parse_is_indexed_as_plain_text(
+        store: Store, docs: Path):
+    write(docs / "broken.md", "---\ntitle: [unclosed\n---\nThe echidna lays eggs.\n")
+    code, _, err = cli("base", "attach", "docs", str(docs), "--store", str(store.root))
+    assert code == 0 and err.count("broken.md") == 1 and "indexed as plain text" in err, err
+    code, doc, err = search(store, "docs", "echidna")
+    assert code == 0 and ids(doc) == ["broken"] and err == ""  # named once, at the read
+    write(docs / "broken.md", "---\ntitle: [still unclosed\n---\nThe echidna lays two eggs.\n")
+    code, doc, err = search(store, "docs", "echidna")
+    assert ids(doc) == ["broken"] and err.count("broken.md") == 1  # changed: read, said again
+
+
+def test_update_base_names_the_bases_rollback(store: Store, docs_clone):
+    _bare, attached, publisher = docs_clone
+    assert cli("base", "attach", "docs", str(attached), "--store", str(store.root))[0] == 0
+    write(publisher / "guides/bilby.md", "Bilbies dig burrows.\n")
+    git(publisher, "add", "-A")
+    git(publisher, "commit", "-q", "-m", "bilby")
+    git(publisher, "push", "-q", "origin", "main")
+    code, out, err = cli("update", "--base", "docs", "--store", str(store.root))
+    assert code == 0, err
+    assert "`cardmem rollback --base docs` returns to" in out, out

@@ -66,7 +66,7 @@ def test_the_next_write_unstages_what_a_killed_writer_staged(store: Store) -> No
 def test_doctor_unstages_what_a_killed_writer_staged(store: Store) -> None:
     _kill_after_add(store)
     code, out, _ = cli("doctor", "--store", str(store.root))
-    assert "unstaged 1 card(s) an interrupted write had staged (e.g. reference/half-done.md)" in out
+    assert "unstaged 1 card an interrupted write had staged (e.g. reference/half-done.md)" in out
     assert staged(store.root) == []
     assert code == 0
 

@@ -42,7 +42,6 @@ CASES = [
     ["--json", "on-call", "rota", "--limit", "1000"],
     ["--", "--not-an-option", "deploy"],
     ['"quoted" AND (NEAR) col:umn * émoji 🚀'],
-    ["deploy", "--type", ""],
     ["deploy", "--limit", "+4"],
     ["billing", "--limit", "5", "--limit", "2"],  # the last one wins, as in click
 ]
@@ -73,6 +72,7 @@ def test_errors_read_the_same(tmp_path: Path, capfd, monkeypatch) -> None:
     ["--help"], ["deploy", "--base", "docs"], ["deploy", "--limit", "0"],
     ["deploy", "--limit", "many"], ["deploy", "--limit"], ["deploy", "-x"], ["-"], [],
     ["deploy", "--store", ""], ["deploy", "--json=yes"], ["deploy", "--lim", "3"],
+    ["deploy", "--type", ""], ["deploy", "--type", "feedbak"], [""], ["  ", "--json"],
 ])
 def test_what_the_lean_path_does_not_understand_goes_to_click(args) -> None:
     assert entry.parse_search(args) is None

@@ -1,0 +1,128 @@
+"""The first hour, friction (issue 15): installing, the demo, the example store's
+settings. In-process through CliRunner."""
+from __future__ import annotations
+
+import fnmatch
+import shlex
+import tomllib
+from pathlib import Path
+
+from gitremote import cli
+
+from cardmem.tools import demo
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_example_store_ships_in_the_wheel_whole() -> None:
+    """Every file of cards/ is package data of `cardmem.example`, which the demo reads."""
+    cfg = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "cardmem.example" in cfg["packages"]
+    assert cfg["package-dir"]["cardmem.example"] == "cards"
+    globs = cfg["package-data"]["cardmem.example"]
+    files = [p.relative_to(REPO / "cards").as_posix() for p in (REPO / "cards").rglob("*")
+             if p.is_file() and ".cardmem" not in p.parts and "__pycache__" not in p.parts]
+    assert len(files) > 40
+    missed = [f for f in files if not any(
+        fnmatch.fnmatch(f, g) if "/" in g or "**" in g else ("/" not in f and fnmatch.fnmatch(f, g))
+        for g in globs)]
+    assert missed == []
+    assert demo.example_store() == REPO / "cards"
+    assert demo.EXAMPLE == demo.example_store()
+
+
+def test_demo_prints_pasteable_commands_and_what_to_do_next(monkeypatch) -> None:
+    monkeypatch.setattr(demo, "STEPS", [("remember", "remember", "Demo note", "--body",
+                                         "cardmem demo ran here.")])
+    code, out, _ = cli("demo")
+    assert code == 0
+    shown = next(line for line in out.splitlines() if line.startswith("$ cardmem remember"))
+    assert shlex.split(shown[2:]) == ["cardmem", "remember", "Demo note", "--body",
+                                      "cardmem demo ran here."]
+    assert "created reference/demo-note" in out
+    assert "cardmem demo --keep" in out and "cardmem init" in out
+    assert "install claude-code" in out
+
+
+def test_demo_keep_says_how_to_go_on_with_the_store(monkeypatch) -> None:
+    monkeypatch.setattr(demo, "STEPS", [])
+    code, out, _ = cli("demo", "--keep")
+    assert code == 0
+    line = next(x for x in out.splitlines() if "export CARDMEM_STORE=" in x)
+    kept = Path(shlex.split(line.split("=", 1)[1])[0])
+    try:
+        assert (kept / "cardmem.toml").is_file() and (kept / ".git").is_dir()
+        assert cli("map", "--store", str(kept))[0] == 0
+    finally:
+        import shutil
+
+        shutil.rmtree(kept.parent, ignore_errors=True)
+
+
+def test_the_example_settings_name_no_file_missing_from_the_repository() -> None:
+    text = (REPO / "cards" / "cardmem.toml").read_text() + (REPO / "cards" / "README.md").read_text()
+    assert "DESIGN" not in text or (REPO / "DESIGN.md").is_file()
+
+
+def test_exit_codes_are_documented_and_kept(tmp_path: Path, monkeypatch) -> None:
+    import re
+
+    import click
+    import pytest
+
+    from cardmem.tools import cli as cli_module
+
+    readme = (REPO / "README.md").read_text()
+    table = dict(re.findall(r"^\| (\d+) \| (.+) \|$", readme, re.M))
+    assert set(table) == {"0", "1", "2", "3", "4", "130"}
+    store = tmp_path / "s"
+    assert cli("init", str(store))[0] == 0
+    assert cli("show", "reference/none", "--store", str(store))[0] == 1
+    assert cli("show", "../x", "--store", str(store))[0] == 2
+    assert cli("show", "--no-such-option", "--store", str(store))[0] == 2
+    assert cli("nosuchcommand")[0] == 2
+
+    @cli_module.cli.command("interrupted-for-test")
+    def interrupted() -> None:
+        raise click.exceptions.Abort()
+    try:
+        monkeypatch.setattr("sys.argv", ["cardmem", "interrupted-for-test"])
+        with pytest.raises(SystemExit) as done:
+            cli_module.main()
+        assert done.value.code == 130
+    finally:
+        cli_module.cli.commands.pop("interrupted-for-test")
+
+
+def _prose(text: str) -> str:
+    """The README without code: fenced blocks, indented blocks and `inline code`."""
+    import re
+
+    text = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("    "))
+    return re.sub(r"`[^`]*`", "", text)
+
+
+def test_the_readme_defines_its_own_words_where_they_first_appear() -> None:
+    prose = _prose((REPO / "README.md").read_text()).lower()
+    for term in ("rung 1", "pile", "floor", "signal"):
+        first = prose.find(term)
+        assert first >= 0, term
+        assert prose[first - 2:first] == "**", f"{term!r} is first used undefined: " \
+            f"{prose[first - 80:first + 80]!r}"
+    assert "compound" not in prose or "compounding (filing signals" in prose
+
+
+def test_outside_git_the_project_is_the_folders_name_as_the_readme_says(tmp_path: Path) -> None:
+    from cardmem.store.context import project_for
+    from cardmem.store.store import init
+
+    store = init(tmp_path / "s")[0]
+    folder = tmp_path / "Acme API"
+    (folder / "src").mkdir(parents=True)
+    assert project_for(store, folder / "src") == "src"
+    assert project_for(store, folder) == "acme-api"
+    (folder / ".git").mkdir()
+    assert project_for(store, folder / "src") == "acme-api"
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert "or, outside git, of the current folder" in readme
