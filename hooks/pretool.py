@@ -19,17 +19,16 @@ It reads one file, the store's compiled trigger table (store/triggers.py), and a
 
 It never breaks a session: any failure lets the call through, and is logged in
 `.cardmem/hooks.log` (`cardmem doctor` shows it). Every firing is counted
-(hooks/firings.py). Imports are kept to json, os, fnmatch and the matcher: the hook runs
-before every such tool call.
+(hooks/firings.py). Imports are kept to os, marshal and the matcher (json and fnmatch
+only when a rule may fire): the hook runs before every such tool call.
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 
-from . import firings
+from . import jsonin
 
 CHILD_ENV = "CARDMEM_HOOK_CHILD"  # as hooks/claude_code.py: idle inside our own claude -p
 SESSIONS = "pretool-sessions.json"  # in .cardmem/: session -> last relevance reminder
@@ -48,12 +47,14 @@ def _root(store_path: str | None) -> str:
 def _last(root: str, session: str) -> str | None:
     try:
         with open(os.path.join(root, ".cardmem", SESSIONS), encoding="utf-8") as f:
-            return (json.load(f).get(session) or [None])[0]
+            return (jsonin.loads(f.read()).get(session) or [None])[0]
     except (OSError, ValueError, AttributeError, TypeError, IndexError):
         return None
 
 
 def _remember_last(root: str, session: str, rule: str) -> None:
+    import json
+
     path = os.path.join(root, ".cardmem", SESSIONS)
     try:
         with open(path, encoding="utf-8") as f:
@@ -137,6 +138,8 @@ def handle(payload: dict, root: str) -> tuple[dict, str]:
     note = f"; trigger table rebuilt ({len(table['rules'])} rules)" if rebuilt else ""
     if not fired:
         return {}, ("ok: nothing fired" + note) if note else ""
+    from . import firings
+
     firings.record(root, session, tool, fired)
     rel = [f for f in fired if f["kind"] == "relevance"]
     if rel and session:
@@ -153,11 +156,13 @@ def run(store_path: str | None = None, stdin=None, stdout=None) -> int:
     root, payload = None, {}
     try:
         root = _root(store_path)
-        payload = json.loads((stdin or sys.stdin).read() or "{}")
+        payload = jsonin.loads((stdin or sys.stdin).read() or "{}")
         if not isinstance(payload, dict):
             payload = {}
         out, outcome = handle(payload, root)
         if out:
+            import json
+
             (stdout or sys.stdout).write(json.dumps(out, ensure_ascii=False) + "\n")
     except Exception as exc:  # noqa: BLE001 - the hook must never stop a tool call by failing
         outcome = f"error: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}; call let through"

@@ -20,7 +20,6 @@ at or above the threshold calibrated in tests/store/test_relevance.py.
 from __future__ import annotations
 
 import os
-from fnmatch import fnmatchcase
 
 from .shellsplit import simple_commands
 
@@ -51,6 +50,28 @@ def classify(pattern: str) -> tuple[str, str]:
 def command_strings(line: str) -> list[str]:
     """Each simple command of a Bash line as the text patterns are matched against."""
     return [" ".join(words) for words in simple_commands(line)]
+
+
+def fnmatchcase(text: str, glob: str) -> bool:
+    """fnmatch.fnmatchcase, tried only when the glob's literal ends fit the text: fnmatch
+    compiles a regular expression per pattern (and imports `re`), the dearest step of a
+    hook's call, and most patterns a call meets cannot match it."""
+    head = len(glob)
+    for i, ch in enumerate(glob):
+        if ch in "*?[":
+            head = i
+            break
+    if not text.startswith(glob[:head]):
+        return False
+    if head == len(glob):
+        return text == glob
+    # After the last wildcard or closing bracket everything is literal (an unclosed `[` is).
+    tail = max(glob.rfind("*"), glob.rfind("?"), glob.rfind("]"), head) + 1
+    if not text.endswith(glob[tail:]) or len(text) < head + len(glob) - tail:
+        return False
+    from fnmatch import fnmatchcase as match
+
+    return match(text, glob)
 
 
 def _bash_hit(globs: list[str], commands: list[list[str]]) -> tuple[str, str] | None:
@@ -173,17 +194,18 @@ def relevance(table: dict, text: str,
     got: dict[int, list[str]] = {}
     score: dict[int, float] = {}
     for w in set(words(text)):
-        hit = index.get(w)
+        hit = index.get(w)  # "weight rule rule ..." (store/triggers.py)
         if hit:
-            for r in hit[1]:
+            weight, *rules = hit.split(" ")
+            for r in map(int, rules):
                 got.setdefault(r, []).append(w)
-                score[r] = score.get(r, 0.0) + hit[0]
+                score[r] = score.get(r, 0.0) + float(weight)
     out = []
-    rules = table["rules"]
+    kw = table["kw"]
     for r, shared in got.items():
-        rule = rules[r]
-        s = score[r] / (rule["kw_total"] or 1)
-        if len(shared) < min(MIN_SHARED, rule["kw_n"]):
+        total, n = kw[r].split(" ")
+        s = score[r] / (float(total) or 1)
+        if len(shared) < min(MIN_SHARED, int(n)):
             s = 0.0
         out.append((round(s, 3), r, "shares " + ", ".join(sorted(shared))))
     by_first = table.get("aliases") or {}
@@ -194,9 +216,11 @@ def relevance(table: dict, text: str,
             low = " ".join(text.lower().split()).split(" ")
             heads = [(low[i], " ".join(low[i:]) + " ") for i in range(len(low))]
         for first, rest in heads:
-            for a, r in by_first.get(first, ()):
+            named = by_first.get(first)
+            for entry in named.split("\n") if named else ():
+                a, r = entry.rsplit("\t", 1)
                 if rest.startswith(a + " "):
-                    out.append((1.0, r, f"names its alias '{a}'"))
+                    out.append((1.0, int(r), f"names its alias '{a}'"))
     out.sort(key=lambda x: (-x[0], x[1]))
     seen, best = set(), []
     for s, r, why in out:
@@ -253,27 +277,33 @@ def decide(table: dict, tool: str, tool_input: dict, cwd: str | None,
     reminder named last in this session (not named twice in a row)."""
     if not isinstance(tool_input, dict):
         tool_input = {}
-    project = project_of(cwd, table.get("projects") or {})
     commands = simple_commands(str(tool_input.get("command") or "")) if tool == "Bash" else None
-    rules = table["rules"]
+    gov = table.get("governed") or {}
+    here: list[str | None] = []  # the session's project, found when a rule has one
+
+    def elsewhere(rule_project: str | None) -> bool:
+        if rule_project and not here:
+            here.append(project_of(cwd, table.get("projects") or {}))
+        return bool(rule_project) and rule_project != here[0]
+
     out: list[dict] = []
-    for r in _candidates(table.get("governed") or {}, tool, tool_input, commands):
-        rule = rules[r]
-        if rule.get("project") and rule["project"] != project:
+    for r in _candidates(gov, tool, tool_input, commands):
+        rule = gov["rules"][r]  # patterns, enforce, project; the rest only when it fires
+        if elsewhere(rule.get("project")):
             continue
         hit = governed(rule, tool, tool_input, cwd, commands)
         if hit:
-            out.append({"id": rule["id"], "title": rule["title"], "action": rule["enforce"],
+            full = table["rules"][r]
+            out.append({"id": full["id"], "title": full["title"], "action": rule["enforce"],
                         "kind": "applies_to", "why": f"`{hit[0]}` matched `{hit[1]}`",
-                        **({"downgraded": rule["downgraded"]} if "downgraded" in rule else {})})
+                        **({"downgraded": full["downgraded"]} if "downgraded" in full else {})})
     limit = table.get("threshold", THRESHOLD) if threshold is None else threshold
     fired = {f["id"] for f in out}
     for score, r, why in relevance(table, call_text(tool, tool_input, commands), commands):
-        rule = rules[r]
         if score < limit:
             break
-        if rule["id"] in fired or rule["id"] == last or (
-                rule.get("project") and rule["project"] != project):
+        rule = table["rules"][r]
+        if rule["id"] in fired or rule["id"] == last or elsewhere(rule.get("project")):
             continue
         out.append({"id": rule["id"], "title": rule["title"], "action": "remind",
                     "kind": "relevance", "why": f"relevance {score:.2f}: the call {why}"})

@@ -1,5 +1,5 @@
 """The trigger table: every active rule's `applies_to`, `enforce` and keywords, compiled
-into `.cardmem/triggers.json`, so the PreToolUse hook reads one file and opens nothing
+into `.cardmem/triggers.bin`, so the PreToolUse hook reads one file and opens nothing
 else (no index, no YAML, no git).
 
 A rule's frontmatter may say what it governs and how:
@@ -12,6 +12,12 @@ The table is rebuilt after every commit that may touch a rule (store/writer.py c
 (mtime_ns, size), the mtimes of the folders holding rules and cardmem.toml's stamp, and
 a stat of each is all a hook pays to know the table is current.
 
+The file is built for the hook, which runs before every tool call: two marshal blobs
+(the interpreter's own format, read without importing anything), the hot part first
+(what every call needs: stamps, the governed rules' patterns, the keyword index) and
+the rest (titles, problems) read only when a rule fires or a command lists rules. A
+file from another layout or another Python is rebuilt, never misread.
+
 Safety: only a person's rule may `ask` or `deny`: its last change must be a person's.
 A rule whose last commit is the cardmem agent's (file unchanged since), or that carries
 `proposed_by` and was never committed by a person, is kept as a reminder (its
@@ -21,9 +27,9 @@ commits (store/writer.py). Proposals (`status: proposed`) are not in force at al
 """
 from __future__ import annotations
 
-import json
-import math
+import marshal
 import os
+import sys
 
 from .rule_match import THRESHOLD  # noqa: F401 - the relevance threshold's one home
 
@@ -32,14 +38,36 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-NAME = "triggers.json"  # in .cardmem/
-VERSION = 2  # of the layout: another one is rebuilt, never misread
+NAME = "triggers.bin"  # in .cardmem/
+VERSION = 3  # of the layout: another one is rebuilt, never misread
+# The file starts with this line, then the hot blob's length (4 bytes), then the blobs.
+MAGIC = b"cardmem-triggers %d py%d.%d\n" % (VERSION, *sys.version_info[:2])
+COLD = ("rules", "problems")  # read only when asked for
 ENFORCE = ("remind", "ask", "deny")
 MAX_RULE_CHARS = 1500  # of a rule's text handed to the agent at a call
 
 
 def path_of(root: str | os.PathLike[str]) -> str:
     return os.path.join(os.fspath(root), ".cardmem", NAME)
+
+
+class Table(dict):
+    """The table; its cold part (COLD keys) is unmarshalled on first use."""
+
+    _cold: Any = None
+
+    def __missing__(self, key: str) -> Any:
+        if key in COLD and self._cold is not None:
+            cold, self._cold = self._cold, None
+            self.update(marshal.loads(cold))
+            return self[key]
+        raise KeyError(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
 
 
 # --- hook time: load and check, nothing else ---------------------------------------
@@ -62,35 +90,47 @@ def fresh(table: dict[str, Any], root: str) -> bool:
             return False
     if _stat(base + "cardmem.toml") != s.get("config"):
         return False
+    # Every rule file (and any skipped as unreadable) with its (mtime_ns, size), flat;
+    # stat relative to the store's folder, opened once.
+    stamps = iter(s.get("stat", ()))
     stat = os.stat
-    files = s.get("files", ())
-    rules = table.get("rules", ())
-    if len(files) != len(rules):
+    try:
+        fd = os.open(base, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
         return False
-    # files[i] is rules[i]'s (mtime_ns, size); "others" are rules skipped as unreadable.
-    for rule, (m, size) in zip(rules, files):
-        try:
-            st = stat(base + rule["id"] + ".md")
-        except OSError:
-            return False
-        if st.st_mtime_ns != m or st.st_size != size:
-            return False
-    for cid, m, size in s.get("others", ()):
-        if _stat(base + cid + ".md") != [m, size]:
-            return False
-    return True
+    try:
+        for p in s.get("paths", ()):
+            st = stat(p, dir_fd=fd)
+            if st.st_mtime_ns != next(stamps) or st.st_size != next(stamps):
+                return False
+    except (OSError, StopIteration):
+        return False
+    finally:
+        os.close(fd)
+    return next(stamps, None) is None
 
 
-def load(root: str) -> dict[str, Any] | None:
+def load(root: str) -> Table | None:
     """The table if it exists, has this layout and is current; else None."""
     try:
         with open(path_of(root), "rb") as f:
-            table = json.loads(f.read())
-    except (OSError, ValueError):
+            data = f.read()
+        if not data.startswith(MAGIC):
+            return None
+        at = len(MAGIC) + 4
+        hot = int.from_bytes(data[len(MAGIC):at], "little")
+        table = Table(marshal.loads(memoryview(data)[at:at + hot]))
+        table._cold = memoryview(data)[at + hot:]
+    except (OSError, ValueError, EOFError, TypeError):
         return None
-    if not isinstance(table, dict) or table.get("v") != VERSION:
-        return None
-    return table if fresh(table, root) else None
+    return table if table.get("v") == VERSION and fresh(table, root) else None
+
+
+def dump(table: dict[str, Any]) -> bytes:
+    """The file's bytes for a table (see load)."""
+    hot = marshal.dumps({k: v for k, v in table.items() if k not in COLD})
+    cold = marshal.dumps({k: table[k] for k in COLD if k in table})
+    return MAGIC + len(hot).to_bytes(4, "little") + hot + cold
 
 
 def rule_text(root: str, card_id: str) -> str:
@@ -209,6 +249,8 @@ def compile_rules(root: Path, rules: list[Any], projects: dict[str, str]) -> dic
     for cid, why in _agent_written(root, enforcing, proposed).items():
         by_id[cid]["downgraded"], by_id[cid]["enforce"] = why, "remind"
     # Keywords of rules without applies_to, weighted by how rare they are among rules.
+    import math
+
     kws = [set() if _governs(e) else
            set(words(" ".join([str(c.title), *map(str, c.aliases), *map(str, c.tags)])))
            for e, c in pairs]
@@ -217,30 +259,37 @@ def compile_rules(root: Path, rules: list[Any], projects: dict[str, str]) -> dic
         for w in k:
             df[w] = df.get(w, 0) + 1
     n = max(len(pairs), 1)
-    # word -> [weight, rule indices]: the weight (idf) is the word's, so it is kept once.
-    index: dict[str, list[Any]] = {w: [round(math.log(1 + n / d), 3), []] for w, d in df.items()}
-    aliases: dict[str, list[list[Any]]] = {}  # first word -> [[alias, rule index], ...]
+    weight = {w: round(math.log(1 + n / d), 3) for w, d in df.items()}
+    hits: dict[str, list[str]] = {w: [] for w in df}
+    aliases: dict[str, list[str]] = {}  # first word -> ["alias\trule index", ...]
+    kw = [""] * len(pairs)  # rule index -> "kw_total kw_n", for relevance
     for i, ((e, c), k) in enumerate(zip(pairs, kws)):
         if not k:
             continue
-        e["kw_total"] = round(sum(index[w][0] for w in k), 3)
+        e["kw_total"] = round(sum(weight[w] for w in k), 3)
         e["kw_n"] = len(k)
+        kw[i] = f"{e['kw_total']} {e['kw_n']}"
         for w in k:
-            index[w][1].append(i)
+            hits[w].append(str(i))
         for a in {" ".join(str(x).lower().split()) for x in c.aliases}:
             if len(a) >= 4:
-                aliases.setdefault(a.split(" ", 1)[0], []).append([a, i])
+                aliases.setdefault(a.split(" ", 1)[0], []).append(f"{a}\t{i}")
     entries = [e for e, _ in pairs]
-    return {"v": VERSION, "rules": entries, "governed": _candidates(entries), "keywords": index,
-            "aliases": aliases, "projects": projects, "problems": problems}
+    # Strings, not nested lists: the hook unmarshals every entry at every call, and
+    # parses only those the call's words look up.
+    return Table({"v": VERSION, "rules": entries, "governed": _candidates(entries),
+                  "keywords": {w: f"{weight[w]} {' '.join(hits[w])}" for w in df},
+                  "kw": kw, "aliases": {a: "\n".join(v) for a, v in aliases.items()},
+                  "projects": projects, "problems": problems})
 
 
 def _candidates(entries: list[dict[str, Any]]) -> dict[str, Any]:
     """Which governed rules a call can concern, by cheap keys: a Bash pattern's program
-    (its first word, when literal), a path pattern's extension (`*.tf`). A hook compiles
-    and matches only those rules' globs (compiling all of them costs more than the rest)."""
+    (its first word, when literal), a path pattern's extension (`*.tf`). A hook matches
+    only those rules' globs; "rules" holds what matching needs (rule index -> patterns,
+    enforce, project), so the titles stay unread until a rule fires."""
     out: dict[str, Any] = {"all": [], "bash": {}, "bash_any": [], "path": {}, "path_any": [],
-                           "tool": []}
+                           "tool": [], "rules": {}}
     for i, e in enumerate(entries):
         if not _governs(e):
             continue
@@ -259,6 +308,8 @@ def _candidates(entries: list[dict[str, Any]]) -> dict[str, Any]:
                 out["path_any"].append(i)
         if e.get("tools"):
             out["tool"].append(i)
+        out["rules"][i] = {k: e[k] for k in ("bash", "paths", "tools", "enforce", "project")
+                           if k in e}
     for k in ("bash", "path"):
         out[k] = {key: sorted(set(v)) for key, v in out[k].items()}
     for k in ("bash_any", "path_any"):
@@ -283,7 +334,7 @@ def _stamps(root: Path, entries: list[dict[str, Any]]) -> dict[str, Any]:
     return {"dirs": dirs, "files": files, "config": _stat(base + "cardmem.toml")}
 
 
-def build(store: Any) -> dict[str, Any]:
+def build(store: Any) -> Table:
     """Compile the store's active rules and write the table; returns it."""
     from .holdings import active_rules, holdings
     from .lean import write_cache
@@ -298,16 +349,22 @@ def build(store: Any) -> dict[str, Any]:
     except Exception:  # noqa: BLE001 - a broken cardmem.toml is reported elsewhere
         projects = {}
     table = compile_rules(root, rules, projects)
-    kept = {e["id"] for e in table["rules"]}
-    stamps["others"] = [[cid, *st] for cid, st in stamps["files"].items() if cid not in kept]
-    stamps["files"] = [stamps["files"].get(e["id"], [0, 0]) for e in table["rules"]]
+    # The rules kept, in table order, then those skipped as unreadable: path, and a flat
+    # list of (mtime_ns, size) for fresh() to walk.
+    kept = [e["id"] for e in table["rules"]]
+    skipped = set(stamps["files"]) - set(kept)
+    order = kept + [cid for cid in stamps["files"] if cid in skipped]
+    files = stamps.pop("files")
+    stamps["paths"] = [f"{cid}.md" for cid in order]
+    stamps["stat"] = [x for cid in order for x in files.get(cid, [0, 0])]
     table["stamps"] = stamps
     try:
         table["threshold"] = float(store.config["rules"]["relevance_threshold"])
     except Exception:  # noqa: BLE001 - a broken cardmem.toml is reported elsewhere
         table["threshold"] = THRESHOLD
     store.state_dir  # noqa: B018 - makes .cardmem/
-    write_cache(root / ".cardmem" / NAME, json.dumps(table, separators=(",", ":")).encode())
+    write_cache(root / ".cardmem" / NAME, dump(table))
+    (root / ".cardmem" / "triggers.json").unlink(missing_ok=True)  # layout 2's file
     return table
 
 

@@ -104,7 +104,7 @@ def test_failures_let_the_call_through_and_are_logged(store, monkeypatch):
     log = (store.root / ".cardmem" / "hooks.log").read_text()
     assert "error: RuntimeError: table exploded; call let through" in log
     monkeypatch.undo()
-    (store.root / ".cardmem" / "triggers.json").write_text("{not json")
+    (store.root / ".cardmem" / "triggers.bin").write_text("{not json")
     assert call(store, bash("git push --force"))["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 

@@ -3,6 +3,8 @@ wrappers, substitutions, here-documents, and file paths."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cardmem.store.rule_match import classify, command_strings, governed
 from cardmem.store.shellsplit import simple_commands
@@ -117,3 +119,32 @@ def test_tool_patterns_and_odd_inputs():
     assert not governed(FORCE, "Bash", {"command": None}, None)
     assert not governed(FORCE, "Bash", {}, None)
     assert not governed({"paths": ["*.tf"]}, "Edit", {"file_path": 3}, None)
+
+
+GLOB = "ab*?[]!-/. "
+
+
+@st.composite
+def glob_and_text(draw):
+    """A glob, and a text that is random or the glob with its wildcards filled in (so
+    that many pairs match)."""
+    glob = draw(st.text(GLOB, max_size=8))
+    if draw(st.booleans()):
+        return glob, draw(st.text(GLOB, max_size=10))
+    fill = [draw(st.text("ab]/ ", max_size=3)) if ch == "*" else
+            draw(st.sampled_from("ab!-")) if ch in "?[" else ch for ch in glob]
+    return glob, "".join(fill)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(glob_and_text())
+def test_the_glob_shortcut_agrees_with_fnmatch(pair):
+    """rule_match.fnmatchcase skips fnmatch when the literal ends cannot fit: never
+    wrongly (unclosed brackets, `]` and `[!` included)."""
+    import fnmatch
+
+    glob, text = pair
+
+    from cardmem.store.rule_match import fnmatchcase
+
+    assert fnmatchcase(text, glob) == fnmatch.fnmatchcase(text, glob)

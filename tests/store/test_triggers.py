@@ -110,11 +110,26 @@ def test_rule_text_is_the_body_without_history(store):
     assert triggers.rule_text(str(store.root), "feedback/gone") == ""
 
 
-def test_table_is_compact_json(store):
+def test_the_file_is_read_in_two_parts_and_another_layout_is_rebuilt(store):
     write(store, "feedback/no-force", FORCE)
+    write(store, "feedback/plain", "---\ntitle: Run tests with pytest -x\ntype: feedback\n"
+          "aliases: [pytest -x]\n---\nStop early.\n")
+    commit_all(store)
     triggers.build(store)
-    raw = (store.root / ".cardmem" / "triggers.json").read_text()
-    assert json.loads(raw)["v"] == triggers.VERSION and "\n" not in raw
+    path = store.root / ".cardmem" / triggers.NAME
+    assert path.read_bytes().startswith(triggers.MAGIC)
+    t = triggers.load(str(store.root))
+    # the hot part is there at once; titles and problems only when asked for
+    assert "rules" not in dict.keys(t) and "keywords" in dict.keys(t)
+    assert by_id(t)["feedback/plain"]["title"] == "Run tests with pytest -x"
+    assert t.get("problems") == [] and t.get("nothing", 1) == 1
+    good = path.read_bytes()
+    for bad in (b"{not json", good.replace(triggers.MAGIC, b"cardmem-triggers 3 py2.7\n"),
+                good[:len(good) // 2], b""):
+        path.write_bytes(bad)
+        assert triggers.load(str(store.root)) is None
+        t, rebuilt = triggers.ensure(str(store.root))
+        assert rebuilt and by_id(t)["feedback/no-force"]["enforce"] == "deny"
 
 
 def test_an_agent_proposal_enforces_only_once_a_person_accepts_it(store):
