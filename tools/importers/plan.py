@@ -55,6 +55,7 @@ class Outcome:
 class Plan:
     outcomes: list[Outcome] = field(default_factory=list)
     changes: dict[str, bytes | None] = field(default_factory=dict)
+    dirty: set[str] = field(default_factory=set)  # imported cards with uncommitted edits
 
     def lines(self) -> list[str]:
         """One line a card written, for the commit message."""
@@ -152,8 +153,13 @@ def _last_written(store: Store, cid: str) -> dict[str, Any]:
     return old
 
 
-def _uncommitted(store: Store, rel: str) -> bool:
-    return bool(git.run(store.root, "status", "--porcelain", "--", rel, check=False).strip())
+def _uncommitted(store: Store, rels: list[str]) -> set[str]:
+    """Which of these paths have edits git has not committed (one git call)."""
+    if not rels:
+        return set()
+    out = git.run(store.root, "status", "--porcelain", "-z", "--no-renames", "--", *rels,
+                  check=False)
+    return {entry[3:] for entry in out.split("\0") if len(entry) > 3}
 
 
 def make(store: Store, kind: str, where: str, drafts: list[Draft], *,
@@ -164,7 +170,7 @@ def make(store: Store, kind: str, where: str, drafts: list[Draft], *,
     wanted = {source_of(kind, where, d.key): d for d in drafts}
     _pair(existing, wanted, prefix)
     protected = protected_types(store)
-    plan = Plan()
+    plan = Plan(dirty=_uncommitted(store, [store.rel(c.id) for c in existing.values()]))
     taken: set[str] = set()
     for src, d in wanted.items():
         if src in existing:
@@ -215,7 +221,7 @@ def _update(store: Store, src: str, card: cardlib.Card, d: Draft, plan: Plan,
         plan.outcomes.append(Outcome(card.id, card.title, "unchanged"))
         return
     rel = store.rel(card.id)
-    if _uncommitted(store, rel):
+    if rel in plan.dirty:
         plan.outcomes.append(Outcome(card.id, card.title, "kept", differ,
                                      "has uncommitted edits; not updated"))
         return
