@@ -275,3 +275,15 @@ def test_an_agents_import_proposes_rules_as_the_agent(person, src, monkeypatch) 
     assert code == 0, err
     assert person.read("projects/acme-api/small-prs").meta["status"] == "proposed"
     assert git(person.root, "log", "-1", "--format=%ae").strip() == "agent@cardmem.invalid"
+
+
+def test_a_card_a_person_deleted_is_not_made_again(person, src) -> None:
+    path = src / PATHS["mcp-memory"]
+    imp(person, "mcp-memory", path)
+    git(person.root, "rm", "-q", "entities/billing-team.md")
+    git(person.root, "commit", "-qm", "not a card I want")
+    n = commits(person)
+    code, out, err = imp(person, "mcp-memory", path)
+    assert code == 0, err
+    assert "kept your edit of entities/billing-team: deleted since it was imported" in out
+    assert not person.exists("entities/billing-team") and commits(person) == n
