@@ -287,3 +287,12 @@ def test_a_card_a_person_deleted_is_not_made_again(person, src) -> None:
     assert code == 0, err
     assert "kept your edit of entities/billing-team: deleted since it was imported" in out
     assert not person.exists("entities/billing-team") and commits(person) == n
+
+
+def test_cardmems_own_rules_file_is_not_imported(person, tmp_path) -> None:
+    from cardmem.store.rules_file import MARK
+
+    f = tmp_path / "cardmem.md"
+    f.write_text(f"{MARK}\n# Standing rules (cardmem memory)\n\n## Rules\n\n- Always x\n- Never y\n")
+    code, _, err = imp(person, "claude-md", f)
+    assert code == 1 and "is cardmem's own rules file" in err and cards(person) == {}

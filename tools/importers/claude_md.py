@@ -17,6 +17,7 @@ from pathlib import Path
 from cardmem.store import card as cardlib
 from cardmem.store.paths import slugify
 from cardmem.store.proposals import rule_title
+from cardmem.store.rules_file import MARK
 
 from .model import Draft, Parsed, Skipped, read_text, shown
 
@@ -55,6 +56,10 @@ def parse(path: Path, project: str | None) -> Parsed:
     out.origin = path
     text = read_text(path, out.skipped)
     if text is None:
+        return out
+    if text.split("\n", 1)[0].rstrip("\r") == MARK:
+        out.skipped.append(Skipped(shown(path), "is cardmem's own rules file, written from a "
+                                                "store; its rules are cards already"))
         return out
     if _looks_like_json(text):
         out.skipped.append(Skipped(shown(path), "is JSON, not a CLAUDE.md (an MCP memory "
