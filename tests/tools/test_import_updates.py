@@ -296,3 +296,18 @@ def test_cardmems_own_rules_file_is_not_imported(person, tmp_path) -> None:
     f.write_text(f"{MARK}\n# Standing rules (cardmem memory)\n\n## Rules\n\n- Always x\n- Never y\n")
     code, _, err = imp(person, "claude-md", f)
     assert code == 1 and "is cardmem's own rules file" in err and cards(person) == {}
+
+
+def test_windows_line_endings_make_the_same_cards(person, src, tmp_path) -> None:
+    path = src / PATHS["claude-md"]
+    imp(person, "claude-md", path)
+    crlf = tmp_path / "crlf" / "CLAUDE.md"
+    crlf.parent.mkdir()
+    crlf.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    other = init_other(tmp_path)
+    code, _, err = cli("import", "claude-md", str(crlf), "--store", str(other.root),
+                       "--project", "acme-api")
+    assert code == 0, err
+    mine = {c.id: c.body for c in cards(person).values()}
+    theirs = {c.id: c.body for c in cards(other).values()}
+    assert mine == theirs and not any("\r" in b for b in theirs.values())
