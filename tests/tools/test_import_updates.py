@@ -311,3 +311,13 @@ def test_windows_line_endings_make_the_same_cards(person, src, tmp_path) -> None
     mine = {c.id: c.body for c in cards(person).values()}
     theirs = {c.id: c.body for c in cards(other).values()}
     assert mine == theirs and not any("\r" in b for b in theirs.values())
+
+
+def test_text_before_the_title_is_kept(person, tmp_path) -> None:
+    md = tmp_path / "CLAUDE.md"
+    md.write_text("<!-- maintained by the platform team -->\n# Acme\n\nIntro.\n\n## Deploy\n\n"
+                  "Run it.\n")
+    code, _, err = imp(person, "claude-md", md)
+    assert code == 0, err
+    assert person.read("projects/acme-api/acme").body == \
+        "\n<!-- maintained by the platform team -->\n\nIntro.\n"
