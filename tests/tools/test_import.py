@@ -106,6 +106,7 @@ def test_claude_memory_project_from_the_folder_name(tmp_path) -> None:
     memory = tmp_path / "claude" / name / "memory"
     memory.mkdir(parents=True)
     assert guess_project(memory) == repo  # found again on this machine
+    assert guess_project(memory.parent) == repo  # the project's folder: its memory/
     assert guess_project(tmp_path / "x" / "-home-tess-src-billing" / "memory") == "src-billing"
 
 

@@ -321,3 +321,13 @@ def test_text_before_the_title_is_kept(person, tmp_path) -> None:
     assert code == 0, err
     assert person.read("projects/acme-api/acme").body == \
         "\n<!-- maintained by the platform team -->\n\nIntro.\n"
+
+
+def test_auto_memory_by_its_folder_its_index_or_its_project_folder_is_one_source(person,
+                                                                                  src) -> None:
+    memory = src / PATHS["claude-memory"]
+    imp(person, "claude-memory", memory)
+    for other in (memory / "MEMORY.md", memory.parent):
+        code, out, err = imp(person, "claude-memory", other)
+        assert code == 0, err
+        assert "6 unchanged" in out and "no commit" in out
