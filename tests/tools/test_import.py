@@ -10,7 +10,7 @@ import pytest
 from gitremote import cli
 from importkit import PATHS, cards, commits, copy_fixtures, git, with_person
 
-from cardmem.store.context import session_context
+from cardmem.store.context import question_context, session_context
 from cardmem.store.maintain.links import find as broken_links
 from cardmem.store.maintain.survey import Survey
 from cardmem.tools.importers.claude_memory import guess_project
@@ -106,6 +106,7 @@ def test_claude_memory_project_from_the_folder_name(tmp_path) -> None:
     memory = tmp_path / "claude" / name / "memory"
     memory.mkdir(parents=True)
     assert guess_project(memory) == repo  # found again on this machine
+    assert guess_project(memory.parent) == repo  # the project's folder: its memory/
     assert guess_project(tmp_path / "x" / "-home-tess-src-billing" / "memory") == "src-billing"
 
 
@@ -170,6 +171,10 @@ def test_round_trip_search_and_context(person, src) -> None:
     assert "Release freeze" in project
     pile = session_context(person, project="acme-api", budget=20000)
     assert "projects/acme-api/architecture" in pile.addresses
+    # people and entities are not in a session's pile; a question naming them brings them
+    assert "people/tess-tester" not in pile.addresses
+    asked = question_context(person, "What does the Billing Team own?", asker="Tess_Tester")
+    assert {"people/tess-tester", "entities/billing-team"} <= set(asked.addresses)
 
 
 def test_real_agent_instruction_files_lose_no_line(tmp_path) -> None:

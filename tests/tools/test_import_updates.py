@@ -275,3 +275,59 @@ def test_an_agents_import_proposes_rules_as_the_agent(person, src, monkeypatch) 
     assert code == 0, err
     assert person.read("projects/acme-api/small-prs").meta["status"] == "proposed"
     assert git(person.root, "log", "-1", "--format=%ae").strip() == "agent@cardmem.invalid"
+
+
+def test_a_card_a_person_deleted_is_not_made_again(person, src) -> None:
+    path = src / PATHS["mcp-memory"]
+    imp(person, "mcp-memory", path)
+    git(person.root, "rm", "-q", "entities/billing-team.md")
+    git(person.root, "commit", "-qm", "not a card I want")
+    n = commits(person)
+    code, out, err = imp(person, "mcp-memory", path)
+    assert code == 0, err
+    assert "kept your edit of entities/billing-team: deleted since it was imported" in out
+    assert not person.exists("entities/billing-team") and commits(person) == n
+
+
+def test_cardmems_own_rules_file_is_not_imported(person, tmp_path) -> None:
+    from cardmem.store.rules_file import MARK
+
+    f = tmp_path / "cardmem.md"
+    f.write_text(f"{MARK}\n# Standing rules (cardmem memory)\n\n## Rules\n\n- Always x\n- Never y\n")
+    code, _, err = imp(person, "claude-md", f)
+    assert code == 1 and "is cardmem's own rules file" in err and cards(person) == {}
+
+
+def test_windows_line_endings_make_the_same_cards(person, src, tmp_path) -> None:
+    path = src / PATHS["claude-md"]
+    imp(person, "claude-md", path)
+    crlf = tmp_path / "crlf" / "CLAUDE.md"
+    crlf.parent.mkdir()
+    crlf.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    other = init_other(tmp_path)
+    code, _, err = cli("import", "claude-md", str(crlf), "--store", str(other.root),
+                       "--project", "acme-api")
+    assert code == 0, err
+    mine = {c.id: c.body for c in cards(person).values()}
+    theirs = {c.id: c.body for c in cards(other).values()}
+    assert mine == theirs and not any("\r" in b for b in theirs.values())
+
+
+def test_text_before_the_title_is_kept(person, tmp_path) -> None:
+    md = tmp_path / "CLAUDE.md"
+    md.write_text("<!-- maintained by the platform team -->\n# Acme\n\nIntro.\n\n## Deploy\n\n"
+                  "Run it.\n")
+    code, _, err = imp(person, "claude-md", md)
+    assert code == 0, err
+    assert person.read("projects/acme-api/acme").body == \
+        "\n<!-- maintained by the platform team -->\n\nIntro.\n"
+
+
+def test_auto_memory_by_its_folder_its_index_or_its_project_folder_is_one_source(person,
+                                                                                  src) -> None:
+    memory = src / PATHS["claude-memory"]
+    imp(person, "claude-memory", memory)
+    for other in (memory / "MEMORY.md", memory.parent):
+        code, out, err = imp(person, "claude-memory", other)
+        assert code == 0, err
+        assert "6 unchanged" in out and "no commit" in out

@@ -19,7 +19,7 @@ from cardmem.store.store import Store
 from cardmem.store.writer import Message
 
 from .model import Draft, Parsed, Skipped, shown
-from .plan import Outcome, Plan, make
+from .plan import IMPORT_TRAILER, Outcome, Plan, make
 
 # kind -> its module (loaded when used)
 KINDS = {"claude-md": "claude_md", "claude-memory": "claude_memory",
@@ -145,7 +145,7 @@ def run(store: Store, kind: str, path: str | Path, *, project: str | None = None
         report.outcomes = make(store, kind, where, parsed.drafts,
                                as_proposals=as_proposals).outcomes
         return report
-    msg = Message(f"import: {kind} {where}", [], "import", trailers={"Cardmem-Import":
+    msg = Message(f"import: {kind} {where}", [], "import", trailers={IMPORT_TRAILER:
                                                                      f"{kind} {where}"})
     done: list[Plan] = []
 

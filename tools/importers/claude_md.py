@@ -17,6 +17,7 @@ from pathlib import Path
 from cardmem.store import card as cardlib
 from cardmem.store.paths import slugify
 from cardmem.store.proposals import rule_title
+from cardmem.store.rules_file import MARK
 
 from .model import Draft, Parsed, Skipped, read_text, shown
 
@@ -56,6 +57,10 @@ def parse(path: Path, project: str | None) -> Parsed:
     text = read_text(path, out.skipped)
     if text is None:
         return out
+    if text.split("\n", 1)[0].rstrip("\r") == MARK:
+        out.skipped.append(Skipped(shown(path), "is cardmem's own rules file, written from a "
+                                                "store; its rules are cards already"))
+        return out
     if _looks_like_json(text):
         out.skipped.append(Skipped(shown(path), "is JSON, not a CLAUDE.md (an MCP memory "
                                                 "file? `cardmem import mcp-memory PATH`)"))
@@ -78,14 +83,14 @@ def parse(path: Path, project: str | None) -> Parsed:
         split_at = min(lv for lv in levels if lv > top)
     starts = [h for h in heads if h[1] == split_at]
     first = starts[0][3] if starts else len(body)
-    intro_from = 0
-    if title_head is not None:
-        intro_from = body.find("\n", title_head[3]) + 1 or len(body)
-    intro = body[intro_from:first]
+    intro = body[:first]
+    if title_head is not None:  # the text around the `# Title` line, not the line
+        after = body.find("\n", title_head[3]) + 1 or len(body)
+        intro = body[:title_head[3]] + body[after:first]
     if intro.strip():
         title = title_head[2].strip() if title_head else path.stem
         out.drafts.append(_section_card(title, intro, project, "_intro", keys))
-    for n, (_, _, name, off) in enumerate(starts):
+    for _, _, name, off in starts:
         end = next((h[3] for h in heads if h[3] > off and h[1] <= split_at), len(body))
         section = body[body.find("\n", off) + 1 if "\n" in body[off:] else len(body):end]
         heading = _plain(name)

@@ -28,7 +28,11 @@ HEADING = re.compile(r"^#{1,6}\s")
 
 
 def folder_of(path: Path) -> Path:
-    return path.parent if path.is_file() and path.name == INDEX else path
+    """The memory folder: PATH, MEMORY.md's folder, or the `memory/` of a project folder."""
+    if path.is_file() and path.name == INDEX:
+        return path.parent
+    return path / "memory" if (path / "memory").is_dir() and not (path / INDEX).exists() \
+        else path
 
 
 def guess_project(path: Path) -> Path | str | None:

@@ -94,7 +94,7 @@ def read_text(path: Path, skipped: list[Skipped]) -> str | None:
         if b"\x00" in raw:
             raise cardlib.CardProblem("binary content (NUL byte)")
         try:
-            return raw.decode("utf-8")
+            return raw.decode("utf-8").replace("\r\n", "\n")  # cards keep \n endings
         except UnicodeDecodeError as exc:
             raise cardlib.CardProblem(f"not UTF-8 (byte 0x{raw[exc.start]:02x} at offset "
                                       f"{exc.start})") from None

@@ -13,7 +13,8 @@ says now, what the card says now:
 - the source changed it and a person changed it too (or the card has uncommitted
   edits): the person's text is kept, and the report says so.
 
-Items gone from the source leave their cards as they are (reported). A rule whose text
+Items gone from the source leave their cards as they are (reported); a card a person
+deleted is not made again (reported). A rule whose text
 changed gets a new key; when a section lost as many rules as it gained, they are paired
 in order, so the card is updated rather than duplicated.
 """
@@ -26,6 +27,7 @@ from typing import Any
 
 from cardmem.store import card as cardlib
 from cardmem.store import git, paths
+from cardmem.store.errors import CardmemError
 from cardmem.store.proposals import change_proposal, free_id, protected_types
 from cardmem.store.status import PROPOSED
 from cardmem.store.store import Store
@@ -33,6 +35,7 @@ from cardmem.store.store import Store
 from .model import MANAGED, Draft
 
 TRAILER = "Cardmem-Source: import"
+IMPORT_TRAILER = "Cardmem-Import"  # `Cardmem-Import: <kind> <where>`: which source
 PROPOSED_BY = "import"
 
 
@@ -55,6 +58,7 @@ class Outcome:
 class Plan:
     outcomes: list[Outcome] = field(default_factory=list)
     changes: dict[str, bytes | None] = field(default_factory=dict)
+    dirty: set[str] = field(default_factory=set)  # imported cards with uncommitted edits
 
     def lines(self) -> list[str]:
         """One line a card written, for the commit message."""
@@ -152,8 +156,47 @@ def _last_written(store: Store, cid: str) -> dict[str, Any]:
     return old
 
 
-def _uncommitted(store: Store, rel: str) -> bool:
-    return bool(git.run(store.root, "status", "--porcelain", "--", rel, check=False).strip())
+def _uncommitted(store: Store, rels: list[str]) -> set[str]:
+    """Which of these paths have edits git has not committed (one git call)."""
+    if not rels:
+        return set()
+    out = git.run(store.root, "status", "--porcelain", "-z", "--no-renames", "--", *rels,
+                  check=False)
+    return {entry[3:] for entry in out.split("\0") if len(entry) > 3}
+
+
+def _deleted(store: Store, kind: str, where: str, present: set[str]) -> dict[str, str]:
+    """source -> id of the cards this import made that a person deleted since: the ids
+    its commits say they made, no longer in the store, read back at their deletion."""
+    label = f"{IMPORT_TRAILER}: {kind} {where}"
+    log = git.run(store.root, "log", "--format=%x1e%B", "-F", f"--grep={label}", check=False)
+    made = set()
+    for message in log.split("\x1e")[1:]:
+        if label not in message.splitlines():
+            continue
+        for line in message.splitlines():
+            head, _, rest = line.partition("  ")
+            if rest.startswith(("created", "proposed")) and head not in present:
+                made.add(head)
+    out: dict[str, str] = {}
+    for cid in sorted(made):
+        try:
+            if store.exists(cid):
+                continue
+            rel = store.rel(cid)
+        except CardmemError:
+            continue
+        sha = git.run(store.root, "log", "-1", "--format=%H", "--diff-filter=D", "--", rel,
+                      check=False).strip()
+        proc = git.call(store.root, ["show", f"{sha}^:{rel}"]) if sha else None
+        if proc is not None and proc.returncode == 0:
+            try:
+                src = cardlib.parse(proc.stdout, cid).meta.get("source")
+            except cardlib.CardProblem:
+                continue
+            if isinstance(src, str):
+                out[src] = cid
+    return out
 
 
 def make(store: Store, kind: str, where: str, drafts: list[Draft], *,
@@ -162,14 +205,19 @@ def make(store: Store, kind: str, where: str, drafts: list[Draft], *,
     prefix = source_of(kind, where, "")
     existing, proposed = _imported(store, prefix)
     wanted = {source_of(kind, where, d.key): d for d in drafts}
+    deleted = _deleted(store, kind, where, {c.id for c in existing.values()})
     _pair(existing, wanted, prefix)
     protected = protected_types(store)
-    plan = Plan()
+    plan = Plan(dirty=_uncommitted(store, [store.rel(c.id) for c in existing.values()]))
     taken: set[str] = set()
     for src, d in wanted.items():
         if src in existing:
             _update(store, src, existing[src], d, plan, proposed,
                     as_proposals and d.type in protected, taken)
+            continue
+        if src in deleted:
+            plan.outcomes.append(Outcome(deleted[src], d.title, "kept", [], "deleted since it "
+                                         "was imported; not made again"))
             continue
         meta: dict[str, Any] = {**d.fields(), "source": src}
         action = "created"
@@ -215,7 +263,7 @@ def _update(store: Store, src: str, card: cardlib.Card, d: Draft, plan: Plan,
         plan.outcomes.append(Outcome(card.id, card.title, "unchanged"))
         return
     rel = store.rel(card.id)
-    if _uncommitted(store, rel):
+    if rel in plan.dirty:
         plan.outcomes.append(Outcome(card.id, card.title, "kept", differ,
                                      "has uncommitted edits; not updated"))
         return
