@@ -81,11 +81,15 @@ class Result:
 def keywords(text: str) -> set[str]:
     """Lower-case words of 3+ characters, hyphenated compounds also split into parts."""
     out: set[str] = set()
-    for w in _WORD.findall(text.lower()):
+    for w in set(_WORD.findall(text.lower())):  # each word once: a card repeats its words
         w = w.strip(".-_")
-        parts = [w, *re.split(r"[.\-_]+", w)] if re.search(r"[.\-_]", w) else [w]
-        out.update(p for p in parts if len(p) >= 3 and p not in _STOP and not p.isdigit())
+        for p in (w, *_SEPARATORS.split(w)) if _SEPARATORS.search(w) else (w,):
+            if len(p) >= 3 and p not in _STOP and not p.isdigit():
+                out.add(p)
     return out
+
+
+_SEPARATORS = re.compile(r"[.\-_]+")
 
 
 def _card_words(c: cardlib.Card) -> set[str]:

@@ -5,8 +5,10 @@ the session-start context rank `stale` cards below the rest and say so.
     {"kinds": {"stale": {"at": <epoch seconds>, "findings": [{kind, ids, detail, suggestion}]}}}
 
 A pass records only the kinds it checked, each replacing that kind's earlier record.
-A card changed after its kind was checked (file newer than `at`) is no longer taken as
-stale. Cheap to import: json and os only (the SessionStart hook and search read it).
+The stale cards' ids also go to `.cardmem/stale.json` (`{"at", "ids"}`), small, so that
+search and the session start never read a large record (thousands of duplicates). A
+card changed after the pass (file newer than `at`) is no longer taken as stale. Cheap to
+import: json and os only.
 """
 from __future__ import annotations
 
@@ -14,10 +16,11 @@ import json
 import os
 
 FILE = "maintain.json"
+STALE_FILE = "stale.json"
 
 
-def _path(root: str | os.PathLike[str]) -> str:
-    return os.path.join(os.fspath(root), ".cardmem", FILE)
+def _path(root: str | os.PathLike[str], name: str = FILE) -> str:
+    return os.path.join(os.fspath(root), ".cardmem", name)
 
 
 def load(root: str | os.PathLike[str]) -> dict[str, dict]:
@@ -43,8 +46,11 @@ def save(root: str | os.PathLike[str], kinds: dict[str, list[dict]], at: float) 
         data[kind] = {"at": at, "findings": found}
     try:
         os.makedirs(os.path.dirname(_path(root)), exist_ok=True)
-        atomic_write(Path(_path(root)),
-                     json.dumps({"kinds": data}, indent=1, sort_keys=True).encode())
+        if "stale" in kinds:
+            ids = sorted({f["ids"][0] for f in kinds["stale"] if f.get("ids")})
+            atomic_write(Path(_path(root, STALE_FILE)), json.dumps({"at": at, "ids": ids}).encode())
+        atomic_write(Path(_path(root)), json.dumps({"kinds": data}, indent=1,
+                                                   sort_keys=True).encode())
     except OSError:
         pass
 
@@ -57,16 +63,19 @@ def checked_at(root: str | os.PathLike[str]) -> float | None:
 
 def stale(root: str | os.PathLike[str], ids: "list[str] | set[str] | None" = None) -> set[str]:
     """The ids (of `ids`, or all) the last `stale` pass found, unless changed since."""
-    rec = load(root).get("stale") or {}
-    at = rec.get("at") or 0
+    try:
+        with open(_path(root, STALE_FILE), encoding="utf-8") as f:
+            data = json.load(f)
+        at, found = float(data["at"]), [str(i) for i in data["ids"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
     out = set()
-    for f in rec.get("findings") or ():
-        for cid in (f.get("ids") or [])[:1]:
-            if ids is not None and cid not in ids:
-                continue
-            try:
-                if os.stat(os.path.join(os.fspath(root), *cid.split("/")) + ".md").st_mtime <= at:
-                    out.add(cid)
-            except OSError:
-                continue
+    for cid in found:
+        if ids is not None and cid not in ids:
+            continue
+        try:
+            if os.stat(os.path.join(os.fspath(root), *cid.split("/")) + ".md").st_mtime <= at:
+                out.add(cid)
+        except OSError:
+            continue
     return out

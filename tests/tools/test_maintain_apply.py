@@ -208,3 +208,17 @@ def test_a_card_changed_once_in_a_run_waits_for_the_next_run(corpus) -> None:
     second = run(corpus, {"broken-link", "duplicate"}, apply=True)
     assert [d["kind"] for d in second.applied] == ["duplicate"]
     assert run(corpus, {"broken-link", "duplicate"}).findings == []
+
+
+def test_one_run_makes_at_most_max_changes_commits(corpus, monkeypatch) -> None:
+    from cardmem.tools.maintain import consolidate
+
+    monkeypatch.setattr(consolidate, "MAX_CHANGES", 1)
+    git(corpus, "mv", "projects/oxc/testing.md", "projects/oxc/testing-overview.md")
+    for name in ("a", "b"):
+        (corpus.root / f"projects/ruff/{name}.md").write_text(
+            f"---\ntitle: {name}\nproject: ruff\n---\nSee [[projects/oxc/testing]].\n")
+    commit_as_person(corpus)
+    report = run(corpus, {"broken-link"}, apply=True)
+    assert len(report.applied) == 1 and report.applied[0]["ids"] == ["projects/ruff/a"]
+    assert "1 finding(s) wait for the next run" in report.notes[-1]

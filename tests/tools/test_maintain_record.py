@@ -84,3 +84,10 @@ def test_a_narrower_pass_keeps_the_other_kinds_record(aged) -> None:
     run(aged, {"broken-link"})
     kinds = record.load(aged.root)
     assert sorted(kinds) == ["broken-link", "stale"] and len(kinds["stale"]["findings"]) == 1
+
+
+def test_search_reads_only_the_small_stale_file(aged) -> None:
+    run(aged, {"stale"})
+    (aged.root / ".cardmem/maintain.json").write_text("not json")  # the big record unread
+    assert (STALE, True) in ranked(aged, "error handling")
+    assert json.loads((aged.root / ".cardmem/stale.json").read_text())["ids"] == [STALE]

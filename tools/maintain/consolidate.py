@@ -34,6 +34,7 @@ from cardmem.tools import model
 
 SOURCE = "maintain"  # the commits' Cardmem-Source, and proposals' proposed_by
 SAID = 0.7  # share of a paragraph's stems the kept card has: it says it already
+MAX_CHANGES = 50  # commits one run makes; the rest wait for the next run (and say so)
 
 
 @dataclass
@@ -181,11 +182,13 @@ def commit(store, change: Change) -> dict[str, Any] | None:
     """Make the change one agent commit (or one commit of proposals); what was done."""
     msg = Message(change.subject, list(change.lines), SOURCE)
     made: list[str] = []
+    written: list[str] = []
 
     def compute() -> dict[str, bytes | None]:
         made.clear()
         texts = {cid: store.read(cid).text for cid in change.ids}
         new = {k: v for k, v in change.edit(texts).items() if v != texts.get(k)}
+        written[:] = list(new)
         msg.subject, msg.lines = change.subject, list(change.lines)
         guarded = [k for k in new if k in texts and proposals.live_protected(store, k, texts[k])]
         if not guarded or not new:
@@ -208,7 +211,7 @@ def commit(store, change: Change) -> dict[str, Any] | None:
     if sha is None:
         return None
     out: dict[str, Any] = {"kind": change.kind, "commit": sha, "subject": msg.subject,
-                           "ids": change.ids}
+                           "ids": change.ids or written}
     if made:
         out["proposals"] = list(made)
     return out
@@ -218,9 +221,14 @@ def consolidate(survey: Survey, found: list[Finding], notes: list[str]) -> list[
     """Apply what can be applied of `found`, one commit each; what was committed."""
     applied: list[dict[str, Any]] = []
     touched: set[str] = set()
-    for f in found:
+    for n, f in enumerate(found):
         if f.fix is None or (f.kind == "broken-link" and "card" not in f.fix):
             continue
+        if len(applied) >= MAX_CHANGES:
+            left = sum(1 for g in found[n:] if g.fix is not None)
+            notes.append(f"applied {MAX_CHANGES} changes, the most one run makes; "
+                         f"{left} finding(s) wait for the next run")
+            break
         ids = [v for k, v in f.fix.items() if k in ("card", "keep", "other", "lose")]
         if touched & set(ids):
             notes.append(f"{f.kind} {' '.join(f.ids)}: left for the next run "
