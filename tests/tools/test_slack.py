@@ -391,3 +391,24 @@ def test_socket_mode_end_to_end(tmp_path, slack, fake_api, monkeypatch) -> None:
     assert not t.is_alive()
     (rec,) = receipts.last(store, 5)
     assert rec["slack"]["reply"] == "posted"
+
+
+@pytest.mark.parametrize("bot,app,key,why", [
+    ("xoxb-bad", "xapp-1", "k", "SLACK_BOT_TOKEN was refused by auth.test: invalid_auth"),
+    ("xoxb-test", "xapp-bad", "k", "Socket Mode was refused: invalid_auth (SLACK_APP_TOKEN must"),
+    ("xoxb-test", "xapp-1", None, "needs a model: no ANTHROPIC_API_KEY set"),
+])
+def test_refused_tokens_are_one_clear_line(tmp_path, slack, fake_api, monkeypatch, bot, app,
+                                           key, why) -> None:
+    from click.testing import CliRunner
+
+    from cardmem.store.errors import CardmemError
+    from cardmem.tools.cli import cli
+
+    store = make_store(tmp_path)
+    env = {"SLACK_BOT_TOKEN": bot, "SLACK_APP_TOKEN": app, "SLACK_API_URL": slack.base_url,
+           "ANTHROPIC_BASE_URL": fake_api.base_url, "ANTHROPIC_API_KEY": key}
+    with pytest.raises(CardmemError) as e:
+        CliRunner().invoke(cli, ["slack", "--store", str(store.root)], env=env,
+                           catch_exceptions=False)
+    assert str(e.value).startswith(f"slack: {why}")
