@@ -138,6 +138,9 @@ def test_unknown_asker_and_direct_message_are_answered(tmp_path, slack, fake_api
     r = CliRunner().invoke(cli, ["judge", recs[0]["id"], "--rule-only", "--store", str(store.root)])
     assert r.exit_code == 4 and r.output.startswith(f"{recs[0]['id']}: ungraded\n  rule: pass")
     assert receipts.find(store, recs[0]["id"])["judge"][0]["verdict"] == "ungraded"
+    listing = CliRunner().invoke(cli, ["receipts", "--store", str(store.root)]).output
+    assert (f"    slack D0MARA thread {recs[0]['slack']['thread_ts']} user UNEW0001 (no person "
+            "card): ack ") in listing and ", reply posted " in listing
 
 
 def test_forged_stale_and_unsigned_requests_are_refused(tmp_path, slack, fake_api,
