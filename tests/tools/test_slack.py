@@ -240,7 +240,7 @@ def test_the_deadline_fork(tmp_path, slack, fake_api, monkeypatch, on_deadline) 
 
 def test_one_slow_question_does_not_block_the_others(tmp_path, slack, fake_api,
                                                      monkeypatch) -> None:
-    fake_api.handler = lambda b: (reply("slow answer", delay=3.0) if "zebra" in str(b["messages"][0])
+    fake_api.handler = lambda b: (reply("slow answer", delay=2.0) if "zebra" in str(b["messages"][0])
                                   else reply("quick answer"))
     srv, store = run(tmp_path, slack, fake_api, monkeypatch)
     try:
@@ -249,7 +249,7 @@ def test_one_slow_question_does_not_block_the_others(tmp_path, slack, fake_api,
         t0 = time.monotonic()
         srv.send(mention("a quick one about billing-service"))
         srv.wait_done(1)
-        assert time.monotonic() - t0 < 2.5
+        assert time.monotonic() - t0 < 1.9  # the slow one takes 2 s
         srv.wait_done(2)
     finally:
         srv.stop()
