@@ -93,6 +93,9 @@ class FakeSlack:
             if pending:
                 call.status = 429
                 return 429, {"Retry-After": str(pending.pop(0))}, {"ok": False, "error": "ratelimited"}
+        if token in ("xoxb-bad", "xapp-bad") or (method == "apps.connections.open"
+                                                 and not self.socket_url):
+            return 200, {}, {"ok": False, "error": "invalid_auth"}
         if method == "auth.test":
             return 200, {}, {"ok": True, "user_id": BOT_USER, "bot_id": "BBOT0001",
                              "team_id": "T0001", "user": "cardmem", "team": "Acme"}

@@ -67,14 +67,24 @@ class FakeSocket:
     # ---- the wire ----------------------------------------------------------------------
 
     def _serve(self) -> None:
-        try:
-            conn, _ = self.sock.accept()
-        except OSError:
-            return
-        self.conn = conn
+        while not self._stop:  # the client may reconnect (e.g. a slow pong under load)
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conn = conn
+            try:
+                self._session(conn)
+            except (OSError, ConnectionError, StopIteration):
+                pass
+
+    def _session(self, conn: socket.socket) -> None:
         head = b""
         while b"\r\n\r\n" not in head:
-            head += conn.recv(1024)
+            chunk = conn.recv(1024)
+            if not chunk:
+                raise ConnectionError("closed")
+            head += chunk
         key = next(ln.split(":", 1)[1].strip() for ln in head.decode().split("\r\n")
                    if ln.lower().startswith("sec-websocket-key:"))
         accept = base64.b64encode(hashlib.sha1((key + GUID).encode()).digest()).decode()
@@ -85,10 +95,7 @@ class FakeSocket:
                                "debug_info": {"host": "fake"}}).encode(), 0x1)
         self.connected.set()
         while not self._stop:
-            try:
-                opcode, payload = self._read()
-            except (OSError, ConnectionError):
-                return
+            opcode, payload = self._read()
             if opcode == 0x9:
                 self._send(payload, 0xA)
             elif opcode == 0x8:

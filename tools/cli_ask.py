@@ -142,6 +142,12 @@ def receipts(n: int, show_stats: bool, since_: str | None, as_json: bool,
                    f"{total if total is not None else '?'} s  judge {judged:<8} {q[:60]}")
         if r.get("reason") and r.get("outcome") != "composed":
             click.echo(f"    {r['reason']}")
+        if isinstance(r.get("slack"), dict):
+            sl = r["slack"]
+            click.echo(f"    slack {sl.get('channel')} thread {sl.get('thread_ts')} user "
+                       f"{sl.get('user')} ({sl.get('person') or 'no person card'}): ack "
+                       f"{sl.get('ack_s', '-')} s, reply {sl.get('reply', '-')} "
+                       f"{sl.get('reply_s', '-')} s")
 
 
 def _print_stats(st: dict, dist: dict, as_json: bool) -> None:

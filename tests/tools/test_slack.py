@@ -83,10 +83,11 @@ def test_ack_lands_while_the_model_is_slow_then_the_threaded_reply(tmp_path, sla
         body = mention("Who approves a billing-service migration?", user=MARA)
         t0 = time.monotonic()
         status, _, took = srv.send(body)
-        assert status == 200 and took < 1.0  # Bolt acks the HTTP request at once
+        assert status == 200 and took < 3.0  # Bolt acks the HTTP request inside Slack's 3 s
         (reaction,) = slack.wait_for("reactions.add")
         line = slack.wait_for("chat.postMessage")[0]
-        assert reaction.at - t0 < 1.0 and line.at - t0 < 1.0  # long before the model answers
+        # Before the model could answer (2 s), whatever the machine's load.
+        assert reaction.at - t0 < 2.0 and line.at - t0 < 2.0
         assert reaction.args == {"channel": "C0GENERAL", "timestamp": body["event"]["ts"],
                                  "name": "eyes"}
         assert line.args["thread_ts"] == body["event"]["ts"]
@@ -103,7 +104,7 @@ def test_ack_lands_while_the_model_is_slow_then_the_threaded_reply(tmp_path, sla
     s = rec["slack"]
     assert (s["channel"], s["thread_ts"], s["user"], s["person"], s["kind"]) == (
         "C0GENERAL", body["event"]["ts"], MARA, "people/mara-okonkwo", "mention")
-    assert s["ack_s"] < 1.0 <= 2.0 <= s["reply_s"] and s["reply"] == "posted"
+    assert s["ack_s"] < 2.0 <= s["reply_s"] and s["reply"] == "posted"
     # The asker's person card was in the model's pile.
     pile = fake_api.messages_requests()[0].body["messages"][0]["content"]
     pile = pile if isinstance(pile, str) else pile[0]["text"]
@@ -138,6 +139,9 @@ def test_unknown_asker_and_direct_message_are_answered(tmp_path, slack, fake_api
     r = CliRunner().invoke(cli, ["judge", recs[0]["id"], "--rule-only", "--store", str(store.root)])
     assert r.exit_code == 4 and r.output.startswith(f"{recs[0]['id']}: ungraded\n  rule: pass")
     assert receipts.find(store, recs[0]["id"])["judge"][0]["verdict"] == "ungraded"
+    listing = CliRunner().invoke(cli, ["receipts", "--store", str(store.root)]).output
+    assert (f"    slack D0MARA thread {recs[0]['slack']['thread_ts']} user UNEW0001 (no person "
+            "card): ack ") in listing and ", reply posted " in listing
 
 
 def test_forged_stale_and_unsigned_requests_are_refused(tmp_path, slack, fake_api,
@@ -207,7 +211,9 @@ def test_a_429_is_retried_after_retry_after(tmp_path, slack, fake_api, monkeypat
     assert posts[1].at - posts[0].at >= 1.0 and posts[2].at - posts[1].at >= 1.0
     assert posts[-1].args["text"] == "Priya." and posts[-1].status == 200
     (rec,) = receipts.last(store, 5)
-    assert rec["slack"]["reply"] == "posted" and rec["slack"]["ack_s"] < 1.0  # the reaction
+    # The 429s held up the ack line and the reply, not the reaction before them.
+    assert slack.calls("reactions.add")[0].at < posts[1].at
+    assert rec["slack"]["reply"] == "posted" and rec["slack"]["ack_s"] < 1.0 + posts[1].at - posts[0].at
 
 
 @pytest.mark.parametrize("on_deadline", ["silence", "receipt"])
@@ -229,7 +235,7 @@ def test_the_deadline_fork(tmp_path, slack, fake_api, monkeypatch, on_deadline) 
     else:
         assert len(texts) == 2 and rec["slack"]["reply"] == "posted"
         assert texts[1] == rec["reply"] and "people/mara-okonkwo" in texts[1]
-    assert rec["slack"]["ack_s"] < 1.0
+    assert rec["slack"]["ack_s"] < 1.5  # inside the deadline, whatever the fork
 
 
 def test_one_slow_question_does_not_block_the_others(tmp_path, slack, fake_api,
@@ -243,7 +249,7 @@ def test_one_slow_question_does_not_block_the_others(tmp_path, slack, fake_api,
         t0 = time.monotonic()
         srv.send(mention("a quick one about billing-service"))
         srv.wait_done(1)
-        assert time.monotonic() - t0 < 1.5
+        assert time.monotonic() - t0 < 1.9  # the slow one takes 2 s
         srv.wait_done(2)
     finally:
         srv.stop()
@@ -384,10 +390,31 @@ def test_socket_mode_end_to_end(tmp_path, slack, fake_api, monkeypatch) -> None:
         finally:
             server.stop()
             t.join(5)
-    (opened,) = slack.calls("apps.connections.open")
-    assert opened.token == "xapp-1-test"
+    opened = slack.calls("apps.connections.open")
+    assert opened and {c.token for c in opened} == {"xapp-1-test"}
     assert len(done) == 1 and slack.calls("chat.postMessage")[-1].args == {
         "channel": "C0GENERAL", "thread_ts": body["event"]["ts"], "text": "Kwame Asante owns it."}
     assert not t.is_alive()
     (rec,) = receipts.last(store, 5)
     assert rec["slack"]["reply"] == "posted"
+
+
+@pytest.mark.parametrize("bot,app,key,why", [
+    ("xoxb-bad", "xapp-1", "k", "SLACK_BOT_TOKEN was refused by auth.test: invalid_auth"),
+    ("xoxb-test", "xapp-bad", "k", "Socket Mode was refused: invalid_auth (SLACK_APP_TOKEN must"),
+    ("xoxb-test", "xapp-1", None, "needs a model: no ANTHROPIC_API_KEY set"),
+])
+def test_refused_tokens_are_one_clear_line(tmp_path, slack, fake_api, monkeypatch, bot, app,
+                                           key, why) -> None:
+    from click.testing import CliRunner
+
+    from cardmem.store.errors import CardmemError
+    from cardmem.tools.cli import cli
+
+    store = make_store(tmp_path)
+    env = {"SLACK_BOT_TOKEN": bot, "SLACK_APP_TOKEN": app, "SLACK_API_URL": slack.base_url,
+           "ANTHROPIC_BASE_URL": fake_api.base_url, "ANTHROPIC_API_KEY": key}
+    with pytest.raises(CardmemError) as e:
+        CliRunner().invoke(cli, ["slack", "--store", str(store.root)], env=env,
+                           catch_exceptions=False)
+    assert str(e.value).startswith(f"slack: {why}")

@@ -121,6 +121,7 @@ class Answerer:
         self.pool = ThreadPoolExecutor(settings.concurrency, thread_name_prefix="cardmem-answer")
         self.acks = ThreadPoolExecutor(4, thread_name_prefix="cardmem-ack")
         self.counts = {"taken": 0, "duplicate": 0, "ignored": 0}
+        self._count_lock = threading.Lock()  # Bolt runs listeners on several threads
 
     def take(self, body: Mapping[str, Any], headers: Mapping[str, Any],
              bot_user_id: str | None = None) -> str:
@@ -128,15 +129,13 @@ class Answerer:
         received = self.clock()
         found = question_of(body, bot_user_id)
         if found is None:
-            self.counts["ignored"] += 1
-            return "ignored"
+            return self._count("ignored")
         text, ev = found
         event_id = str(body.get("event_id") or "")
         # A DM mentioning the bot arrives twice (message.im and app_mention): one message.
         if not self.seen.add(event_id and f"event:{event_id}", f"msg:{ev['channel']}:{ev.get('ts')}"):
-            self.counts["duplicate"] += 1
-            return "duplicate"
-        self.counts["taken"] += 1
+            return self._count("duplicate")
+        self._count("taken")
         ts = str(ev.get("ts") or "")
         q = Question(text, str(ev["user"]), str(ev["channel"]), ts, str(ev.get("thread_ts") or ts),
                      event_id, retry_num(headers), received)
@@ -146,6 +145,11 @@ class Answerer:
         q.ack = self.acks.submit(self._ack, q)
         self.pool.submit(self._answer, q)
         return "taken"
+
+    def _count(self, what: str) -> str:
+        with self._count_lock:
+            self.counts[what] += 1
+        return what
 
     def close(self, wait: bool = True) -> None:
         self.acks.shutdown(wait=wait)

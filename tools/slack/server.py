@@ -77,14 +77,15 @@ class SlackServer:
         logger = logging.getLogger("cardmem.slack.bolt")
         logger.setLevel(logging.ERROR)  # not its notes (e.g. SLACK_BOT_TOKEN read twice)
         try:
-            app = App(client=web, signing_secret=settings.signing_secret if http else "",
-                      request_verification_enabled=http, logger=logger)
-        except SlackApiError as exc:  # auth.test refused the bot token
-            raise CardmemError("slack", f"the bot token was refused: "
+            web.auth_test()
+        except SlackApiError as exc:
+            raise CardmemError("slack", f"SLACK_BOT_TOKEN was refused by auth.test: "
                                         f"{exc.response.get('error')}") from None
         except Exception as exc:  # noqa: BLE001 - e.g. the Web API unreachable
             raise CardmemError("slack", f"cannot reach the Web API at {settings.api_url}: "
                                         f"{exc}") from None
+        app = App(client=web, signing_secret=settings.signing_secret if http else "",
+                  request_verification_enabled=http, logger=logger)
         answerer_kw.setdefault("sdk", model_client(store))
         answerer = Answerer(store, web, settings, **answerer_kw)
 
@@ -115,8 +116,15 @@ class SlackServer:
         """Connect to Slack over a WebSocket (no public URL), until stop()."""
         from slack_bolt.adapter.socket_mode import SocketModeHandler
 
+        from slack_sdk.errors import SlackApiError
+
         self._socket = SocketModeHandler(self.app, self.settings.app_token)
-        self._socket.connect()
+        try:
+            self._socket.connect()
+        except SlackApiError as exc:
+            raise CardmemError("slack", f"Socket Mode was refused: {exc.response.get('error')} "
+                                        "(SLACK_APP_TOKEN must be an app-level xapp- token with "
+                                        "connections:write)") from None
         self._stopped.wait()
 
     def stop(self, wait: bool = True) -> None:
