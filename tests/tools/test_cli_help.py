@@ -96,6 +96,11 @@ def test_one_card_is_one_card_not_one_cards(tmp_path: Path) -> None:
     assert code == 0 and "1 cards" not in out, out
     code, out, _ = cli("doctor", "--store", str(store))
     assert "1 cards" not in out and "card(s)" not in out, out
+    (store / "feedback").mkdir()
+    (store / "feedback" / "x.md").write_text("---\ntitle: X\ntype: feedback\n---\nDo x.\n")
+    code, out, err = cli("install", "claude-code", "--settings", str(store.parent / "s.json"),
+                         "--no-mcp", "--store", str(store))
+    assert code == 0 and "1 rule written whole" in out and "rule(s)" not in out, out + err
 
 
 def test_map_is_paged_on_a_terminal_only_when_longer_than_the_screen(tmp_path: Path,
