@@ -107,7 +107,7 @@ def test_map_is_paged_on_a_terminal_only_when_longer_than_the_screen(tmp_path: P
                                                                       monkeypatch) -> None:
     import shutil
 
-    from cardmem.tools import cli as cli_module
+    from cardmem.tools import cli_io
 
     store = tmp_path / "s"
     assert cli("init", str(store))[0] == 0
@@ -118,7 +118,7 @@ def test_map_is_paged_on_a_terminal_only_when_longer_than_the_screen(tmp_path: P
     monkeypatch.setattr(shutil, "get_terminal_size", lambda *a: __import__("os").terminal_size((80, 4)))
     code, out, _ = cli("map", "--store", str(store))  # not a terminal: printed
     assert code == 0 and out.count("\n") == 5 and paged == []
-    monkeypatch.setattr(cli_module, "stdout_is_tty", lambda: True)
+    monkeypatch.setattr(cli_io, "stdout_is_tty", lambda: True)
     code, out, _ = cli("map", "--store", str(store))
     assert code == 0 and out == "" and paged[0].count("\n") == 5 and "reference/n0" in paged[0]
     monkeypatch.setattr(shutil, "get_terminal_size", lambda *a: __import__("os").terminal_size((80, 40)))
