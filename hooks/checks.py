@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cardmem.store.errors import CardmemError
+from cardmem.store.wording import plural
 
 from . import hooklog
 from .install import HOOKS, _load, _ours, default_settings
@@ -43,7 +44,7 @@ def _arg(command: str, flag: str) -> str | None:
     return args[args.index(flag) + 1] if flag in args[:-1] else None
 
 
-def check_hooks(store: Any, settings: Path | None = None) -> list[tuple[bool, str]]:
+def check_hooks(store: Any, settings: Path | None = None) -> list[tuple[bool | None, str]]:
     path = Path(settings or default_settings()).expanduser()
     try:
         data = _load(path)
@@ -58,7 +59,7 @@ def check_hooks(store: Any, settings: Path | None = None) -> list[tuple[bool, st
     if not found:
         return [(True, f"Claude Code: cardmem is not installed in {path} "
                        "(`cardmem install claude-code` to use memory there)")]
-    out: list[tuple[bool, str]] = []
+    out: list[tuple[bool | None, str]] = []
     missing = [e for e in HOOKS if e not in found]
     if missing:
         out.append((False, f"Claude Code: {', '.join(missing)} hook(s) missing in {path}; "
@@ -74,11 +75,14 @@ def check_hooks(store: Any, settings: Path | None = None) -> list[tuple[bool, st
             out.append((False, f"Claude Code: the hooks use the store {s}, which does not "
                                f"exist; run `cardmem init {s}` or install again"))
         elif Path(s).resolve() != Path(store.root).resolve():
-            out.append((True, f"Claude Code: the hooks in {path} use another store, {s}"))
+            # a warning: memory written here is not what sessions read
+            out.append((None, f"Claude Code: the hooks in {path} use another store, {s}, "
+                              f"not {store.root}; `cardmem install claude-code --store "
+                              f"{store.root}` switches them"))
     if None in stores:
         out.append((True, "Claude Code: the hooks name no store; they use $CARDMEM_STORE or "
                           "the default store at run time (install again to fix one)"))
-    if not any(not ok for ok, _ in out):
+    if not any(ok is not True for ok, _ in out):
         out.append((True, f"Claude Code: hooks installed in {path}"))
     out += check_rules_file(store, found.get("SessionStart"), path)
     return out
@@ -105,7 +109,7 @@ def check_rules_file(store: Any, command: str | None, settings: Path) -> list[tu
         return [(True, f"Claude Code: the rules file {target} is behind by "
                        f"{len(d.changed) + len(d.removed)} rule(s); the next session start "
                        "shows them and rewrites it")]
-    return [(True, f"Claude Code: rules file current ({d.total} rules, {target})")]
+    return [(True, f"Claude Code: rules file current ({plural(d.total, 'rule')}, {target})")]
 
 
 def check_mcp(store: Any, config: Path | None = None) -> list[tuple[bool, str]]:

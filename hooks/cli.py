@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from cardmem.store.wording import plural
 from cardmem.tools.cli import store_value
 
 HOSTS = ["claude-code"]
@@ -91,7 +92,7 @@ def install(host: str, settings: Path | None, store_path: Path | None, init_stor
 
     d = deliver(StoreRoot.open(root), rules_path(settings))
     if d.ok:
-        click.echo(f"rules: {d.total} rule(s) written whole to {d.path}, which Claude Code "
+        click.echo(f"rules: {plural(d.total, 'rule')} written whole to {d.path}, which Claude Code "
                    "loads at start-up")
     else:
         click.echo(f"cardmem: rules file: {d.error}", err=True)
@@ -100,8 +101,9 @@ def install(host: str, settings: Path | None, store_path: Path | None, init_stor
     try:
         table = triggers.build(StoreRoot.open(root))
         n = len(table["governed"]["all"])
-        click.echo(f"rules at the point of action: {n} rule(s) name the tool calls they govern "
-                   "(a PreToolUse hook brings them up; `cardmem rules test CMD` checks one)")
+        click.echo(f"rules at the point of action: {plural(n, 'rule')} naming the tool calls "
+                   "they govern (a PreToolUse hook brings them up; `cardmem rules test CMD` "
+                   "checks one)")
     except Exception as exc:  # noqa: BLE001 - the hook rebuilds it at its first call
         click.echo(f"cardmem: trigger table: {' '.join(str(exc).split())}", err=True)
     if not no_mcp:

@@ -154,10 +154,11 @@ def _age(seconds: float | None) -> str:
         f"{s // 60} min"
 
 
-def check_model(store: Store) -> list[tuple[bool, str]]:
+def check_model(store: Store) -> list[tuple[bool | None, str]]:
     """Which model route a call would take; no model call. With route = auto and no
     route at all the store is still healthy (only learning, ask and judge need a model),
-    so that is a note; a route asked for by name that cannot work is a problem."""
+    so that is a warning (sessions are not learned from); a route asked for by name that
+    cannot work is a problem."""
     from . import model
 
     try:
@@ -166,7 +167,7 @@ def check_model(store: Store) -> list[tuple[bool, str]]:
         return [(False, f"model route: none: {exc.why}")]
     ok, line = model.route_status(settings)
     if not ok and settings.route == "auto":
-        return [(True, line + " (learning, ask and judge need one)")]
+        return [(None, line + " (learning, ask and judge need one)")]
     return [(ok, line)]
 
 

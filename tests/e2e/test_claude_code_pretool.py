@@ -53,7 +53,7 @@ def world(tmp_path: Path) -> dict:
     subprocess.run(["git", "-C", str(store), "add", "-A"], check=True, env=env)
     subprocess.run(["git", "-C", str(store), "commit", "-qm", "rules"], check=True, env=env)
     out = cardmem("install", "claude-code", "--no-mcp", env=env)
-    assert "3 rule(s) name the tool calls they govern" in out
+    assert "3 rules naming the tool calls they govern" in out
     return {"home": home, "store": store, "proj": proj, "env": env}
 
 

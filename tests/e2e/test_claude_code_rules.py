@@ -93,7 +93,7 @@ def test_150_rules_user_and_project_reach_the_first_request_whole(tmp_path, clau
     subprocess.run(["git", "-C", str(store), "commit", "-qm", "cards"], check=True, env=env)
     out = cardmem("install", "claude-code", env=env)
     rules_file = home / ".claude" / "rules" / "cardmem.md"
-    assert f"{N_RULES} rule(s) written whole to {rules_file}" in out
+    assert f"{N_RULES} rules written whole to {rules_file}" in out
     # A rule saved by hand after install: the host loads the file before the hook runs.
     write_card(store, "feedback/late", {"title": f"Late rule {LATE_MARK}", "type": "feedback"},
                "Added after install: it must still reach this session.")

@@ -28,7 +28,7 @@ def failing(results) -> list[str]:
 def test_a_good_install_passes(tmp_path):
     store, settings = setup(tmp_path)
     assert failing(checks.check_hooks(store, settings)) == []
-    assert any("rules file current (1 rules" in line for _, line in
+    assert any("rules file current (1 rule," in line for _, line in
                checks.check_hooks(store, settings))
 
 
@@ -81,3 +81,13 @@ def test_mcp_with_a_dead_interpreter_fails(tmp_path):
     cfg.write_text(json.dumps({"mcpServers": {"cardmem": {
         "type": "stdio", "command": "/gone/python", "args": ["-m", "cardmem.tools.cli", "mcp"]}}}))
     assert any("/gone/python does not exist" in b for b in failing(checks.check_mcp(store, cfg)))
+
+
+def test_hooks_that_use_another_store_are_a_warning_naming_the_fix(tmp_path):
+    store, settings = setup(tmp_path)
+    other = init(tmp_path / "notes")[0]  # a store made after install, $CARDMEM_STORE now
+    got = checks.check_hooks(other, settings)
+    warned = [msg for ok, msg in got if ok is None]
+    assert len(warned) == 1 and f"use another store, {store.root}" in warned[0]
+    assert f"`cardmem install claude-code --store {other.root}`" in warned[0]
+    assert [m for ok, m in got if ok is False] == []

@@ -11,7 +11,10 @@ from walkkit import HONEST, spiral_model
 
 def test_ask_json_prints_a_json_error_when_it_fails(example_store, monkeypatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.setenv("PATH", "/nonexistent")  # no `claude` either
+    import os
+    import shutil
+
+    monkeypatch.setenv("PATH", os.path.dirname(shutil.which("git")))  # git, but no `claude`
     code, out, err = cli("ask", "Who approves a billing migration?", "--json",
                          "--store", str(example_store.root))
     assert code == 1

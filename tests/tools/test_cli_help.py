@@ -96,13 +96,18 @@ def test_one_card_is_one_card_not_one_cards(tmp_path: Path) -> None:
     assert code == 0 and "1 cards" not in out, out
     code, out, _ = cli("doctor", "--store", str(store))
     assert "1 cards" not in out and "card(s)" not in out, out
+    (store / "feedback").mkdir()
+    (store / "feedback" / "x.md").write_text("---\ntitle: X\ntype: feedback\n---\nDo x.\n")
+    code, out, err = cli("install", "claude-code", "--settings", str(store.parent / "s.json"),
+                         "--no-mcp", "--store", str(store))
+    assert code == 0 and "1 rule written whole" in out and "rule(s)" not in out, out + err
 
 
 def test_map_is_paged_on_a_terminal_only_when_longer_than_the_screen(tmp_path: Path,
                                                                       monkeypatch) -> None:
     import shutil
 
-    from cardmem.tools import cli as cli_module
+    from cardmem.tools import cli_io
 
     store = tmp_path / "s"
     assert cli("init", str(store))[0] == 0
@@ -113,7 +118,7 @@ def test_map_is_paged_on_a_terminal_only_when_longer_than_the_screen(tmp_path: P
     monkeypatch.setattr(shutil, "get_terminal_size", lambda *a: __import__("os").terminal_size((80, 4)))
     code, out, _ = cli("map", "--store", str(store))  # not a terminal: printed
     assert code == 0 and out.count("\n") == 5 and paged == []
-    monkeypatch.setattr(cli_module, "stdout_is_tty", lambda: True)
+    monkeypatch.setattr(cli_io, "stdout_is_tty", lambda: True)
     code, out, _ = cli("map", "--store", str(store))
     assert code == 0 and out == "" and paged[0].count("\n") == 5 and "reference/n0" in paged[0]
     monkeypatch.setattr(shutil, "get_terminal_size", lambda *a: __import__("os").terminal_size((80, 40)))

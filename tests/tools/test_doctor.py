@@ -71,9 +71,9 @@ def test_model_route_is_named_and_a_broken_one_is_a_problem(store: Store, tmp_pa
     import os
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    proc = doctor(store)  # auto with neither route: a note, not a problem
+    proc = doctor(store)  # auto with neither route: a warning, not a problem
     assert proc.returncode == 0, proc.stdout
-    assert ("ok       model route: none: no ANTHROPIC_API_KEY set, and `claude` (Claude Code) "
+    assert ("warning  model route: none: no ANTHROPIC_API_KEY set, and `claude` (Claude Code) "
             "is not on PATH") in proc.stdout
     bindir = tmp_path / "bin"
     bindir.mkdir()

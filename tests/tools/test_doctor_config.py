@@ -36,3 +36,16 @@ def test_doctor_passes_a_clean_config(tmp_path: Path) -> None:
     assert cli("init", str(s))[0] == 0
     code, out, _ = cli("doctor", "--store", str(s))
     assert "cardmem.toml: valid" in out
+
+
+def test_no_model_at_all_is_a_warning_not_a_failure(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    import os
+    import shutil
+
+    monkeypatch.setenv("PATH", os.path.dirname(shutil.which("git")))  # git, but no `claude`
+    s = tmp_path / "s"
+    assert cli("init", str(s))[0] == 0
+    code, out, _ = cli("doctor", "--json", "--store", str(s))
+    (line,) = [m for m in json.loads(out) if m["message"].startswith("model route:")]
+    assert line.get("warning") is True and "learning, ask and judge need one" in line["message"]
