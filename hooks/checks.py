@@ -32,6 +32,9 @@ def _interpreter_ok(command: str) -> tuple[bool, str]:
         return False, "unparsable command"
     if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
         return False, f"its interpreter {exe} does not exist (a removed virtualenv?)"
+    script = shlex.split(command)[1:3]
+    if script[:1] == ["-S"] and len(script) == 2 and not os.path.isfile(script[1]):
+        return False, f"its script {script[1]} does not exist (cardmem moved or removed?)"
     return True, exe
 
 
