@@ -187,6 +187,11 @@ def check_point_of_action(store: Any, days: int = 30) -> list[tuple[bool, str]]:
                           f"{tot['relevance']} by relevance; most: "
                           + ", ".join(f"{k} ({sum(v.values())})" for k, v in top)
                           + " (`cardmem rules stats`)"))
+        refused = sorted(((v["deny"], k) for k, v in c.items() if v["deny"]), reverse=True)
+        if refused:
+            out.append((True, "rules at the point of action: refused calls, by rule: "
+                              + ", ".join(f"{k} ({n})" for n, k in refused[:10])
+                              + (" ..." if len(refused) > 10 else "")))
     return out
 
 

@@ -89,6 +89,8 @@ def test_every_firing_is_counted_and_shown(store):
     lines = [line for ok, line in check_point_of_action(store)]
     assert any("3 of 4 rules name what they govern (1 deny, 1 ask, 1 remind)" in x for x in lines)
     assert any("2 refusal(s), 0 question(s), 1 reminder(s)" in x for x in lines)
+    assert "rules at the point of action: refused calls, by rule: feedback/no-force-push (2)" \
+        in lines
     log = (store.root / ".cardmem" / "hooks.log").read_text()
     assert "pre-tool-use" in log and "deny feedback/no-force-push (Bash)" in log
 
