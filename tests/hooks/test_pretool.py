@@ -196,3 +196,20 @@ def test_the_installed_command_runs_without_site_json_or_re(store):
     again = run(bash("git push -f"))
     assert json.loads(again.stdout)["hookSpecificOutput"]["permissionDecision"] == "ask"
     assert "trigger table rebuilt" in (store.root / ".cardmem" / "hooks.log").read_text()
+
+
+def test_hookjson_reads_and_writes_as_json_does():
+    from cardmem.hooks import hookjson
+
+    value = {"a": [1, 2.5, "xé\n\"\\\x01", None, True, False, {"b": {}}, -0.0, 10**30],
+             "tool_input": {"command": "git push --force 'x'"}}
+    text = json.dumps(value)
+    assert hookjson.loads(text) == value and hookjson.loads(f" \n{text}\n ") == value
+    assert hookjson.dumps(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    assert json.loads(hookjson.dumps({"n": float("nan")}))["n"] != 0
+    for bad in ("", "not json", '{"a": 1} x', '{"a":', "{'a': 1}", "[1,]"):
+        try:
+            hookjson.loads(bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"accepted {bad!r}")
