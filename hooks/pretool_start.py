@@ -10,17 +10,18 @@ in an editable one) and runs hooks/pretool.py. When they are not there, `site` r
 after all; so it does when the hook must rebuild its table, which reads cards with the
 installed packages (hooks/pretool.py).
 """
+import os  # frozen in the interpreter: found before sys.path is looked at
 import sys
 
-del sys.path[0]  # this script's folder: hooks/ is a package, not a place for top-level names
-
-import os  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+if sys.path and os.path.abspath(sys.path[0] or os.curdir) == HERE:
+    del sys.path[0]  # this script's folder: hooks/ is a package, not a place for top-level names
 
 
 def main() -> int:
     # cardmem is a namespace package over the folder holding hooks/, store/ and tools/:
     # site-packages/cardmem/ when installed, the source tree when installed editable.
-    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    top = os.path.dirname(HERE)
     if "cardmem" not in sys.modules and os.path.isfile(os.path.join(top, "store", "triggers.py")):
         cardmem = type(sys)("cardmem")
         cardmem.__path__ = [top]  # what an import finder would have found
