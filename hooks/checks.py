@@ -33,6 +33,9 @@ def _interpreter_ok(command: str) -> tuple[bool, str]:
         return False, "unparsable command"
     if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
         return False, f"its interpreter {exe} does not exist (a removed virtualenv?)"
+    script = shlex.split(command)[1:3]
+    if script[:1] == ["-S"] and len(script) == 2 and not os.path.isfile(script[1]):
+        return False, f"its script {script[1]} does not exist (cardmem moved or removed?)"
     return True, exe
 
 
@@ -188,6 +191,11 @@ def check_point_of_action(store: Any, days: int = 30) -> list[tuple[bool, str]]:
                           f"{tot['relevance']} by relevance; most: "
                           + ", ".join(f"{k} ({sum(v.values())})" for k, v in top)
                           + " (`cardmem rules stats`)"))
+        refused = sorted(((v["deny"], k) for k, v in c.items() if v["deny"]), reverse=True)
+        if refused:
+            out.append((True, "rules at the point of action: refused calls, by rule: "
+                              + ", ".join(f"{k} ({n})" for n, k in refused[:10])
+                              + (" ..." if len(refused) > 10 else "")))
     return out
 
 

@@ -7,7 +7,6 @@ person sees which rules earn their place. Writing never raises.
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 
@@ -26,8 +25,10 @@ def record(root: str, session: str | None, tool: str, fired: list[dict]) -> None
         except FileNotFoundError:
             pass
         now = round(time.time(), 3)
-        lines = "".join(json.dumps({"t": now, "session": (session or "")[:12], "rule": f["id"],
-                                    "action": f["action"], "kind": f["kind"], "tool": tool})
+        from .hookjson import dumps  # not json: the PreToolUse hook writes these
+
+        lines = "".join(dumps({"t": now, "session": (session or "")[:12], "rule": f["id"],
+                               "action": f["action"], "kind": f["kind"], "tool": tool})
                         + "\n" for f in fired)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
@@ -40,6 +41,8 @@ def record(root: str, session: str | None, tool: str, fired: list[dict]) -> None
 
 def events(root: str, since: float = 0.0) -> list[dict]:
     """Every recorded firing at or after `since` (epoch seconds), oldest first."""
+    from .hookjson import loads
+
     out = []
     base = os.path.join(root, ".cardmem", NAME)
     for path in (base + ".1", base):
@@ -47,7 +50,7 @@ def events(root: str, since: float = 0.0) -> list[dict]:
             with open(path, encoding="utf-8", errors="replace") as f:
                 for line in f:
                     try:
-                        e = json.loads(line)
+                        e = loads(line)
                     except ValueError:
                         continue
                     if isinstance(e, dict) and e.get("t", 0) >= since:

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 MAX_BYTES = 1_000_000
 NAME = "hooks.log"
@@ -20,15 +23,16 @@ def write(store_root: Path | str | None, event: str, started: float, outcome: st
     if store_root is None:
         return
     try:
-        state = Path(store_root) / ".cardmem"
-        if not state.is_dir():
-            if not (Path(store_root) / ".git").exists():
+        # os.path, not pathlib: the PreToolUse hook logs and runs before every tool call.
+        state = os.path.join(os.fspath(store_root), ".cardmem")
+        if not os.path.isdir(state):
+            if not os.path.exists(os.path.join(os.fspath(store_root), ".git")):
                 return  # not a store: leave no trace in a random folder
-            state.mkdir(exist_ok=True)
-        path = state / NAME
+            os.makedirs(state, exist_ok=True)
+        path = os.path.join(state, NAME)
         try:
-            if path.stat().st_size >= MAX_BYTES:
-                os.replace(path, state / (NAME + ".1"))
+            if os.stat(path).st_size >= MAX_BYTES:
+                os.replace(path, path + ".1")
         except FileNotFoundError:
             pass
         ms = (time.monotonic() - started) * 1000

@@ -13,6 +13,7 @@ uninstall removes exactly them, plus the containers it created (recorded in a sm
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import sys
@@ -24,7 +25,9 @@ from cardmem.store.writer import atomic_write
 
 MODULE = "cardmem.hooks.claude_code"
 PRETOOL_MODULE = "cardmem.hooks.pretool"  # its own lean module: it runs before every act
-MODULES = (MODULE, PRETOOL_MODULE)
+# ... started as a script without `site` (`python -S …/hooks/pretool_start.py`): see there.
+PRETOOL_START = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pretool_start.py")
+MODULES = (MODULE, PRETOOL_MODULE, "hooks/pretool_start.py")  # how ours are recognised
 # event in settings.json -> (our event name, extra keys of the hook entry)
 HOOKS: dict[str, tuple[str, dict[str, Any]]] = {
     "SessionStart": ("session-start", {"timeout": 10}),
@@ -56,7 +59,7 @@ def command(event: str, store: Path | None = None, python: str | None = None,
             rules_file: Path | None = None) -> str:
     """The shell command Claude Code runs for one of our events."""
     if event == "pre-tool-use":
-        parts = [python or sys.executable, "-m", PRETOOL_MODULE]
+        parts = [python or sys.executable, "-S", PRETOOL_START]
         if store is not None:
             parts += ["--store", str(Path(store).expanduser().absolute())]
         return " ".join(shlex.quote(p) for p in parts)

@@ -19,8 +19,9 @@ It reads one file, the store's compiled trigger table (store/triggers.py), and a
 
 It never breaks a session: any failure lets the call through, and is logged in
 `.cardmem/hooks.log` (`cardmem doctor` shows it). Every firing is counted
-(hooks/firings.py). Imports are kept to os, marshal and the matcher (json and fnmatch
-only when a rule may fire): the hook runs before every such tool call.
+(hooks/firings.py). Imports are kept to os, marshal and the matcher (no json, re or
+pathlib; fnmatch only for a pattern with `?` or `[` that may match): the hook runs
+before every such tool call, started without `site` (hooks/pretool_start.py).
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ import os
 import sys
 import time
 
-from . import jsonin
+from . import hookjson
 
 CHILD_ENV = "CARDMEM_HOOK_CHILD"  # as hooks/claude_code.py: idle inside our own claude -p
 SESSIONS = "pretool-sessions.json"  # in .cardmem/: session -> last relevance reminder
@@ -47,18 +48,16 @@ def _root(store_path: str | None) -> str:
 def _last(root: str, session: str) -> str | None:
     try:
         with open(os.path.join(root, ".cardmem", SESSIONS), encoding="utf-8") as f:
-            return (jsonin.loads(f.read()).get(session) or [None])[0]
+            return (hookjson.loads(f.read()).get(session) or [None])[0]
     except (OSError, ValueError, AttributeError, TypeError, IndexError):
         return None
 
 
 def _remember_last(root: str, session: str, rule: str) -> None:
-    import json
-
     path = os.path.join(root, ".cardmem", SESSIONS)
     try:
         with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+            data = hookjson.loads(f.read())
         if not isinstance(data, dict):
             data = {}
     except (OSError, ValueError):
@@ -70,7 +69,7 @@ def _remember_last(root: str, session: str, rule: str) -> None:
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(data, f)
+            f.write(hookjson.dumps(data))
         os.replace(tmp, path)
     except OSError:
         pass
@@ -130,7 +129,14 @@ def handle(payload: dict, root: str) -> tuple[dict, str]:
     from cardmem.store import triggers
     from cardmem.store.rule_match import decide
 
-    table, rebuilt = triggers.ensure(root)
+    table = triggers.load(root)
+    rebuilt = table is None
+    if rebuilt:  # a rule changed by hand: read the cards, with the installed packages
+        if sys.flags.no_site:  # started by hooks/pretool_start.py
+            import site
+
+            site.main()
+        table = triggers.ensure(root)[0]
     tool = str(payload.get("tool_name") or "")
     session = str(payload.get("session_id") or "")
     last = _last(root, session) if session else None
@@ -156,18 +162,16 @@ def run(store_path: str | None = None, stdin=None, stdout=None) -> int:
     root, payload = None, {}
     try:
         root = _root(store_path)
-        payload = jsonin.loads((stdin or sys.stdin).read() or "{}")
+        payload = hookjson.loads((stdin or sys.stdin).read() or "{}")
         if not isinstance(payload, dict):
             payload = {}
         out, outcome = handle(payload, root)
         if out:
-            import json
-
-            (stdout or sys.stdout).write(json.dumps(out, ensure_ascii=False) + "\n")
+            (stdout or sys.stdout).write(hookjson.dumps(out) + "\n")
     except Exception as exc:  # noqa: BLE001 - the hook must never stop a tool call by failing
         outcome = f"error: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}; call let through"
     if outcome:
-        from . import hooklog  # pathlib: only when there is something to log
+        from . import hooklog  # only when there is something to log
 
         hooklog.write(root, "pre-tool-use", started, outcome, str(payload.get("session_id") or ""))
     return 0

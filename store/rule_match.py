@@ -53,9 +53,11 @@ def command_strings(line: str) -> list[str]:
 
 
 def fnmatchcase(text: str, glob: str) -> bool:
-    """fnmatch.fnmatchcase, tried only when the glob's literal ends fit the text: fnmatch
-    compiles a regular expression per pattern (and imports `re`), the dearest step of a
-    hook's call, and most patterns a call meets cannot match it."""
+    """fnmatch.fnmatchcase, without its regular expressions where they are not needed.
+    fnmatch compiles one per pattern (and imports `re`): the dearest step of a hook's
+    call. A pattern whose literal ends do not fit the text cannot match, and one whose
+    only wildcard is `*` (most of them) is matched by finding its literal parts in order;
+    fnmatch itself sees only the rest."""
     head = len(glob)
     for i, ch in enumerate(glob):
         if ch in "*?[":
@@ -69,9 +71,21 @@ def fnmatchcase(text: str, glob: str) -> bool:
     tail = max(glob.rfind("*"), glob.rfind("?"), glob.rfind("]"), head) + 1
     if not text.endswith(glob[tail:]) or len(text) < head + len(glob) - tail:
         return False
-    from fnmatch import fnmatchcase as match
+    if "?" in glob or "[" in glob:
+        from fnmatch import fnmatchcase as match
 
-    return match(text, glob)
+        return match(text, glob)
+    tail = glob.rfind("*") + 1  # without `[`, a `]` is literal
+    if not text.endswith(glob[tail:]) or len(text) < head + len(glob) - tail:
+        return False
+    at, end = head, len(text) - (len(glob) - tail)
+    for part in glob[head:tail].split("*"):  # the literal runs between the stars
+        if part:
+            found = text.find(part, at, end)
+            if found < 0:
+                return False
+            at = found + len(part)
+    return True
 
 
 def _bash_hit(globs: list[str], commands: list[list[str]]) -> tuple[str, str] | None:

@@ -129,7 +129,7 @@ def load(root: str) -> Table | None:
 def dump(table: dict[str, Any]) -> bytes:
     """The file's bytes for a table (see load)."""
     hot = marshal.dumps({k: v for k, v in table.items() if k not in COLD})
-    cold = marshal.dumps({k: table[k] for k in COLD if k in table})
+    cold = marshal.dumps({k: table.get(k) for k in COLD if table.get(k) is not None})
     return MAGIC + len(hot).to_bytes(4, "little") + hot + cold
 
 

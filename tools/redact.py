@@ -79,9 +79,6 @@ _RULES: tuple[_Rule, ...] = (
         ),
         ("PRIVATE KEY",),
     ),
-    # The same block, base64-encoded (kubeconfig client-key-data, Kubernetes secrets).
-    _Rule("private-key", _c(r"(?P<s>LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}={0,2})"), ("ls0tls1crudjti",),
-          in_words=True, accept=ctx.b64_private_key_ok),
     # scheme://user:password@host: scheme, user and host stay, the password goes.
     _Rule(
         "connection-password",
@@ -89,6 +86,9 @@ _RULES: tuple[_Rule, ...] = (
         ("://",),
         accept=lambda m, _t: "[REDACTED:" not in m.group("s"),
     ),
+    # The same block, base64-encoded (kubeconfig client-key-data, Kubernetes secrets).
+    _Rule("private-key", _c(r"(?P<s>LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}={0,2})"), ("ls0tls1crudjti",),
+          in_words=True, accept=ctx.b64_private_key_ok),
     *(_Rule(kind, _c(p), needles, in_words=True) for kind, p, needles in WEBHOOKS),
     *(_Rule(t.kind, _c(t.pattern), t.needles, in_words=True, accept=t.accept, left=t.left)
       for t in TOKENS),
@@ -138,6 +138,12 @@ _RULES: tuple[_Rule, ...] = (
           accept=ctx.near_ok),
 )
 
+# The word rules run together (_word_rules): they must be one run in _RULES.
+_WORD_RULES = tuple(r for r in _RULES if r.in_words)
+_first = next(i for i, r in enumerate(_RULES) if r.in_words)
+assert _RULES[_first:_first + len(_WORD_RULES)] == _WORD_RULES
+del _first
+
 # The token rules' keywords are looked up in the words of a text that are at least
 # this long (no token is shorter), deduplicated: a few per cent of a transcript. A rule
 # whose keyword is there is tried on those words first, and on the whole text only if
@@ -152,7 +158,41 @@ def _long_words(text: str) -> str:
     return " ".join({w for w in text.translate(_SPLIT).split() if len(w) >= MIN_WORD})
 
 
-def _matches(rule: _Rule, text: str, lowered: str | None) -> Iterator[re.Match[str]]:
+# Characters of real text past a window's word that a pattern's look-ahead may read.
+LOOKAHEAD = 64
+
+
+def _word_windows(rule: _Rule, words: str, text: str) -> list[tuple[int, int]]:
+    """Where in `text` a word rule can match: the occurrences of the long words in which
+    it matches (`words` are text's long words), merged and sorted.
+
+    A word rule's whole match is one word of MIN_WORD+ characters (in_words), so every
+    match lies inside a long word the rule matches in `words`; finding those words with
+    str.find is much cheaper than running the pattern over 2 MB once per kind present.
+    """
+    hits = set()
+    for m in rule.pattern.finditer(words):
+        start = words.rfind(" ", 0, m.start()) + 1
+        end = words.find(" ", m.end())
+        hits.add(words[start:end if end >= 0 else len(words)])
+    spans = []
+    for w in hits:
+        at = text.find(w)
+        while at >= 0:
+            spans.append((at, at + len(w)))
+            at = text.find(w, at + 1)
+    spans.sort()
+    merged: list[tuple[int, int]] = []
+    for a, b in spans:
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def _matches(rule: _Rule, text: str, lowered: str | None,
+             windows: list[tuple[int, int]] | None = None) -> Iterator[re.Match[str]]:
     """Accepted, non-overlapping matches of the rule, left to right.
 
     With an anchor, the rule's pattern is only tried where one of its literals occurs
@@ -161,6 +201,18 @@ def _matches(rule: _Rule, text: str, lowered: str | None) -> Iterator[re.Match[s
     otherwise, or without an anchor, the pattern scans the text itself.
     """
     accept = rule.accept or (lambda _m, _t: True)
+    if windows is not None:
+        # Each window scanned from its word's start (a look-behind still sees the text
+        # before it) to a little past its end (a look-ahead sees the real next characters).
+        end = 0
+        for a, b in windows:
+            for m in rule.pattern.finditer(text, a, min(len(text), b + LOOKAHEAD)):
+                if m.start() >= b:
+                    break
+                if m.start() >= end and accept(m, text):
+                    end = m.end()
+                    yield m
+        return
     if rule.anchor is None or lowered is None or len(lowered) != len(text):
         yield from (m for m in rule.pattern.finditer(text) if accept(m, text))
         return
@@ -191,29 +243,64 @@ def _apply(rule: _Rule, text: str, lowered: str | None, counts: Counter[str]) ->
     return "".join(out)
 
 
+def _word_rules(rules: tuple[_Rule, ...], text: str, counts: Counter[str]) -> str:
+    """The word rules (provider token shapes, webhooks) together, in one pass over text.
+
+    Each is tried only if one of its keywords, then its pattern, turns up in the text's
+    long words (see _long_words; most keywords, like sk-, pat or key-, turn up in ordinary
+    text), and then only around the long words it matches (_word_windows). All of them
+    look at the same text and the secrets they find are replaced at once: where two
+    overlap, the earlier rule (the more specific shape) wins, as when each ran on the
+    output of the one before. Two MB with a hundred kinds present cost one copy, not a
+    hundred regex passes and copies.
+    """
+    words = _long_words(text)
+    lowered = words.lower()
+    whole = words is text  # a small text is its own words: scanned whole, as cheaply
+    taken: list[tuple[int, int, str]] = []  # (start, end, kind) of each secret
+    for rule in rules:
+        if not any(n in lowered for n in rule.needles) or not rule.pattern.search(words):
+            continue
+        windows = None if whole else _word_windows(rule, words, text)
+        for m in _matches(rule, text, None, windows):
+            g = ctx.secret_group(m)
+            start, end = m.start(g) - rule.left, m.end(g)
+            if not any(start < e and s < end for s, e, _ in taken):
+                taken.append((max(0, start), end, rule.kind))
+    if not taken:
+        return text
+    out: list[str] = []
+    pos = 0
+    for start, end, kind in sorted(taken):
+        counts[kind] += 1
+        out.append(text[pos:max(pos, start)])
+        out.append(MARKER.format(kind))
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
 def redact_with_counts(text: str) -> tuple[str, dict[str, int]]:
     """The redacted text and how many secrets of each kind were replaced."""
     counts: Counter[str] = Counter()
     lowered: str | None = None
-    # Looked up once, in the text as it came: a later rule's marker adds no keyword
-    # worth a look, and one that a marker took away only costs a useless pass.
-    words: tuple[str, str] | None = None  # the long words, and lowered
+    done_words = False
     for rule in _RULES:
         if rule.in_words:
-            if words is None:
-                w = _long_words(text)
-                words = (w, w.lower())
-            if not any(n in words[1] for n in rule.needles) or not rule.pattern.search(words[0]):
-                continue
+            if not done_words:  # the run of word rules, together
+                done_words = True
+                new = _word_rules(_WORD_RULES, text, counts)
+                if new != text:
+                    text, lowered = new, None
+            continue
+        if rule.lowered:
+            if lowered is None:
+                lowered = text.lower()
+            hay = lowered
         else:
-            if rule.lowered:
-                if lowered is None:
-                    lowered = text.lower()
-                hay = lowered
-            else:
-                hay = text
-            if not any(n in hay for n in rule.needles):
-                continue
+            hay = text
+        if not any(n in hay for n in rule.needles):
+            continue
         new = _apply(rule, text, lowered if rule.lowered else None, counts)
         if new != text:
             text, lowered = new, None

@@ -108,8 +108,9 @@ def test_deny_stops_a_compound_command_and_names_the_rule(world, claude_code):
     assert "refused by the user's rule `feedback/no-force-push`" in text
     assert "`git push --force*` matched `git push --force origin main`" in text
     assert "WOMBAT-DENY-5150" in text
-    events = (world["store"] / ".cardmem" / "rule-events.jsonl").read_text()
-    assert '"rule": "feedback/no-force-push", "action": "deny"' in events
+    events = (world["store"] / ".cardmem" / "rule-events.jsonl").read_text().splitlines()
+    assert [(e["rule"], e["action"]) for e in map(json.loads, events)] == \
+        [("feedback/no-force-push", "deny")]
 
 
 def test_remind_lets_the_call_run_and_the_rule_reaches_the_model(world, claude_code):

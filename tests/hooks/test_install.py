@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cardmem.hooks.install import MATCHERS, MODULE, MODULES, command, install, uninstall
+from cardmem.hooks.install import (MATCHERS, MODULE, MODULES, PRETOOL_START, command, install,
+                                   uninstall)
 from cardmem.store.errors import CardmemError
 
 USER_SETTINGS = {
@@ -46,7 +47,7 @@ def test_install_merges_and_keeps_everything_else(tmp_path):
     assert "async" not in added["SessionStart"]
     assert added["SessionStart"]["command"].startswith(sys.executable)
     assert added["SessionStart"]["command"].endswith(" session-start")
-    assert added["PreToolUse"]["command"].startswith(f"{sys.executable} -m cardmem.hooks.pretool")
+    assert added["PreToolUse"]["command"].startswith(f"{sys.executable} -S {PRETOOL_START}")
     # ours in a group of its own, with the acting tools' matcher; the user's Bash audit intact
     pre = data["hooks"]["PreToolUse"]
     assert pre[0] == USER_SETTINGS["hooks"]["PreToolUse"][0]
@@ -191,3 +192,17 @@ def test_reinstalls_keep_one_backup_and_claude_json_is_backed_up_too(tmp_path):
                        "--mcp-config", str(claude))
     assert json.loads(claude.read_text()) == {"numStartups": 3, "mcpServers": {}}
     assert len(list(tmp_path.glob("*.bak*"))) == 2
+
+def test_an_install_of_the_pretool_hook_by_module_is_updated_in_place(tmp_path):
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps(USER_SETTINGS))
+    install(path)
+    data = json.loads(path.read_text())
+    ours_now = data["hooks"]["PreToolUse"][1]["hooks"][0]
+    ours_now["command"] = f"{sys.executable} -m cardmem.hooks.pretool"  # as installed before
+    path.write_text(json.dumps(data))
+    install(path)
+    pre = json.loads(path.read_text())["hooks"]["PreToolUse"]
+    assert len(pre) == 2 and pre[1]["hooks"][0]["command"] == command("pre-tool-use")
+    uninstall(path)
+    assert json.loads(path.read_text()) == USER_SETTINGS

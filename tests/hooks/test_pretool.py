@@ -89,6 +89,8 @@ def test_every_firing_is_counted_and_shown(store):
     lines = [line for ok, line in check_point_of_action(store)]
     assert any("3 of 4 rules name what they govern (1 deny, 1 ask, 1 remind)" in x for x in lines)
     assert any("2 refusal(s), 0 question(s), 1 reminder(s)" in x for x in lines)
+    assert "rules at the point of action: refused calls, by rule: feedback/no-force-push (2)" \
+        in lines
     log = (store.root / ".cardmem" / "hooks.log").read_text()
     assert "pre-tool-use" in log and "deny feedback/no-force-push (Bash)" in log
 
@@ -156,3 +158,58 @@ def test_doctor_fails_on_a_malformed_enforce_and_names_downgrades(store):
     bad = [line for ok, line in results if not ok]
     assert bad == ["rules at the point of action: feedback/typo: enforce 'block' is not "
                    "remind, ask or deny; reminding"]
+
+
+def test_the_installed_command_runs_without_site_json_or_re(store):
+    """As Claude Code starts it: `python -S …/pretool_start.py`; an ungoverned call and a
+    refusal import nothing beyond the hook (no site, json, re, pathlib), a stale table
+    (a rule edited by hand) is rebuilt with site after all."""
+    import os
+    import shlex
+
+    from cardmem.hooks.install import command
+    from cardmem.store import triggers
+
+    make_rules(store)
+    triggers.build(store)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+    def run(payload, *extra):
+        args = shlex.split(command("pre-tool-use", store.root))
+        args[1:1] = list(extra)
+        done = subprocess.run(args, input=json.dumps(payload), capture_output=True, text=True,
+                              env=env, cwd=store.root.parent)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    quiet = run(bash("ls -la && git status"), "-X", "importtime")
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in quiet.stderr.splitlines()}
+    assert quiet.stdout == "" and "cardmem.store.rule_match" in loaded
+    assert not loaded & {"site", "json", "re", "fnmatch", "pathlib", "cardmem.hooks.hooklog"}
+    deny = run(bash("touch X && sudo git push -f origin main"), "-X", "importtime")
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in deny.stderr.splitlines()}
+    assert json.loads(deny.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert not loaded & {"site", "json", "re", "pathlib"}
+    (store.root / "feedback" / "no-force-push.md").write_text(
+        "---\ntitle: Never force-push\ntype: feedback\napplies_to: [\"git push -f*\"]\n"
+        "enforce: ask\n---\nAsk first.\n")
+    again = run(bash("git push -f"))
+    assert json.loads(again.stdout)["hookSpecificOutput"]["permissionDecision"] == "ask"
+    assert "trigger table rebuilt" in (store.root / ".cardmem" / "hooks.log").read_text()
+
+
+def test_hookjson_reads_and_writes_as_json_does():
+    from cardmem.hooks import hookjson
+
+    value = {"a": [1, 2.5, "xé\n\"\\\x01", None, True, False, {"b": {}}, -0.0, 10**30],
+             "tool_input": {"command": "git push --force 'x'"}}
+    text = json.dumps(value)
+    assert hookjson.loads(text) == value and hookjson.loads(f" \n{text}\n ") == value
+    assert hookjson.dumps(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    assert json.loads(hookjson.dumps({"n": float("nan")}))["n"] != 0
+    for bad in ("", "not json", '{"a": 1} x', '{"a":', "{'a': 1}", "[1,]"):
+        try:
+            hookjson.loads(bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"accepted {bad!r}")
