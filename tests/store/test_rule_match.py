@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cardmem.store.rule_match import classify, command_strings, governed
-from cardmem.store.shellsplit import simple_commands
+from cardmem.store.rules.match import classify, command_strings, governed
+from cardmem.store.rules.shellsplit import simple_commands
 
 FORCE = {"bash": ["git push --force*", "git push -f*"]}
 
