@@ -13,8 +13,8 @@ from pathlib import Path
 import click
 
 from cardmem.store.errors import CardmemError
-from cardmem.tools.cli.options import (STORE_HELP, emit_json, given_path, json_option,  # noqa: F401
-                                       open_store, store_option, store_value)
+from cardmem.tools.cli.options import (STORE_HELP, emit_json, given_path, json_option,
+                                       open_store, store_option)
 
 # command name -> "module:attribute" of a click command, imported on first use.
 LAZY: dict[str, str] = {
