@@ -108,8 +108,8 @@ class Store(StoreRoot):
         if agent and card_type in self.config["extract"]["protected_types"] \
                 and fields.get("status") != "proposed":
             # The one door agents share: a live rule or user card is a person's to make.
-            raise CardmemError(f"card {cid}", f"an agent may not make a live {card_type} "
-                                              "card; it must be a proposal (store/learning/proposals.py)")
+            raise CardmemError(f"card {cid}", f"an agent may not make a live {card_type} card; "
+                                              "it must be a proposal (store/learning/proposals.py)")
         text = cardlib.render(fields, body)
 
         def create() -> dict[str, bytes | None]:
@@ -153,7 +153,8 @@ class Store(StoreRoot):
         store, or create one. Returns (id, created).
 
         Several cards of that title: refused, naming them. An agent never appends to a
-        protected card (callers make a proposal instead: store/learning/proposals.py); a person may.
+        protected card (callers make a proposal instead: store/learning/proposals.py); a
+        person may.
         """
         utf8(title, "title"), utf8(body, "body")
         protected = set(self.config["extract"]["protected_types"])

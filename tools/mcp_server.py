@@ -125,7 +125,8 @@ class CardTools:
 
     def search(self, query: str, limit: int = 5, type: str | None = None,
                project: str | None = None, base: str | None = None) -> dict[str, Any]:
-        from cardmem.store.index import db as index  # lazy: the first search also refreshes the index
+        # lazy: the first search also refreshes the index
+        from cardmem.store.index import db as index
 
         if not query or not query.strip():
             raise ValueError("query: is empty; say what to look for")

@@ -1,7 +1,8 @@
 """HEAD's commit read from the files under .git, without starting git.
 
 Only os is imported: the search command reads HEAD before it loads anything else
-(store/index/freshness.py), and a write reads the new HEAD right after its commit (store/git/runner.py).
+(store/index/freshness.py), and a write reads the new HEAD right after its commit
+(store/git/runner.py).
 """
 from __future__ import annotations
 

@@ -346,7 +346,8 @@ class Index:
         wanted = set(ids)
         counts = self._repairing(lambda: self._refresh(wanted))
         if self._touched and self._files is None:
-            from . import freshness as anchor  # rows changed outside a walk: git must not vouch for them
+            # rows changed outside a walk: git must not vouch for them
+            from . import freshness as anchor
 
             anchor.settle(self.conn, None, None, self._touched, 0)
         return counts

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from cardmem.store.errors import CardmemError
-from cardmem.tools.cli.options import (STORE_HELP, emit_json, given_path, json_option,
+from cardmem.tools.cli.options import (AGENT_ENV, STORE_HELP, emit_json, given_path, json_option,
                                        open_store, store_option)
 
 # command name -> "module:attribute" of a click command, imported on first use.
@@ -67,11 +67,6 @@ def read_body(body: str | None) -> str:
     if body == "-":
         return sys.stdin.read()
     return body or ""
-
-
-# Set ("1") where cardmem launches itself for an agent (hooks, the MCP server entry): an
-# agent that shells out to `cardmem new` or `remember` gets its secrets redacted.
-AGENT_ENV = "CARDMEM_AGENT"
 
 
 def screen_secrets(texts: list[str | None], redact: bool) -> list[str | None]:

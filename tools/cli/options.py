@@ -48,3 +48,8 @@ def open_store(store_path: Path | None):
 
 def emit_json(data: Any) -> None:
     click.echo(json_text(data))
+
+
+# Set ("1") where cardmem launches itself for an agent (hooks, the MCP server entry): an
+# agent that shells out to `cardmem new` or `remember` gets its secrets redacted.
+AGENT_ENV = "CARDMEM_AGENT"
