@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE))
 
 from gen_store import commit_store, generate, top_up_rules  # noqa: E402
 
-from cardmem.store.index import Index  # noqa: E402
+from cardmem.store.index.db import Index  # noqa: E402
 from cardmem.store.store import Store  # noqa: E402
 
 SECTION = "## Session-start hook (issues 4, 12)"
@@ -118,7 +118,7 @@ def main() -> None:
                           "hook_event_name": "SessionStart", "transcript_path": "/dev/null"})
     py = sys.executable
     from cardmem.hooks.claude_code import MAX_CONTEXT, host_len
-    from cardmem.store.rules_file import deliver
+    from cardmem.store.rules.host_file import deliver
 
     rules_file = a.dir / "hook-home" / ".claude" / "rules" / "cardmem.md"
     delivery = deliver(store, rules_file)  # what `cardmem install claude-code` does

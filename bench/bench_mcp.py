@@ -74,7 +74,7 @@ import anyio, mcp.server.mcpserver
 from mcp import Client
 import jsonschema  # the client checks results with it, loaded on its first call: not the server's cost
 t = time.perf_counter()
-from cardmem.tools.cli import open_store
+from cardmem.tools.cli.options import open_store
 from cardmem.tools.mcp_server import build_server
 server = build_server(open_store({str(root)!r}), warm={warm!r})
 built = time.perf_counter() - t
@@ -90,7 +90,7 @@ async def go():
         await c.call_tool("search", {{"query": {QUERY!r}, "limit": 5}})
         return first, time.perf_counter() - t
 first, second = anyio.run(go)
-from cardmem.store.index import Index
+from cardmem.store.index.db import Index
 idx = Index(open_store({str(root)!r}))
 idx.search({QUERY!r}, limit=5)
 t = time.perf_counter()
@@ -145,7 +145,7 @@ def main() -> None:
     ap.add_argument("--write", type=Path, help="Replace this benchmark's section of a RESULTS.md.")
     a = ap.parse_args()
 
-    from cardmem.store.index import Index
+    from cardmem.store.index.db import Index
     from cardmem.store.store import Store
 
     root = a.dir / str(a.cards)

@@ -36,8 +36,8 @@ from bench_hook import ENV, machine, timed  # noqa: E402
 from gen_store import commit_store, generate, top_up_rules  # noqa: E402
 
 from cardmem.hooks.install import command  # noqa: E402
-from cardmem.store import triggers  # noqa: E402
-from cardmem.store.index import Index  # noqa: E402
+from cardmem.store.rules import triggers  # noqa: E402
+from cardmem.store.index.db import Index  # noqa: E402
 from cardmem.store.store import Store  # noqa: E402
 
 SECTION = "## PreToolUse hook: rules at the point of action (issue 21)"

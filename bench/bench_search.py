@@ -28,7 +28,9 @@ sys.path.insert(0, str(HERE))
 
 from gen_store import commit_store, generate  # noqa: E402
 
-from cardmem.store.index import TOKENIZE, Index, walk  # noqa: E402
+from cardmem.store.index.schema import TOKENIZE
+from cardmem.store.index.db import Index
+from cardmem.store.index.files import walk  # noqa: E402
 
 CARDMEM = str(Path(sys.executable).with_name("cardmem"))
 
@@ -139,7 +141,7 @@ def mixed_queries(idx: Index, n: int, seed: int = 5) -> list[tuple[str, str]]:
     """A rare word of a card's title (in at most 60 cards, so that the card can rank in
     the top 10 of them) and a common word (in 3% to 30% of the cards) the card lacks,
     with the card: only the any tier can find it."""
-    from cardmem.store.search import quote, tokens, vocabulary
+    from cardmem.store.index.search import quote, tokens, vocabulary
 
     c = idx.conn
     vocabulary(idx, force=True)

@@ -32,7 +32,7 @@ sys.path.insert(0, str(HERE))
 
 from gen_store import generate  # noqa: E402
 
-from cardmem.store.index import Index  # noqa: E402
+from cardmem.store.index.db import Index  # noqa: E402
 
 CARDMEM = str(Path(sys.executable).with_name("cardmem"))
 SECTION = "## Watcher (issue 3)"

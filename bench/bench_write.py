@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE))
 
 from gen_store import generate  # noqa: E402
 
-from cardmem.store import card as cardlib  # noqa: E402
+from cardmem.store.cards import card as cardlib  # noqa: E402
 from cardmem.store.store import Store, init  # noqa: E402
 
 ID = {"user.name": "Bench Person", "user.email": "bench@example.com"}

@@ -6,7 +6,7 @@ Compiles the labelled rules of tests/store/relevance_set.py into a trigger table
 every labelled tool call, and sweeps the threshold: a call counts as a true positive when
 the one rule brought up is the labelled one, a false positive when a rule comes up for a
 call labelled with another rule or with none. Precision = TP / (TP + FP); recall = TP /
-calls labelled with a rule. The shipped threshold is store/triggers.py THRESHOLD.
+calls labelled with a rule. The shipped threshold is store/rules/triggers.py THRESHOLD.
 """
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ sys.path.insert(0, str(HERE.parent / "tests" / "store"))
 
 from relevance_set import CALLS, RULES  # noqa: E402
 
-from cardmem.store.rule_match import decide  # noqa: E402
-from cardmem.store.triggers import THRESHOLD, compile_rules  # noqa: E402
+from cardmem.store.rules.match import decide  # noqa: E402
+from cardmem.store.rules.triggers import THRESHOLD, compile_rules  # noqa: E402
 
 SECTION = "## Relevance of rules without applies_to (issue 21)"
 

@@ -122,7 +122,7 @@ def generate(root: Path, count: int, seed: int = 1) -> None:
 
 def commit_store(root: Path) -> None:
     """Commit the generated cards once, as a real store has them (a search's freshness
-    check asks git what changed since; see store/anchor.py)."""
+    check asks git what changed since; see store/index/freshness.py)."""
     if subprocess.run(["git", "-C", str(root), "rev-parse", "-q", "--verify", "HEAD"],
                       capture_output=True).returncode == 0:
         return

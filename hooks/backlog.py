@@ -1,4 +1,4 @@
-"""The learner's side of the retry queue (store/retry.py): re-extract what failed before.
+"""The learner's side of the retry queue (store/learning/retry.py): re-extract what failed before.
 
 A Stop or SessionEnd learner run first re-extracts the queue's due sessions, oldest
 first, and spools their signals (each batch with its session, day and project); the
@@ -45,14 +45,14 @@ def retry_due(store: Any, lock_path: Callable[[str], str]) -> str:
     failure (the model is likely down for all of them). `lock_path(session)` is the
     session's learner lock: an entry whose session is busy is left to that learner.
     Returns a note for the log ("" when there was nothing due)."""
-    from cardmem.store import retry
+    from cardmem.store.learning import retry
 
     entries = retry.due(store.root)
     if not entries:
         return ""
     from filelock import FileLock, Timeout
 
-    from cardmem.store.compound import spool
+    from cardmem.store.learning.compound import spool
     from cardmem.tools.redact import redact
 
     done, failed = 0, ""

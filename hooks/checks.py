@@ -1,7 +1,7 @@
 """`cardmem doctor`'s checks of the Claude Code installation (an entry point of the
 `cardmem.checks` group: tools/ may not import hooks/).
 
-Each check returns (ok, line), like tools/doctor.py's: whether Claude Code's settings run
+Each check returns (ok, line), like tools/cli/doctor.py's: whether Claude Code's settings run
 our hooks with a Python that still exists and this store, whether the rules file the
 hosts load is ours and current, whether the MCP server is registered with a live
 interpreter, and what the hook log says went wrong lately.
@@ -100,7 +100,7 @@ def check_rules_file(store: Any, command: str | None, settings: Path) -> list[tu
     own = _arg(command or "", "--store")
     if own and Path(own).resolve() != Path(store.root).resolve():
         return []  # another store's file: that store's doctor checks it
-    from cardmem.store.rules_file import deliver
+    from cardmem.store.rules.host_file import deliver
 
     d = deliver(store, Path(target), dry_run=True)
     if not d.ok:
@@ -161,7 +161,7 @@ def check_hook_log(store: Any) -> list[tuple[bool, str]]:
 def check_point_of_action(store: Any, days: int = 30) -> list[tuple[bool, str]]:
     """The trigger table (rules with applies_to, what was downgraded or is malformed) and
     what fired at tool calls in the last `days` days."""
-    from cardmem.store import triggers
+    from cardmem.store.rules import triggers
 
     from . import firings
 

@@ -56,7 +56,7 @@ def read_payload(stream=None) -> dict[str, Any]:
 
 
 def _store_root(store_path: str | None) -> Path:
-    from cardmem.store.paths import default_store
+    from cardmem.store.cards.paths import default_store
 
     return Path(store_path).expanduser().absolute() if store_path else default_store().absolute()
 
@@ -96,7 +96,7 @@ def session_start_context(payload: dict[str, Any], root: Path,
     """
     try:
         from cardmem.store.errors import CardmemError
-        from cardmem.store.lean import StoreRoot  # no YAML, writer or git to import
+        from cardmem.store.root import StoreRoot  # no YAML, writer or git to import
 
         store = StoreRoot.open(root)
     except Exception as exc:  # noqa: BLE001 - the session must start whatever happens
@@ -136,7 +136,7 @@ def session_start_context(payload: dict[str, Any], root: Path,
             user.append(f"{titled} rule(s) reached the model by title only"
                         + ("" if d is not None and d.ok else
                            "; `cardmem install claude-code` loads every rule whole"))
-        from cardmem.store.retry import retry_backlog
+        from cardmem.store.learning.retry import retry_backlog
 
         backlog = retry_backlog(store.root)  # one listdir
         if backlog["waiting"] or backlog["given_up"]:
@@ -164,7 +164,7 @@ def session_start_context(payload: dict[str, Any], root: Path,
 
 def _rule_titles(root: Path) -> str:
     """The last resort: the rule files' names, so no rule is invisible."""
-    from cardmem.store.status import says_proposed
+    from cardmem.store.cards.status import says_proposed
 
     try:
         files = sorted((root / "feedback").glob("*.md"))
@@ -226,7 +226,7 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
     """Transcript -> redacted excerpt -> signals -> one commit. Returns the log outcome.
 
     The retry backlog's due sessions go first, into the same commit. A failed
-    extraction keeps the excerpt in the retry queue (store/retry.py): nothing is lost.
+    extraction keeps the excerpt in the retry queue (store/learning/retry.py): nothing is lost.
     """
     from cardmem.store.errors import CardmemError
     from cardmem.store.store import Store
@@ -263,7 +263,7 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
             return _file_pending(store, session, source, "skipped: nothing new since the last run",
                                  retried)
         cfg = store.config
-        from cardmem.store import retry
+        from cardmem.store.learning import retry
         from cardmem.tools.redact import redact
 
         # redact, then cut: half a token is no longer recognised
@@ -309,14 +309,14 @@ def _project(store: Any, payload: dict[str, Any]) -> str | None:
 
 
 def _write_mark(mark: Path, size: int) -> None:
-    from cardmem.store.writer import atomic_write
+    from cardmem.store.git.writer import atomic_write
 
     atomic_write(mark, json.dumps({"size": size, "at": time.time()}).encode())
 
 
 def _file_pending(store: Any, session: str, source: str, skipped: str, retried: str) -> str:
     """File what waits in the spool (a busy store's signals, the backlog's), if anything."""
-    from cardmem.store.compound import spool_dir
+    from cardmem.store.learning.compound import spool_dir
 
     if any(spool_dir(store).glob("*.json")):
         return f"{skipped}; spool: {_file(store, [], session, source=source)}{retried}"
@@ -325,7 +325,7 @@ def _file_pending(store: Any, session: str, source: str, skipped: str, retried: 
 
 def _file(store: Any, lines: list[str], session: str, project: str | None = None,
           source: str = "stop-hook") -> str:
-    from cardmem.store.compound import file_signals
+    from cardmem.store.learning.compound import file_signals
 
     r = file_signals(store, lines, session, source=source, project=project)
     if r.spooled:
@@ -387,7 +387,7 @@ def _learn_logged(event: str, payload: dict[str, Any], store_path: str | None) -
 
 def main(argv: list[str] | None = None) -> int:
     # The caller is an agent: cardmem run from here (the learner, a shelled-out
-    # `cardmem remember`) redacts what it writes (cardmem.tools.cli.AGENT_ENV).
+    # `cardmem remember`) redacts what it writes (cardmem.tools.cli.options.AGENT_ENV).
     os.environ["CARDMEM_AGENT"] = "1"
     args = list(sys.argv[1:] if argv is None else argv)
     store_path = rules_file = None

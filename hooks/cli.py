@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from cardmem.store.wording import plural
-from cardmem.tools.cli import store_value
+from cardmem.tools.cli.options import store_value
 
 HOSTS = ["claude-code"]
 
@@ -66,7 +66,7 @@ def install(host: str, settings: Path | None, store_path: Path | None, init_stor
         cardmem install claude-code --store ~/team-memory --init
     """
     from cardmem.hooks.install import install as do_install, rules_path
-    from cardmem.store import paths
+    from cardmem.store.cards import paths
     from cardmem.store.errors import CardmemError
 
     root = Path(store_path).expanduser().absolute() if store_path else \
@@ -87,8 +87,8 @@ def install(host: str, settings: Path | None, store_path: Path | None, init_stor
     else:
         click.echo(f"installed cardmem's hooks in {r['path']} (store {root})"
                    + (f" (backup: {r['backup']})" if r["backup"] else ""))
-    from cardmem.store.lean import StoreRoot
-    from cardmem.store.rules_file import deliver
+    from cardmem.store.root import StoreRoot
+    from cardmem.store.rules.host_file import deliver
 
     d = deliver(StoreRoot.open(root), rules_path(settings))
     if d.ok:
@@ -96,7 +96,7 @@ def install(host: str, settings: Path | None, store_path: Path | None, init_stor
                    "loads at start-up")
     else:
         click.echo(f"cardmem: rules file: {d.error}", err=True)
-    from cardmem.store import triggers
+    from cardmem.store.rules import triggers
 
     try:
         table = triggers.build(StoreRoot.open(root))

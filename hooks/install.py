@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cardmem.store.errors import CardmemError
-from cardmem.store.writer import atomic_write
+from cardmem.store.git.writer import atomic_write
 
 MODULE = "cardmem.hooks.claude_code"
 PRETOOL_MODULE = "cardmem.hooks.pretool"  # its own lean module: it runs before every act
@@ -200,7 +200,7 @@ def uninstall(settings: Path | None = None) -> dict[str, Any]:
     """Remove exactly our hook entries (and the containers install created), and the rules
     file they kept (only if cardmem wrote it)."""
     path = Path(settings or default_settings()).expanduser()
-    from cardmem.store.rules_file import remove
+    from cardmem.store.rules.host_file import remove
 
     rules_gone = remove(installed_store(path), rules_path(path))
     if not path.exists():

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cardmem.store.errors import CardmemError
-from cardmem.store.writer import atomic_write
+from cardmem.store.git.writer import atomic_write
 
 from .install import backup, backup_path, read_json_object, record_path, recorded
 
@@ -36,7 +36,7 @@ def server_entry(store: Path | None = None, python: str | None = None) -> dict[s
     args = ["-m", MODULE, "mcp"]
     if store is not None:
         args += ["--store", str(Path(store).expanduser().absolute())]
-    # CARDMEM_AGENT: the caller is an agent (see cardmem.tools.cli.AGENT_ENV)
+    # CARDMEM_AGENT: the caller is an agent (see cardmem.tools.cli.group.AGENT_ENV)
     return {"type": "stdio", "command": python or sys.executable, "args": args,
             "env": {"CARDMEM_AGENT": "1"}}
 

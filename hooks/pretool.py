@@ -4,7 +4,7 @@
 
 Claude Code runs it after the model has built a tool call and before the tool runs (for
 Bash, Edit, Write, MultiEdit, NotebookEdit and MCP tools that write; hooks/install.py).
-It reads one file, the store's compiled trigger table (store/triggers.py), and answers:
+It reads one file, the store's compiled trigger table (store/rules/triggers.py), and answers:
 
 - a `deny` rule matched: `permissionDecision: deny`, the reason naming the rule, the
   pattern, the command it matched and the rule's text (Claude Code hands the reason to
@@ -76,7 +76,7 @@ def _remember_last(root: str, session: str, rule: str) -> None:
 
 
 def _block(root: str, f: dict) -> str:
-    from cardmem.store.triggers import rule_text
+    from cardmem.store.rules.triggers import rule_text
 
     body = rule_text(root, f["id"])
     return f"### {f['title']} (`{f['id']}`)\n" + (body + "\n" if body else "")
@@ -126,8 +126,8 @@ def _fit(text: str) -> str:
 
 def handle(payload: dict, root: str) -> tuple[dict, str]:
     """(the host's JSON, the log outcome or "" when nothing is worth a log line)."""
-    from cardmem.store import triggers
-    from cardmem.store.rule_match import decide
+    from cardmem.store.rules import triggers
+    from cardmem.store.rules.match import decide
 
     table = triggers.load(root)
     rebuilt = table is None

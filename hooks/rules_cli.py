@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from cardmem.tools.cli import emit_json, json_option, store_option
+from cardmem.tools.cli.options import emit_json, json_option, store_option
 
 
 @click.group()
@@ -24,8 +24,8 @@ def rules() -> None:
 
 
 def _table(store_path: Path | None) -> tuple[str, dict]:
-    from cardmem.store import triggers
-    from cardmem.store.lean import StoreRoot
+    from cardmem.store.rules import triggers
+    from cardmem.store.root import StoreRoot
 
     root = str(StoreRoot.open(store_path).root)
     return root, triggers.ensure(root)[0]
@@ -53,9 +53,9 @@ def test_cmd(call: str, tool: str | None, as_path: bool, cwd: Path | None, as_js
         cardmem rules test --path db/migrations/0042_add_index.py
         cardmem rules test "touch x && sudo git push -f" --json
     """
-    from cardmem.store.rule_match import (THRESHOLD, call_text, command_strings, decide,
+    from cardmem.store.rules.match import (THRESHOLD, call_text, command_strings, decide,
                                           relevance)
-    from cardmem.store.shellsplit import simple_commands
+    from cardmem.store.rules.shellsplit import simple_commands
 
     root, table = _table(store_path)
     tool = tool or ("Edit" if as_path else "Bash")

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import git, paths
+from .git import runner as git
+from .cards import paths
 from .errors import CardmemError, NotFound
-from .writer import atomic_write, write_lock
+from .git.writer import atomic_write, write_lock
 
 if TYPE_CHECKING:
     from .store import Store
@@ -207,7 +208,7 @@ INDEX_FILE = "index.sqlite"
 
 def index_of(store: "Store", base: Base, warnings: list[str] | None = None):
     """The base's own index, over the documents that resolve inside it."""
-    from .index import Index  # lazy: SQLite only when a base is searched
+    from .index.db import Index  # lazy: SQLite only when a base is searched
 
     def files() -> list[tuple[str, Path]]:
         docs, warned = documents(base.path)
@@ -302,7 +303,7 @@ def _git_base(store: "Store", name: str) -> Base:
     if not base.is_git:
         raise CardmemError(f"base {name}", f"{base.path} is a plain folder, not a git clone; "
                                            "there is nothing to update from")
-    from .writer import check_writable
+    from .git.writer import check_writable
 
     check_writable(base.path)  # a stale index.lock, a detached HEAD
     return base
@@ -310,7 +311,7 @@ def _git_base(store: "Store", name: str) -> Base:
 
 def update_base(store: "Store", name: str, remote: str | None = None):
     """Fast-forward a git-clone base from its upstream (never forced), then re-index it."""
-    from .updates import update_repo
+    from .git.updates import update_repo
 
     base = _git_base(store, name)
     with _lock(store):
@@ -321,7 +322,7 @@ def update_base(store: "Store", name: str, remote: str | None = None):
 
 def rollback_base(store: "Store", name: str, to: str | None = None):
     """Return a git-clone base to its head before its last update (or to `to`)."""
-    from .updates import rollback_repo
+    from .git.updates import rollback_repo
 
     base = _git_base(store, name)
     with _lock(store):

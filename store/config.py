@@ -25,7 +25,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "extract": {"protected_types": ["feedback", "user"], "max_turns": 20, "turn_chars": 1500},
     "watch": {"autocommit": True, "quiet_s": 5.0},
     "store": {"lock_timeout_s": 10.0},
-    "rules": {"relevance_threshold": 0.65},  # store/rule_match.py THRESHOLD
+    "rules": {"relevance_threshold": 0.65},  # store/rules/match.py THRESHOLD
     "maintain": {"stale_days": 180, "history_keep": 20, "history_fold_at": 40,
                  "daily": True},  # the learner's model-free pass, at most once a day
     "projects": {},  # working-directory name -> project slug

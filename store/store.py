@@ -1,32 +1,23 @@
 """A store: a git work tree of cards. Reading, listing and the plain writes on cards."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from datetime import date
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator
 
-from . import card as cardlib
-from . import config, git, paths
+from .cards import card as cardlib
+from . import config
+from .git import runner as git
+from .cards import paths
+from .cards import scan as cardscan
+from .cards.scan import Problem
 from .errors import CardmemError, NotFound
-from .lean import StoreRoot
-from .writer import Message, check_writable, commit_changes, write_lock
+from .root import StoreRoot
+from .git.writer import Message, check_writable, commit_changes, write_lock
 
 GITIGNORE = ".cardmem/\n"
-
-
-@dataclass
-class Problem:
-    """A file that looks like a card but cannot be read as one."""
-
-    id: str
-    path: str
-    reason: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"id": self.id, "path": self.path, "reason": self.reason}
 
 
 class Store(StoreRoot):
@@ -37,31 +28,11 @@ class Store(StoreRoot):
     def config(self) -> dict[str, dict[str, Any]]:
         return config.load(self.root)  # no settings cache: a write reads the file itself
 
-    def full(self) -> "Store":
-        return self
-
     # --- reading -------------------------------------------------------------------
 
     def card_files(self, skipped: list[Problem] | None = None) -> Iterator[tuple[str, Path]]:
-        """(id, path) of every card file, in a stable order; hidden folders skipped.
-        `skipped` gets the files that look like cards but no id can address (`x.md.md`)."""
-        root = str(self.root)
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            top = dirpath == root
-            for name in sorted(filenames):
-                if not paths.is_card_name(name) or name.startswith("."):
-                    if skipped is not None and name.endswith(".md.md") and name[0] != ".":
-                        path = Path(dirpath) / name
-                        rel = os.path.relpath(path, root).replace(os.sep, "/")
-                        skipped.append(Problem(rel[:-3], str(path), "ends in .md.md, which no "
-                                               "id can address; rename it to end in one .md"))
-                    continue
-                if top and name in paths.NOT_CARDS:
-                    continue
-                path = Path(dirpath) / name
-                rel = os.path.relpath(path, root).replace(os.sep, "/")
-                yield rel[:-3], path
+        """(id, path) of every card file, in a stable order (cards/scan.py)."""
+        return cardscan.card_files(self.root, skipped)
 
     def exists(self, card_id: str) -> bool:
         return self.path(card_id).is_file()
@@ -95,20 +66,7 @@ class Store(StoreRoot):
 
     def scan(self) -> tuple[list[cardlib.Card], list[Problem]]:
         """Every readable card, and every file that could not be read as one."""
-        cards: list[cardlib.Card] = []
-        problems: list[Problem] = []
-        for cid, path in self.card_files(problems):
-            try:
-                if path.is_symlink():
-                    paths.card_path(self.root, cid)  # a link out of the store is no card
-                cards.append(cardlib.load(path, cid))
-            except CardmemError as exc:
-                problems.append(Problem(cid, str(path), exc.why))
-            except cardlib.CardProblem as exc:
-                problems.append(Problem(cid, str(path), str(exc)))
-            except OSError as exc:
-                problems.append(Problem(cid, str(path), f"unreadable: {exc.strerror}"))
-        return cards, problems
+        return cardscan.scan(self.root)
 
     def map(self) -> tuple[list[dict[str, str]], list[Problem]]:
         cards, problems = self.scan()
@@ -150,8 +108,8 @@ class Store(StoreRoot):
         if agent and card_type in self.config["extract"]["protected_types"] \
                 and fields.get("status") != "proposed":
             # The one door agents share: a live rule or user card is a person's to make.
-            raise CardmemError(f"card {cid}", f"an agent may not make a live {card_type} "
-                                              "card; it must be a proposal (store/proposals.py)")
+            raise CardmemError(f"card {cid}", f"an agent may not make a live {card_type} card; "
+                                              "it must be a proposal (store/learning/proposals.py)")
         text = cardlib.render(fields, body)
 
         def create() -> dict[str, bytes | None]:
@@ -179,7 +137,7 @@ class Store(StoreRoot):
         """(id, type) of every card whose title or an alias is this title, compared without
         case or repeated spaces, through the index (kept fresh first): a lookup across
         the store, so `remember` appends to the card a person means wherever it lives."""
-        from .index import Index
+        from .index.db import Index
 
         key = _title_key(title)
         with Index.open(self) as idx:
@@ -201,7 +159,8 @@ class Store(StoreRoot):
         store, or create one. Returns (id, created).
 
         Several cards of that title: refused, naming them. An agent never appends to a
-        protected card (callers make a proposal instead: store/proposals.py); a person may.
+        protected card (callers make a proposal instead: store/learning/proposals.py); a
+        person may.
         """
         utf8(title, "title"), utf8(body, "body")
         protected = set(self.config["extract"]["protected_types"])

@@ -26,11 +26,12 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Protocol
 
-from . import card as cardlib
-from . import git, paths
+from .cards import card as cardlib
+from .git import runner as git
+from .cards import paths
 from .errors import BadId, CardmemError
 from .store import Store
-from .writer import AS_IS, Message, commit_changes
+from .git.writer import AS_IS, Message, commit_changes
 
 DEBOUNCE_S = 0.05  # a save is several events within a few ms; wait this long for quiet
 MAX_DELAY_S = 0.2  # ... but never hold a batch longer than this while events keep coming
@@ -474,7 +475,7 @@ class Watcher:
     # --- the worker ------------------------------------------------------------------------
 
     def _open_index(self) -> IndexLike:
-        from .index import Index
+        from .index.db import Index
 
         return Index.open(self.store)
 

@@ -78,7 +78,7 @@ def cli(*args: str) -> tuple[int, str, str]:
     from click.testing import CliRunner
 
     from cardmem.store.errors import CardmemError
-    from cardmem.tools.cli import cli as group
+    from cardmem.tools.cli.group import cli as group
 
     res = CliRunner().invoke(group, list(args), prog_name="cardmem")
     code, err = res.exit_code, res.stderr

@@ -57,7 +57,7 @@ def remember(store: Store, title: str, body: str, type: str = "reference",
 
 def _propose(store: Store, title: str, body: str, type: str, project: str | None, by: str,
              target: str | None = None) -> dict[str, Any]:
-    from cardmem.store.proposals import propose_remember
+    from cardmem.store.learning.proposals import propose_remember
 
     w = propose_remember(store, title, body, card_type=type, project=project,
                          proposed_by=by, source=by, target=target)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from cardmem.tools.cli import AGENT_ENV, emit_json, json_option, open_store, store_option
+from cardmem.tools.cli.options import AGENT_ENV, emit_json, json_option, open_store, store_option
 
 KINDS = ["claude-md", "claude-memory", "basic-memory", "mcp-memory"]
 SHOWN = 20  # skipped inputs and unresolved links named before the rest is counted

@@ -1,5 +1,5 @@
 """What the command line does at a terminal: card ids completed by the shell, long
-listings paged (tools/cli.py's commands use these)."""
+listings paged (tools/cli/group.py's commands use these)."""
 from __future__ import annotations
 
 import os
@@ -10,7 +10,7 @@ import click
 
 def complete_id(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
     """Card ids for shell completion (`cardmem show feed<TAB>`): the store's card files."""
-    from cardmem.store.paths import id_of_path
+    from cardmem.store.cards.paths import id_of_path
     from cardmem.store.where import default_store
 
     root = os.path.expanduser(str(ctx.params.get("store_path")

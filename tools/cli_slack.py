@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .cli import open_store, store_option
+from .cli.options import open_store, store_option
 
 
 @click.command()

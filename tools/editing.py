@@ -5,11 +5,11 @@ import os
 import shlex
 import subprocess
 
-from cardmem.store import card as cardlib
-from cardmem.store import paths
+from cardmem.store.cards import card as cardlib
+from cardmem.store.cards import paths
 from cardmem.store.errors import CardmemError
 from cardmem.store.store import Store
-from cardmem.store.writer import Message
+from cardmem.store.git.writer import Message
 
 
 def edit_card(store: Store, card_id: str) -> tuple[str, bool]:

@@ -3,17 +3,17 @@
 An agent host may run `cardmem search` for every prompt, so it must be a quick process
 (issue 3: 150 ms at 10k cards). Importing click alone costs ~45 ms here. This entry
 parses the common forms of `cardmem search` itself, starts `git status` before its own
-imports (the freshness check, store/anchor.py, then runs on the other CPU while Python
+imports (the freshness check, store/index/freshness.py, then runs on the other CPU while Python
 loads), and prints what the click command prints. Anything else, and any search
 arguments it does not fully understand (--help, --base, a bad value, an unknown option),
-go to the click CLI in tools/cli.py, which stays the one definition of the command;
+go to the click CLI in tools/cli/group.py, which stays the one definition of the command;
 tests run both on the same arguments and compare every byte.
 """
 from __future__ import annotations
 
 import sys
 
-# option -> parameter of tools/cli_search.py's `search`; flags take no value
+# option -> parameter of tools/cli/search.py's `search`; flags take no value
 _VALUED = {"--limit": "limit", "--type": "card_type", "--project": "project",
            "--store": "store_path"}
 _FLAGS = {"--json": "as_json"}
@@ -51,7 +51,7 @@ def parse_search(args: list[str]) -> dict[str, object] | None:
     if not " ".join(words).strip():
         return None  # no query: click refuses it
     if opts["card_type"] is not None:
-        from cardmem.store.paths import CARD_TYPES  # only a search with --type pays this
+        from cardmem.store.cards.paths import CARD_TYPES  # only a search with --type pays this
 
         if opts["card_type"] not in CARD_TYPES:
             return None  # click names the types
@@ -70,7 +70,7 @@ def search(opts: dict[str, object]) -> None:
     import os
 
     from cardmem.store import where
-    from cardmem.store.anchor import Status, usable
+    from cardmem.store.index.freshness import Status, usable
 
     # git status first (os only so far): it runs on the other CPU while Python loads
     spot = os.path.join(os.getcwd(), os.path.expanduser(str(opts["store_path"]
@@ -78,11 +78,11 @@ def search(opts: dict[str, object]) -> None:
     status = Status(spot) if usable(spot) else None
     try:
         from cardmem.store.errors import CardmemError
-        from cardmem.store.lean import StoreRoot
+        from cardmem.store.root import StoreRoot
 
         try:
             store = StoreRoot.open(spot)  # the folder git status runs in, by the same rule
-            from cardmem.store.index import Index
+            from cardmem.store.index.db import Index
             from cardmem.tools.search_text import json_text, lines
 
             with Index(store) as idx:
@@ -113,7 +113,7 @@ def main() -> None:
     if args[:1] == ["search"] and (opts := parse_search(args[1:])) is not None:
         search(opts)
         return
-    from cardmem.tools.cli import main as click_main
+    from cardmem.tools.cli.group import main as click_main
 
     click_main()
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, TypeVar
 import click
 
 from cardmem.store.errors import CardmemError
-from cardmem.tools.cli import open_store, store_option
+from cardmem.tools.cli.options import open_store, store_option
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -103,9 +103,9 @@ class CardTools:
         """
         started = time.perf_counter()
         try:
-            from cardmem.store import index
+            from cardmem.store.index import db as index
 
-            importlib.import_module("cardmem.store.search")  # the query code, loaded now
+            importlib.import_module("cardmem.store.index.search")  # the query code, loaded now
 
             with self._search_lock:
                 idx = index.Index(self.store)
@@ -123,7 +123,7 @@ class CardTools:
 
     def search(self, query: str, limit: int = 5, type: str | None = None,
                project: str | None = None, base: str | None = None) -> dict[str, Any]:
-        from cardmem.store import index  # lazy: the first search also refreshes the index
+        from cardmem.store.index import db as index  # lazy: the first search also refreshes the index
 
         if not query or not query.strip():
             raise ValueError("query: is empty; say what to look for")
@@ -147,7 +147,7 @@ class CardTools:
 
     def read_card(self, id: str, base: str | None = None) -> dict[str, Any]:
         from cardmem.store.errors import NotFound
-        from cardmem.store.reading import CARD_CHARS, read_card
+        from cardmem.store.cards.by_address import CARD_CHARS, read_card
 
         if base:
             from cardmem.store.bases import read_document
@@ -162,12 +162,12 @@ class CardTools:
             raise NotFound(exc.what, f"{exc.why}; find ids with search or memory_map") from None
 
     def memory_map(self, type: str | None = None, project: str | None = None) -> dict[str, Any]:
-        from cardmem.store.reading import memory_map
+        from cardmem.store.cards.by_address import memory_map
 
         return memory_map(self.store, card_type=type or None, project=project or None).as_dict()
 
     def list_recent(self, type: str | None = None, since: str | None = None) -> dict[str, Any]:
-        from cardmem.store.reading import list_recent, parse_since
+        from cardmem.store.cards.by_address import list_recent, parse_since
 
         after = parse_since(since)  # ValueError on a bad value, before any git work
         changes = list_recent(self.store, card_type=type or None, since=since)

@@ -23,7 +23,7 @@ sees the same answers. What differs is what a store needs:
   is never made or changed live: a new one is saved as a proposal (`status: proposed`),
   an edit of a live one becomes a proposal card beside it (`<name>-proposed.md`), a
   rename leaves it and proposes the copy in its place, and a delete is refused
-  (store/proposals.py; a person decides with `cardmem review`).
+  (store/learning/proposals.py; a person decides with `cardmem review`).
 
 `CardMemory` holds the logic and imports nothing heavy; `memory_tool(store)` wraps it in
 the SDK's `BetaAbstractMemoryTool` (anthropic is imported only then), ready for
@@ -39,11 +39,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import unquote
 
-from cardmem.store import git
-from cardmem.store.card import CardProblem, decode
+from cardmem.store.git import runner as git
+from cardmem.store.cards.card import CardProblem, decode
 from cardmem.store.errors import BadId, CardmemError
-from cardmem.store.paths import normalize_id
-from cardmem.store.writer import Message
+from cardmem.store.cards.paths import normalize_id
+from cardmem.store.git.writer import Message
 
 if TYPE_CHECKING:
     from cardmem.store.store import Store
@@ -282,7 +282,7 @@ class CardMemory:
         text, redacted = self._redact(file_text)
         data = self._check_size(path, text)
 
-        from cardmem.store.proposals import guard
+        from cardmem.store.learning.proposals import guard
 
         write = guard(self.store, cid, None, data.decode("utf-8"), self.proposed_by)
 
@@ -299,7 +299,7 @@ class CardMemory:
 
     def _edit(self, path: str, edit: Callable[[str], str], subject: str, line: str) -> Any:
         """Apply edit to a file; a protected card's edit becomes a proposal (returned)."""
-        from cardmem.store.proposals import guard
+        from cardmem.store.learning.proposals import guard
 
         cid, rel, full = self._file(path)
         done: list[Any] = []
@@ -486,8 +486,8 @@ class CardMemory:
             rels = self._files_under(old_full) if is_dir else [old_rel]
             if not is_dir and (text := self._rule_text(old_rel)) is not None:
                 # A rule stays where it is; its copy at the new path proposes to replace it.
-                from cardmem.store import card as cardlib
-                from cardmem.store.proposals import mark_proposed
+                from cardmem.store.cards import card as cardlib
+                from cardmem.store.learning.proposals import mark_proposed
 
                 proposed[:] = [new_rel[:-3]]
                 message.subject = f"memory: propose {new_rel[:-3]} in place of {old_rel[:-3]}"
@@ -522,7 +522,7 @@ class CardMemory:
         return f"Successfully renamed {old_path} to {new_path}"
 
     def _rule_text(self, rel: str) -> str | None:
-        from cardmem.store.proposals import live_rule_text
+        from cardmem.store.learning.proposals import live_rule_text
 
         return live_rule_text(self.store, rel[:-3]) if rel.endswith(".md") else None
 

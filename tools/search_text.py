@@ -1,6 +1,6 @@
 """How search results read: the text lines and the JSON document `cardmem search` prints.
 
-Shared by the click command (tools/cli_search.py) and the lean entry (tools/entry.py),
+Shared by the click command (tools/cli/search.py) and the lean entry (tools/entry.py),
 so both print the same bytes.
 """
 from __future__ import annotations

@@ -31,7 +31,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from cardmem.store import config, reading
+from cardmem.store import config
+from cardmem.store.cards import by_address as reading
 from cardmem.store.errors import CardmemError
 from cardmem.store.store import Store
 
@@ -163,7 +164,7 @@ def system_prompt(limits: Limits) -> str:
         "list or an answer is complete when you could not read everything it needs.")
 
 
-# ---- the tools: thin shells over store/reading.py ----------------------------------
+# ---- the tools: thin shells over store/cards/by_address.py ----------------------------------
 
 def _tool_read_card(store: Store, inp: dict[str, Any]) -> Any:
     cid = inp.get("id")

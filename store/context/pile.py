@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from ..holdings import active_rules
+from ..index.pile_view import active_rules
 from ..wording import plural
 
 if TYPE_CHECKING:  # a session's pile never imports the card parser (YAML) or the writer
-    from ..card import Card
+    from ..cards.card import Card
     from ..store import Store
 
 DEFAULT_BUDGET = 9000
@@ -151,7 +151,7 @@ def _add_rules(b: _Builder, cards: list[Card], full_share: float = RULES_FULL_SH
 
 
 def _add_delivered_rules(b: _Builder, d: Any, project: str | None) -> None:
-    """The rules when a rules file carries them whole (store/rules_file.py): how many, where,
+    """The rules when a rules file carries them whole (store/rules/host_file.py): how many, where,
     and only what changed since the host loaded that file, within the budget.
 
     What changed is shown whole while it fits, then by title; past the budget the rest are

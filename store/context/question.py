@@ -5,13 +5,13 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING, Iterable
 
-from ..holdings import catalog, is_active
+from ..index.pile_view import catalog, is_active
 from ..wording import plural
 from .pile import (MAP_COUNT, Pile, _add_cards, _add_rules, _budget, _Builder, _described,
                    _footer, _footer_room, _one_line, _type_counts)
 
 if TYPE_CHECKING:  # a session's pile never imports the card parser (YAML) or the writer
-    from ..card import Card
+    from ..cards.card import Card
     from ..store import Store
 
 def _norm_alias(s: str) -> str:

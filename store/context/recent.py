@@ -53,7 +53,7 @@ def _recent(store: Store) -> list[dict[str, Any]]:
     commits = _git_recent(store)
     if head:
         try:
-            from ..lean import write_cache
+            from ..root import write_cache
 
             write_cache(cache, json.dumps({"head": head, "day": day, "commits": commits}).encode())
         except OSError:
@@ -64,7 +64,7 @@ def _recent(store: Store) -> list[dict[str, Any]]:
 def _git_recent(store: Store) -> list[dict[str, Any]]:
     from datetime import datetime, timedelta, timezone
 
-    from .. import git
+    from ..git import runner as git
 
     since = (datetime.now(timezone.utc) - timedelta(days=RECENT_DAYS)).isoformat()
     try:

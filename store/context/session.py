@@ -5,8 +5,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from ..holdings import Holdings, active_rules, holdings
-from ..paths import project_key, project_signals_id
+from ..index.pile_view import Holdings, active_rules, holdings
+from ..cards.paths import project_key, project_signals_id
 from ..wording import plural
 from .pile import (LESSON_LINES, MAP_RECENT_TITLES, MAP_SHARE,
                    PROJECT_SHARE, RECENT_SHARE, USER_SHARE, Pile, _add_cards,
@@ -15,7 +15,7 @@ from .pile import (LESSON_LINES, MAP_RECENT_TITLES, MAP_SHARE,
 from .recent import _add_recent, _recent, _recent_ids, _recent_lines
 
 if TYPE_CHECKING:  # a session's pile never imports the card parser (YAML) or the writer
-    from ..card import Card
+    from ..cards.card import Card
     from ..store import Store
 
 def _map_brief(h: Holdings, recent: list[tuple[str, str]]) -> list[str]:
@@ -102,7 +102,7 @@ def session_context(store: Store, project: str | None = None, cwd: str | None = 
                     budget: int | None = None, rules_file: Path | None = None) -> Pile:
     """The pile a coding session starts with (rung 1).
 
-    rules_file: a file the host loads whole at start-up (store/rules_file.py) that carries
+    rules_file: a file the host loads whole at start-up (store/rules/host_file.py) that carries
     every rule: it is brought up to date, and the pile names it and shows only what changed
     since the host loaded it (Pile.delivered says what was found).
     Each section after the rules keeps a fair share of the budget (what it needs, at most
@@ -137,7 +137,7 @@ def session_context(store: Store, project: str | None = None, cwd: str | None = 
           "a map and what changed recently.\n")
     delivered = None
     if rules_file is not None:
-        from ..rules_file import limit_of, sync
+        from ..rules.host_file import limit_of, sync
 
         delivered = sync(store.root, active_rules(h.rules), Path(rules_file),
                          limit=limit_of(store))

@@ -10,8 +10,8 @@ import json
 import os
 from pathlib import Path
 
-from ..lean import StoreRoot
-from ..writer import atomic_write
+from ..root import StoreRoot
+from ..git.writer import atomic_write
 
 FILE = "checkouts.json"
 KEEP = 5  # folders remembered per project

@@ -17,7 +17,7 @@ import re
 from functools import cached_property
 from pathlib import Path
 
-from .. import git
+from ..git import runner as git
 from .checkouts import checkouts
 from .survey import Finding, Survey
 

@@ -17,9 +17,9 @@ import re
 from collections import Counter, defaultdict
 from itertools import combinations
 
-from .. import card as cardlib
-from ..compound import entry_line, is_duplicate, keywords
-from ..porter import stem
+from ..cards import card as cardlib
+from ..learning.compound import entry_line, is_duplicate, keywords
+from ..index.porter import stem
 from .survey import Finding, Survey
 
 DUPLICATE = 0.6  # idf-weighted cosine of two cards' stems at or above: the same thing

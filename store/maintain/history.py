@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from datetime import date
 
-from .. import card as cardlib
-from ..status import is_active
+from ..cards import card as cardlib
+from ..cards.status import is_active
 from .survey import Finding, Survey
 
 FOLDED = "Folded history"

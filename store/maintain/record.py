@@ -39,7 +39,7 @@ def save(root: str | os.PathLike[str], kinds: dict[str, list[dict]], at: float) 
     """Record the findings of each kind checked (others keep their record); never raises."""
     from pathlib import Path
 
-    from ..lean import write_cache as atomic_write  # derived, rebuildable: no fsync; and
+    from ..root import write_cache as atomic_write  # derived, rebuildable: no fsync; and
     # lean imports nothing of the index, so search -> record stays free of cycles
 
     data = load(root)

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from .. import card as cardlib
-from .. import git
-from ..status import is_active
+from ..cards import card as cardlib
+from ..git import runner as git
+from ..cards.status import is_active
 from ..store import Problem, Store
 
 AGENT_EMAIL = git.AGENT_EMAIL

@@ -20,7 +20,7 @@ import pytest
 from hostkit import cardmem, host_env
 from fakeapi import FakeAPI, reply
 
-from cardmem.store import git
+from cardmem.store.git import runner as git
 from cardmem.tools.extract import SYSTEM as EXTRACT_SYSTEM
 
 RULE_MARK = "QUOKKA-RULE-7731"

@@ -22,7 +22,7 @@ import pytest
 from fakeapi import FakeAPI, reply
 from hostkit import cardmem, host_env
 
-from cardmem.store import git
+from cardmem.store.git import runner as git
 from cardmem.tools.extract import SYSTEM as EXTRACT_SYSTEM
 
 SIGNAL = "Decision: the frobnicator retries widget jobs five times before dead-lettering them"

@@ -14,8 +14,9 @@ import pytest
 from fakeapi import error, reply
 
 from cardmem.hooks.claude_code import _learn_logged
-from cardmem.store import git, retry
-from cardmem.store.card import history
+from cardmem.store.git import runner as git
+from cardmem.store.learning import retry
+from cardmem.store.cards.card import history
 from cardmem.tools.extract import render_excerpt
 
 TODAY = date.today().isoformat()
@@ -222,7 +223,7 @@ def test_a_full_queue_gives_up_the_oldest_and_says_so(example_store, tmp_path, m
 
 def test_project_sessions_file_unmatched_signals_into_the_project_card(example_store, tmp_path,
                                                                        model_env):
-    from cardmem.store.writer import write_lock
+    from cardmem.store.git.writer import write_lock
 
     web = project_dir(tmp_path, "web-dashboard")
     model_env.add("Knowledge: the kilo widget cache is warmed by a cron job", when=about("kilo"))

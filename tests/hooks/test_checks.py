@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cardmem.hooks import checks
 from cardmem.hooks.install import install, rules_path
-from cardmem.store.rules_file import deliver
+from cardmem.store.rules.host_file import deliver
 from cardmem.store.store import init
 
 

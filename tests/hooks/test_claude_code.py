@@ -13,7 +13,7 @@ import pytest
 from fakeapi import reply
 
 from cardmem.hooks import hooklog
-from cardmem.store import git
+from cardmem.store.git import runner as git
 
 TODAY = date.today().isoformat()
 SESSION = "5e55104d-aaaa-4bbb-8ccc-123456789abc"
@@ -78,7 +78,7 @@ def test_session_start_with_broken_card_and_bad_toml(example_store):
 
 
 def test_session_start_while_the_write_lock_is_held(example_store):
-    from cardmem.store.writer import write_lock
+    from cardmem.store.git.writer import write_lock
 
     with write_lock(example_store.root, 1):
         start = time.monotonic()
@@ -105,7 +105,7 @@ def test_session_start_imports_nothing_heavy(example_store):
     # A warm start reads the index and the caches: no YAML, no writer, no git process.
     assert {m for m in warm if m.split(".")[0] in ("yaml", "frontmatter", "tempfile",
                                                    "subprocess", "filelock")} == set()
-    assert "cardmem.store.store" not in warm and "cardmem.store.card" not in warm
+    assert "cardmem.store.store" not in warm and "cardmem.store.cards.card" not in warm
     # Nothing moved since the last start: the index is not even opened.
     assert "sqlite3" not in warm and "tomllib" not in warm
 
@@ -224,7 +224,7 @@ def test_cli_route_gives_the_same_json(example_store):
 
 
 def test_busy_store_spools_and_the_next_run_files_it(example_store, tmp_path, fake_api):
-    from cardmem.store.writer import write_lock
+    from cardmem.store.git.writer import write_lock
 
     (example_store.root / "cardmem.toml").write_text(
         (example_store.root / "cardmem.toml").read_text() + "\n[store]\nlock_timeout_s = 0.2\n")
@@ -272,7 +272,7 @@ def test_session_start_with_a_read_only_store(example_store, tmp_path):
 
 def test_the_last_resort_rule_list_leaves_proposals_out(tmp_path: Path) -> None:
     from cardmem.hooks.claude_code import _rule_titles
-    from cardmem.store.status import says_proposed
+    from cardmem.store.cards.status import says_proposed
 
     (tmp_path / "feedback").mkdir()
     (tmp_path / "feedback/live.md").write_text("---\ntype: feedback\n---\nA rule.\n")

@@ -101,7 +101,7 @@ def test_failures_let_the_call_through_and_are_logged(store, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("table exploded")
 
-    monkeypatch.setattr("cardmem.store.rule_match.decide", boom)
+    monkeypatch.setattr("cardmem.store.rules.match.decide", boom)
     assert call(store, bash("git push --force")) == {}
     log = (store.root / ".cardmem" / "hooks.log").read_text()
     assert "error: RuntimeError: table exploded; call let through" in log
@@ -136,7 +136,7 @@ def test_rules_test_says_what_fires_and_why(store):
 
 
 def test_the_hook_imports_almost_nothing(store):
-    from cardmem.store import triggers
+    from cardmem.store.rules import triggers
 
     make_rules(store)
     triggers.build(store)  # a current table: the hook reads it and nothing else
@@ -145,9 +145,9 @@ def test_the_hook_imports_almost_nothing(store):
             f"{str(store.root)!r}]); sys.stderr.write(' '.join(sorted(sys.modules)))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     mods = set(done.stderr.split())
-    assert "cardmem.store.rule_match" in mods
+    assert "cardmem.store.rules.match" in mods
     assert not mods & {"click", "yaml", "sqlite3", "frontmatter", "anthropic", "subprocess",
-                       "cardmem.store.holdings", "cardmem.store.card", "typing"}
+                       "cardmem.store.index.pile_view", "cardmem.store.cards.card", "typing"}
 
 
 def test_doctor_fails_on_a_malformed_enforce_and_names_downgrades(store):
@@ -168,7 +168,7 @@ def test_the_installed_command_runs_without_site_json_or_re(store):
     import shlex
 
     from cardmem.hooks.install import command
-    from cardmem.store import triggers
+    from cardmem.store.rules import triggers
 
     make_rules(store)
     triggers.build(store)
@@ -184,7 +184,7 @@ def test_the_installed_command_runs_without_site_json_or_re(store):
 
     quiet = run(bash("ls -la && git status"), "-X", "importtime")
     loaded = {line.rsplit("|", 1)[-1].strip() for line in quiet.stderr.splitlines()}
-    assert quiet.stdout == "" and "cardmem.store.rule_match" in loaded
+    assert quiet.stdout == "" and "cardmem.store.rules.match" in loaded
     assert not loaded & {"site", "json", "re", "fnmatch", "pathlib", "cardmem.hooks.hooklog"}
     deny = run(bash("touch X && sudo git push -f origin main"), "-X", "importtime")
     loaded = {line.rsplit("|", 1)[-1].strip() for line in deny.stderr.splitlines()}

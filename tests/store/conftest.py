@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from cardmem.store.index import Index
+from cardmem.store.index.db import Index
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Freshness from git (store/anchor.py): a refresh that stat-checks only what git says
+"""Freshness from git (store/index/freshness.py): a refresh that stat-checks only what git says
 may have changed must leave the index exactly as a full walk would."""
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cardmem.store import anchor
+from cardmem.store.index import freshness as anchor
 from conftest import GIT_ID
-from cardmem.store.index import Index
+from cardmem.store.index.db import Index
 
 
 def git(root: Path, *args: str) -> str:

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cardmem.store import card as cardlib
-from cardmem.store.card import CardProblem, append_history, append_section, parse, set_key
+from cardmem.store.cards import card as cardlib
+from cardmem.store.cards.card import CardProblem, append_history, append_section, parse, set_key
 from cardmem.store.errors import CardmemError
 
 # --- parsing rules ------------------------------------------------------------------
@@ -67,8 +67,8 @@ def test_title_ignores_comments_in_code_fences() -> None:
     assert parse(text, "reference/setup").title == "Real"
     assert parse("```sh\n# not a title\n```\n", "reference/setup").title == "setup"
     # The index's fast frontmatter path names the card the same way.
-    from cardmem.store import fastmeta
-    from cardmem.store import index as indexmod
+    from cardmem.store.index import fastmeta
+    from cardmem.store.index import db as indexmod
 
     assert fastmeta.quick_meta("type: reference\n") is not None  # the fast path is taken
     assert indexmod._text_row(cardlib, fastmeta, text, "reference/setup")[0][1] == "Real"
@@ -513,7 +513,7 @@ def test_a_new_card_keeps_emoji_and_other_scripts_as_typed() -> None:
 
 
 def test_remove_key_takes_out_its_lines_only() -> None:
-    from cardmem.store.card import remove_key
+    from cardmem.store.cards.card import remove_key
 
     text = ("---\r\ntitle: T\r\nproposed_by: mcp\r\ntags:\r\n  - a\r\n  - b\r\n# kept\r\n"
             "status: proposed\r\n---\r\nproposed_by: body stays\r\n")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from gitremote import cli
 
-from cardmem.store import git
-from cardmem.store.compound import file_signals
-from cardmem.store.writer import MESSAGE_LINES, Message
+from cardmem.store.git import runner as git
+from cardmem.store.learning.compound import file_signals
+from cardmem.store.git.writer import MESSAGE_LINES, Message
 
 SESSION = "0a6a12f9-1111-4222-8333-444455556666"
 

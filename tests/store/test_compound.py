@@ -5,10 +5,10 @@ import json
 import subprocess
 from datetime import date
 
-from cardmem.store import git
-from cardmem.store.card import history
-from cardmem.store.compound import Matcher, file_signals, is_duplicate, spool_dir
-from cardmem.store.writer import write_lock
+from cardmem.store.git import runner as git
+from cardmem.store.cards.card import history
+from cardmem.store.learning.compound import Matcher, file_signals, is_duplicate, spool_dir
+from cardmem.store.git.writer import write_lock
 
 TODAY = date.today().isoformat()
 KEDA = "Decision: billing-service workers now scale on queue depth with KEDA, max 16"
@@ -129,7 +129,7 @@ def test_no_signals_no_commit(example_store):
 
 
 def test_the_index_answers_the_same_way(example_store):
-    from cardmem.store.compound import IndexMatcher, _matcher
+    from cardmem.store.learning.compound import IndexMatcher, _matcher
 
     m, idx = _matcher(example_store)
     try:

@@ -155,7 +155,7 @@ def test_entities_named_whole_word_any_case(example_store):
 
 
 def test_index_backed_pile_equals_the_scanned_one(example_store, monkeypatch):
-    from cardmem.store import holdings
+    from cardmem.store.index import pile_view as holdings
 
     for budget in (700, 4000, 100_000):
         indexed = session_context(example_store, project="acme-api", budget=budget)
@@ -202,20 +202,20 @@ def test_recent_changes_follow_head(example_store):
 
 
 def test_body_cut_matches_the_card_parser(example_store):
-    from cardmem.store.holdings import body_of
+    from cardmem.store.index.pile_view import body_of
 
     cards, _ = example_store.scan()
     for c in cards:
         assert body_of(c.text) == c.body, c.id
     for text in ["no frontmatter\n", "---\nunclosed: yes\n", "\ufeff---\r\na: 1\r\n---\r\nbody\r\n",
                  "---\n---\n", "---\ntitle: x\n...\nafter dots\n"]:
-        from cardmem.store.card import parse
+        from cardmem.store.cards.card import parse
 
         assert body_of(text) == parse(text, "x").body, repr(text)
 
 
 def test_counts_follow_the_index_when_it_moves(example_store):
-    from cardmem.store.index import Index
+    from cardmem.store.index.db import Index
 
     assert "55 cards:" in session_context(example_store, budget=100_000).text
     assert "55 cards:" in session_context(example_store, budget=100_000).text  # sealed summary

@@ -9,8 +9,8 @@ import shutil
 import pytest
 from conftest import CORPUS
 
-from cardmem.store import card as cardlib
-from cardmem.store.index import search
+from cardmem.store.cards import card as cardlib
+from cardmem.store.index.db import search
 from cardmem.store.store import init
 
 

@@ -11,9 +11,9 @@ import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from cardmem.store import card as cardlib
-from cardmem.store import fastmeta
-from cardmem.store import index as indexmod
+from cardmem.store.cards import card as cardlib
+from cardmem.store.index import fastmeta
+from cardmem.store.index import db as indexmod
 
 # Characters YAML or str.splitlines treat specially (indicators, escapes, line breaks), and
 # a no-break space (not YAML white space, but str.strip() removes it).

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cardmem.store.index import Index, search, walk
+from cardmem.store.index.db import Index
+from cardmem.store.index.db import search
+from cardmem.store.index.files import walk
 
 PYTEST_CARD = "projects/acme-api/pytest-fixtures"
 
@@ -82,7 +84,7 @@ def test_a_touch_without_change_rereads_but_does_not_reindex(example_store, idx)
     path = example_store.root / f"{PYTEST_CARD}.md"
     bump(path)
     before = idx.rows()
-    # git sees no change in a touched file, so only a walk notices it (store/anchor.py)
+    # git sees no change in a touched file, so only a walk notices it (store/index/freshness.py)
     counts = idx.refresh(walk=True)
     assert counts["updated"] == 0 and counts["added"] == 0
     # The new mtime is recorded, so the next refresh does not even read the file.
@@ -166,7 +168,7 @@ def test_indexing_and_searching_never_modify_a_card(example_store) -> None:
         index.search("deploy", card_type="feedback")
     search(example_store, "stripe webhooks")
     assert snapshot() == before
-    from cardmem.store import git
+    from cardmem.store.git import runner as git
     assert git.run(root, "status", "--porcelain") == ""
 
 
@@ -351,7 +353,7 @@ def test_a_big_store_stays_quick_to_check(tmp_path) -> None:
 
 def test_the_parallel_pipeline_indexes_exactly_like_the_plain_path(example_store, tmp_path,
                                                                    monkeypatch) -> None:
-    from cardmem.store import index as indexmod
+    from cardmem.store.index import db as indexmod
 
     write(example_store.root, "reference/bad", "---\ntitle: [x\n---\n")
     with Index(root=example_store.root, db_path=tmp_path / "plain.sqlite") as plain:
@@ -377,7 +379,7 @@ def test_a_symlink_out_of_the_store_is_a_problem_not_a_card(example_store, tmp_p
 
 
 def test_the_correction_vocabulary_is_rebuilt_by_index_not_per_search(example_store, idx) -> None:
-    from cardmem.store.search import vocabulary
+    from cardmem.store.index.search import vocabulary
 
     assert idx.search("pytets").corrected == {"pytets": "pytest"}  # builds the vocabulary
     write(example_store.root, "reference/animals", card("Animals", "The marsupial house."))

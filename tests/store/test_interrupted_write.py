@@ -16,7 +16,7 @@ import pytest
 from gitremote import cli
 
 from cardmem.store.store import Store
-from cardmem.store.writer import AS_IS, Message
+from cardmem.store.git.writer import AS_IS, Message
 
 STORM_S = float(os.environ.get("CARDMEM_STORM_S", "20"))  # the test stays under 30 s
 
@@ -33,7 +33,7 @@ def staged(root: Path) -> list[str]:
 # Dies by SIGKILL right after `git add`, before `git commit`, as a killed writer would.
 KILLED_AFTER_ADD = textwrap.dedent("""
     import os, signal, sys
-    from cardmem.store import git
+    from cardmem.store.git import runner as git
     from cardmem.store.store import Store
 
     def die(*a, **k):
@@ -72,7 +72,7 @@ def test_doctor_unstages_what_a_killed_writer_staged(store: Store) -> None:
 
 
 def test_a_failed_commit_unstages_at_once(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cardmem.store import git
+    from cardmem.store.git import runner as git
     from cardmem.store.errors import CardmemError
 
     def refuse(*_a, **_k):

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from cardmem.store.errors import CardmemError
-from cardmem.store.lean import StoreRoot
+from cardmem.store.root import StoreRoot
 from cardmem.store.store import Store
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from cardmem.store import paths
+from cardmem.store.cards import paths
 from cardmem.store.errors import BadId
 
 

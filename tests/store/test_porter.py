@@ -1,4 +1,4 @@
-"""store/porter.py's stem() gives FTS5's own porter stems: for every ASCII word of the real
+"""store/index/porter.py's stem() gives FTS5's own porter stems: for every ASCII word of the real
 corpus, for random words built from what Porter's rules look at, and for hand-picked edges.
 Each batch of words goes through FTS5 in one row; its vocab table gives the stems in order."""
 from __future__ import annotations
@@ -11,8 +11,8 @@ from conftest import CORPUS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cardmem.store.index import TOKENIZE
-from cardmem.store.porter import _STEP2, _STEP3, _STEP4, stem
+from cardmem.store.index.schema import TOKENIZE
+from cardmem.store.index.porter import _STEP2, _STEP3, _STEP4, stem
 
 ASCII_WORD = re.compile(r"[a-z0-9]+")
 

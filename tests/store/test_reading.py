@@ -1,9 +1,9 @@
 """Address-only reads: list_recent lists cards only, newest change first."""
 from __future__ import annotations
 
-from cardmem.store.reading import list_recent
+from cardmem.store.cards.by_address import list_recent
 from cardmem.store.store import Store
-from cardmem.store.writer import Message
+from cardmem.store.git.writer import Message
 
 
 def test_list_recent_lists_cards_newest_first_and_not_the_store_readme(store: Store) -> None:

@@ -10,8 +10,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from relevance_set import CALLS, RULES  # noqa: E402
 
-from cardmem.store.rule_match import THRESHOLD, decide  # noqa: E402
-from cardmem.store.triggers import compile_rules  # noqa: E402
+from cardmem.store.rules.match import THRESHOLD, decide  # noqa: E402
+from cardmem.store.rules.triggers import compile_rules  # noqa: E402
 
 
 def table(tmp_path):

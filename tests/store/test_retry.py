@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from cardmem.store import retry
+from cardmem.store.learning import retry
 
 TURNS = [{"role": "user", "text": "raise the KEDA ceiling"},
          {"role": "assistant", "text": "raised it to 16"}]

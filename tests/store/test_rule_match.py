@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cardmem.store.rule_match import classify, command_strings, governed
-from cardmem.store.shellsplit import simple_commands
+from cardmem.store.rules.match import classify, command_strings, governed
+from cardmem.store.rules.shellsplit import simple_commands
 
 FORCE = {"bash": ["git push --force*", "git push -f*"]}
 
@@ -145,6 +145,6 @@ def test_the_glob_shortcut_agrees_with_fnmatch(pair):
 
     glob, text = pair
 
-    from cardmem.store.rule_match import fnmatchcase
+    from cardmem.store.rules.match import fnmatchcase
 
     assert fnmatchcase(text, glob) == fnmatch.fnmatchcase(text, glob)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from cardmem.store import rules_file
+from cardmem.store.rules import host_file as rules_file
 from cardmem.store.context import session_context
-from cardmem.store.holdings import active_rules, holdings
+from cardmem.store.index.pile_view import active_rules, holdings
 from cardmem.store.store import Store, init
 
 

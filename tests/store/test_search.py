@@ -11,8 +11,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cardmem.store import search as S
-from cardmem.store.index import TOKENIZE, Index
+import cardmem.store.index.search as S
+from cardmem.store.index.schema import TOKENIZE
+from cardmem.store.index.db import Index
 
 
 def write(root: Path, cid: str, title: str, body: str) -> None:

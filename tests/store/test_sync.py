@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cardmem.store.index import Index
+from cardmem.store.index.db import Index
 from cardmem.store.store import Store
 from gitremote import cli, clone, git, head, make_remote, snapshot, state, tree
 

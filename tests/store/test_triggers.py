@@ -8,7 +8,8 @@ import subprocess
 
 from conftest import GIT_ID
 
-from cardmem.store import git, triggers
+from cardmem.store.git import runner as git
+from cardmem.store.rules import triggers
 
 FORCE = ("---\ntitle: Never force-push\ntype: feedback\n"
          "applies_to: [\"git push --force*\", \"path: migrations/**\"]\nenforce: deny\n---\n"
@@ -133,8 +134,8 @@ def test_the_file_is_read_in_two_parts_and_another_layout_is_rebuilt(store):
 
 
 def test_an_agent_proposal_enforces_only_once_a_person_accepts_it(store):
-    from cardmem.store import proposals
-    from cardmem.store.writer import Message
+    from cardmem.store.learning import proposals
+    from cardmem.store.git.writer import Message
 
     triggers.build(store)
     text = proposals.mark_proposed(FORCE, "mcp")

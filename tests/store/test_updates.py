@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from cardmem.store.index import Index
+from cardmem.store.index.db import Index
 from cardmem.store.store import Store
-from cardmem.store.writer import write_lock
+from cardmem.store.git.writer import write_lock
 from gitremote import cli, cli_process, clone, git, head, make_remote, snapshot, state, tree
 
 

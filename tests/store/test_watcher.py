@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import pytest
 
-from cardmem.store.index import Index
+from cardmem.store.index.db import Index
 from cardmem.store.watcher import Watcher, card_id
 
 ME = {"GIT_AUTHOR_NAME": "Tess Tester", "GIT_AUTHOR_EMAIL": "tess@example.com",
@@ -565,7 +565,7 @@ def test_autocommit_waits_while_git_is_busy(store, start) -> None:
 
 def test_autocommit_retries_while_another_writer_holds_the_lock(store, start, said,
                                                                idx) -> None:
-    from cardmem.store.writer import write_lock
+    from cardmem.store.git.writer import write_lock
 
     root = store.root
     before = _commits(root)

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import GIT_ID
 
-from cardmem.store import card as cardlib
-from cardmem.store import git
+from cardmem.store.cards import card as cardlib
+from cardmem.store.git import runner as git
 from cardmem.store.errors import CardmemError, StoreBusy
 from cardmem.store.store import Store, init
-from cardmem.store.writer import AS_IS, Message, commit_changes
+from cardmem.store.git.writer import AS_IS, Message, commit_changes
 
 def g(root: Path, *args: str) -> str:
     """Raw git, as a person at a terminal would run it."""
@@ -260,7 +260,7 @@ def test_a_cli_write_imports_neither_yaml_nor_filelock(store: Store) -> None:
     """Most of a `cardmem new` was importing these (yaml 30-50 ms, filelock 40-140 ms)."""
     code = ("import sys; sys.argv = ['cardmem', 'new', 'reference/lean', '--body', 'x', "
             f"'--store', {str(store.root)!r}]\n"
-            "from cardmem.tools.cli import main\n"
+            "from cardmem.tools.cli.group import main\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in ('yaml', 'frontmatter', 'filelock') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -10,7 +10,7 @@ import pytest
 from fakeapi import FakeAPI, reply
 from walkkit import CHAIN, HONEST, spiral_model
 
-from cardmem.tools import demo
+from cardmem.tools.cli import demo
 
 
 def cardmem(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from gitremote import cli
 
-from cardmem.tools.cli import cli as group
+from cardmem.tools.cli.group import cli as group
 
 
 def _commands(cmd: click.Command, ctx: click.Context, path: tuple[str, ...] = ()):

@@ -7,10 +7,10 @@ import subprocess
 import pytest
 from gitremote import cli
 
-from cardmem.store.compound import file_signals
+from cardmem.store.learning.compound import file_signals
 from cardmem.store.context import session_context
-from cardmem.store.proposals import propose_remember
-from cardmem.store.writer import Message
+from cardmem.store.learning.proposals import propose_remember
+from cardmem.store.git.writer import Message
 
 RULE = "---\ntitle: Run tests with x\ntype: feedback\n---\nAlways -x.\n"
 

@@ -111,7 +111,7 @@ def test_the_search_process_stays_lean(example_store) -> None:
 
 
 def test_demo_has_a_search_step() -> None:
-    from cardmem.tools import demo
+    from cardmem.tools.cli import demo
 
     assert ("search, typo-tolerant", "search", "pytets fixtrues") in demo.STEPS
 

@@ -7,8 +7,8 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
-from cardmem.tools.cli import cli
-from cardmem.tools.doctor import doctor
+from cardmem.tools.cli.group import cli
+from cardmem.tools.cli.doctor import doctor
 
 TOKEN = "ghp_" + "A1b2C3d4E5" * 4
 PASSWORD_LINE = "DB_PASSWORD=Zq8vL2mN4pR7xW"

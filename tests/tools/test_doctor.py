@@ -40,7 +40,7 @@ def test_the_retry_backlog_fails_doctor_when_old_or_given_up(example_store: Stor
                                                              monkeypatch) -> None:
     import time
 
-    from cardmem.store import retry
+    from cardmem.store.learning import retry
 
     turns = [{"role": "user", "text": "hello"}]
     retry.fail(example_store.root, "young", turns, "HTTP 529: overloaded")

@@ -22,7 +22,7 @@ def run(capfd, monkeypatch, argv: list[str], lean: bool) -> tuple[str, str, int]
             assert opts is not None, f"the lean path refused {argv}"
             entry.search(opts)
         else:
-            from cardmem.tools.cli import main
+            from cardmem.tools.cli.group import main
 
             main()
     except SystemExit as exc:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gitremote import cli
 
-from cardmem.tools import demo
+from cardmem.tools.cli import demo
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -70,7 +70,7 @@ def test_exit_codes_are_documented_and_kept(tmp_path: Path, monkeypatch) -> None
     import click
     import pytest
 
-    from cardmem.tools import cli as cli_module
+    from cardmem.tools.cli import group as cli_module
 
     readme = (REPO / "README.md").read_text()
     table = dict(re.findall(r"^\| (\d+) \| (.+) \|$", readme, re.M))

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cardmem.store.errors import CardmemError
-from cardmem.store.paths import normalize_id
+from cardmem.store.cards.paths import normalize_id
 from cardmem.store.store import Store, init
-from cardmem.store.writer import Message
+from cardmem.store.git.writer import Message
 
 
 def git(root: Path, *args: str) -> str:
@@ -182,7 +182,7 @@ def test_an_unforeseen_os_error_is_one_line_from_the_console_script(
     import errno
     import sys
 
-    from cardmem.tools import cli as climod
+    from cardmem.tools.cli import group as climod
 
     def full(*_a, **_k):
         raise OSError(errno.ENOSPC, "No space left on device", str(by.root / "reference"))

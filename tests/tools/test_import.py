@@ -184,7 +184,7 @@ def test_real_agent_instruction_files_lose_no_line(tmp_path) -> None:
 
     from conftest import CORPUS
 
-    from cardmem.store import card as cardlib
+    from cardmem.store.cards import card as cardlib
     from cardmem.tools.importers import claude_md
 
     if not CORPUS.is_dir():

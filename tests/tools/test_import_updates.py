@@ -11,7 +11,7 @@ import pytest
 from gitremote import cli
 from importkit import PATHS, cards, commits, copy_fixtures, git, with_person
 
-from cardmem.store import card as cardlib
+from cardmem.store.cards import card as cardlib
 from cardmem.store.context import session_context
 
 KINDS = list(PATHS)
@@ -290,7 +290,7 @@ def test_a_card_a_person_deleted_is_not_made_again(person, src) -> None:
 
 
 def test_cardmems_own_rules_file_is_not_imported(person, tmp_path) -> None:
-    from cardmem.store.rules_file import MARK
+    from cardmem.store.rules.host_file import MARK
 
     f = tmp_path / "cardmem.md"
     f.write_text(f"{MARK}\n# Standing rules (cardmem memory)\n\n## Rules\n\n- Always x\n- Never y\n")

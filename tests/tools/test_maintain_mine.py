@@ -8,7 +8,7 @@ import json
 import pytest
 from maintainkit import corpus_store, git
 
-from cardmem.store import card as cardlib
+from cardmem.store.cards import card as cardlib
 from cardmem.tools import receipts
 from cardmem.tools.maintain import run
 

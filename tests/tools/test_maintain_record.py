@@ -11,9 +11,9 @@ import pytest
 from gitremote import cli
 from maintainkit import commit_as_person, corpus_store, git
 
-from cardmem.store import search
+import cardmem.store.index.search as search
 from cardmem.store.context import session_context
-from cardmem.store.index import Index
+from cardmem.store.index.db import Index
 from cardmem.store.maintain import record
 from cardmem.tools.maintain import run
 

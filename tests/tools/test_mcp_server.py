@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
 
-from cardmem.store.writer import Message  # noqa: E402
+from cardmem.store.git.writer import Message  # noqa: E402
 from cardmem.tools.mcp_server import build_server  # noqa: E402
 
 TOOLS = {"search", "read_card", "memory_map", "list_recent", "remember"}
@@ -82,7 +82,7 @@ def test_five_tools_with_annotations_and_a_careful_remember(store) -> None:
 # --- search -------------------------------------------------------------------------
 
 def test_search_gives_the_index_answer(example_store) -> None:
-    from cardmem.store import index
+    from cardmem.store.index import db as index
 
     store = example_store
     got = ok(call(store, "search", {"query": "deploy", "limit": 3}))
@@ -117,7 +117,7 @@ def test_search_sees_a_card_written_after_start(store) -> None:
 
 
 def test_warm_up_opens_the_index_but_never_builds_one(store) -> None:
-    from cardmem.store import index
+    from cardmem.store.index import db as index
     from cardmem.tools.mcp_server import CardTools
 
     db = index.Index(store).db_path
@@ -162,7 +162,7 @@ def test_search_refuses_bad_arguments_readably(store, args, why) -> None:
 # --- read_card ----------------------------------------------------------------------
 
 def test_read_card_is_the_whole_card_with_its_last_history(store) -> None:
-    from cardmem.store.reading import read_card
+    from cardmem.store.cards.by_address import read_card
 
     history = "".join(f"- 2026-11-{d:02d} · session {d} · Knowledge: item {d}\n" for d in range(1, 9))
     seed(store, {"entities/billing.md": "---\ntitle: Billing service\ntype: entity\n---\n"
@@ -204,7 +204,7 @@ def test_read_card_refuses_a_link_out_and_a_card_too_large(tmp_path: Path, store
 
 
 def test_an_unexpected_failure_leaves_no_trace_for_the_model(store, monkeypatch) -> None:
-    import cardmem.store.reading as reading
+    import cardmem.store.cards.by_address as reading
 
     def boom(*a, **k):
         raise RuntimeError("internal detail /home/user/secret")
@@ -217,7 +217,7 @@ def test_an_unexpected_failure_leaves_no_trace_for_the_model(store, monkeypatch)
 # --- memory_map and list_recent ------------------------------------------------------
 
 def test_memory_map_is_count_capped_with_the_total(store) -> None:
-    from cardmem.store.reading import MAP_COUNT
+    from cardmem.store.cards.by_address import MAP_COUNT
 
     n = MAP_COUNT + 7
     seed(store, {f"reference/r{i:04d}.md": f"---\ntitle: R {i}\ndescription: d{i}\n---\nx\n"
@@ -301,7 +301,7 @@ def test_remember_refuses_bad_input_and_writes_nothing(store, args, why) -> None
 
 
 def test_a_busy_store_is_told_to_the_model(store) -> None:
-    from cardmem.store.writer import write_lock
+    from cardmem.store.git.writer import write_lock
 
     store.config["store"]["lock_timeout_s"] = 0.2
     server = build_server(store)

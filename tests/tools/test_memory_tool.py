@@ -147,7 +147,7 @@ def test_each_change_is_one_agent_commit_with_a_readable_message(pair) -> None:
 
 
 def test_memories_are_cards_of_the_store(pair) -> None:
-    from cardmem.store.reading import memory_map, read_card
+    from cardmem.store.cards.by_address import memory_map, read_card
 
     _, ours, _, _ = pair
     store = ours.backend.store
@@ -155,7 +155,7 @@ def test_memories_are_cards_of_the_store(pair) -> None:
                "file_text": "# The user's coffee\n\nflat white\n"})
     assert read_card(store, "memories/coffee")["title"] == "The user's coffee"
     assert [e["id"] for e in memory_map(store).entries] == ["memories/coffee"]
-    from cardmem.store import index
+    from cardmem.store.index import db as index
 
     found = index.search(store, "flat white").as_dict()["results"]
     assert [r["id"] for r in found] == ["memories/coffee"]
@@ -232,7 +232,7 @@ def guarded(tmp_path_factory: pytest.TempPathFactory):
     it for the next.
     """
     from cardmem.store.store import init
-    from cardmem.store.writer import Message
+    from cardmem.store.git.writer import Message
 
     tmp_path = tmp_path_factory.mktemp("guarded")
     store = init(tmp_path / "store")[0]
@@ -274,7 +274,7 @@ def test_rename_cannot_move_a_memory_out(store, new_path: str) -> None:
 
 
 def test_symlinks_are_never_followed(tmp_path: Path, store) -> None:
-    from cardmem.store.writer import Message
+    from cardmem.store.git.writer import Message
 
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -329,7 +329,7 @@ def test_sizes_are_capped(store) -> None:
 
 
 def test_a_busy_store_is_said_not_raised(store) -> None:
-    from cardmem.store.writer import write_lock
+    from cardmem.store.git.writer import write_lock
 
     store.config["store"]["lock_timeout_s"] = 0.2
     tool = memory_tool(store)

@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 from cardmem.store.context import session_context
-from cardmem.store.writer import Message
+from cardmem.store.git.writer import Message
 from cardmem.tools.memory_tool import CardMemory, MemoryToolError
 
 RULE = "---\ntitle: Tests first\ntype: feedback\n---\nRun the tests before every commit.\n"

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from cardmem.store.errors import CardmemError
 from cardmem.tools import receipts
-from cardmem.tools.cli import cli
+from cardmem.tools.cli.group import cli
 from cardmem.tools.receipt_stats import chart, cost, distribution, percentiles
 
 

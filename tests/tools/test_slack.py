@@ -134,7 +134,7 @@ def test_unknown_asker_and_direct_message_are_answered(tmp_path, slack, fake_api
     # `cardmem judge` and `receipts` work on a Slack answer's receipt.
     from click.testing import CliRunner
 
-    from cardmem.tools.cli import cli
+    from cardmem.tools.cli.group import cli
 
     r = CliRunner().invoke(cli, ["judge", recs[0]["id"], "--rule-only", "--store", str(store.root)])
     assert r.exit_code == 4 and r.output.startswith(f"{recs[0]['id']}: ungraded\n  rule: pass")
@@ -275,7 +275,7 @@ def test_cli_refuses_without_tokens_in_one_line(tmp_path, monkeypatch) -> None:
     from click.testing import CliRunner
 
     from cardmem.store.errors import CardmemError
-    from cardmem.tools.cli import cli
+    from cardmem.tools.cli.group import cli
 
     store = make_store(tmp_path)
     for k in ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"):
@@ -409,7 +409,7 @@ def test_refused_tokens_are_one_clear_line(tmp_path, slack, fake_api, monkeypatc
     from click.testing import CliRunner
 
     from cardmem.store.errors import CardmemError
-    from cardmem.tools.cli import cli
+    from cardmem.tools.cli.group import cli
 
     store = make_store(tmp_path)
     env = {"SLACK_BOT_TOKEN": bot, "SLACK_APP_TOKEN": app, "SLACK_API_URL": slack.base_url,

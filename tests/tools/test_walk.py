@@ -14,7 +14,7 @@ from fakeapi import FakeAPI, drop, error, reply, text, tool_use
 from walkkit import (CHAIN, FAST, HONEST, OVERCLAIM, QUESTION, check_spiral, is_compose,
                      run_spiral, tool_results)
 
-from cardmem.store import reading
+from cardmem.store.cards import by_address as reading
 from cardmem.tools import model, receipts
 from cardmem.tools.ask import ask
 from cardmem.tools.judge import judge
@@ -434,10 +434,10 @@ def test_walk_modules_leave_anthropic_to_model_py() -> None:
     from pathlib import Path
 
     tools = Path(__file__).resolve().parents[2] / "tools"
-    for name in ("walk", "ask", "judge", "receipts", "cli_ask"):
+    for name in ("walk", "ask", "judge", "receipts", "cli/ask"):
         src = (tools / f"{name}.py").read_text()
         assert "import anthropic" not in src and "from anthropic" not in src, name
     code = ("import sys, cardmem.tools.walk, cardmem.tools.ask, cardmem.tools.judge, "
-            "cardmem.tools.cli_ask; print('anthropic' in sys.modules)")
+            "cardmem.tools.cli.ask; print('anthropic' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

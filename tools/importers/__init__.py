@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from cardmem.store.errors import CardmemError
-from cardmem.store.paths import project_key
+from cardmem.store.cards.paths import project_key
 from cardmem.store.store import Store
-from cardmem.store.writer import Message
+from cardmem.store.git.writer import Message
 
 from .model import Draft, Parsed, Skipped, shown
 from .plan import IMPORT_TRAILER, Outcome, Plan, make
@@ -81,7 +81,7 @@ def parse(kind: str, path: Path, project: str | None,
 
 def _drop_oversized(parsed: Parsed) -> None:
     """An item too large for any card is skipped, named, not the whole import refused."""
-    from cardmem.store.card import MAX_CARD_BYTES
+    from cardmem.store.cards.card import MAX_CARD_BYTES
 
     room = MAX_CARD_BYTES - 8192  # the frontmatter's share
     for d in [d for d in parsed.drafts if len(d.body.encode()) > room]:

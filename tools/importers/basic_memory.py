@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from cardmem.store.maintain.links import links
-from cardmem.store.paths import slugify
+from cardmem.store.cards.paths import slugify
 
 from .model import Draft, Parsed, Skipped, as_list, front, read_text, shown
 

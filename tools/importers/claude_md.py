@@ -14,10 +14,10 @@ import os
 import re
 from pathlib import Path
 
-from cardmem.store import card as cardlib
-from cardmem.store.paths import slugify
-from cardmem.store.proposals import rule_title
-from cardmem.store.rules_file import MARK
+from cardmem.store.cards import card as cardlib
+from cardmem.store.cards.paths import slugify
+from cardmem.store.learning.proposals import rule_title
+from cardmem.store.rules.host_file import MARK
 
 from .model import Draft, Parsed, Skipped, read_text, shown
 

@@ -16,7 +16,7 @@ import os
 import re
 from pathlib import Path
 
-from cardmem.store.paths import project_key
+from cardmem.store.cards.paths import project_key
 
 from .model import Draft, Parsed, Skipped, front, read_text, shown
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cardmem.store.paths import slugify
+from cardmem.store.cards.paths import slugify
 
 from .model import Draft, Parsed, Skipped, read_text, shown
 

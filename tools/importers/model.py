@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cardmem.store import card as cardlib
+from cardmem.store.cards import card as cardlib
 
 # The frontmatter keys an import owns: compared on re-import, three ways (what the
 # import wrote last, what the source says now, what the card says now).

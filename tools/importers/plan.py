@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from cardmem.store import card as cardlib
-from cardmem.store import git, paths
+from cardmem.store.cards import card as cardlib
+from cardmem.store.git import runner as git
+from cardmem.store.cards import paths
 from cardmem.store.errors import CardmemError
-from cardmem.store.proposals import change_proposal, free_id, protected_types
-from cardmem.store.status import PROPOSED
+from cardmem.store.learning.proposals import change_proposal, free_id, protected_types
+from cardmem.store.cards.status import PROPOSED
 from cardmem.store.store import Store
 
 from .model import MANAGED, Draft

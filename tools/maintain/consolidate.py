@@ -12,7 +12,7 @@ Drift, stale cards and repeated History lines are a person's to fix: nothing is 
 
 A live protected card (`[extract] protected_types`: feedback, user) is never changed:
 when a change would touch one, every card of that change gets a change proposal instead
-(store/proposals.py), in one commit, for `cardmem review`. A card changed once in a run
+(store/learning/proposals.py), in one commit, for `cardmem review`. A card changed once in a run
 is not changed again in it: that finding waits for the next run, and the notes say so.
 """
 from __future__ import annotations
@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Callable
 
-from cardmem.store import card as cardlib
-from cardmem.store import proposals
+from cardmem.store.cards import card as cardlib
+from cardmem.store.learning import proposals
 from cardmem.store.errors import CardmemError, StoreBusy
 from cardmem.store.maintain import Finding, Survey
 from cardmem.store.maintain import history as hist
 from cardmem.store.maintain.duplicates import stems
 from cardmem.store.maintain.links import relink
-from cardmem.store.writer import Message
+from cardmem.store.git.writer import Message
 from cardmem.tools import model
 
 SOURCE = "maintain"  # the commits' Cardmem-Source, and proposals' proposed_by

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 
-from cardmem.store import proposals
+from cardmem.store.learning import proposals
 from cardmem.store.maintain import Finding, Survey
 from cardmem.store.maintain.duplicates import DUPLICATE, card_pairs, card_text
 from cardmem.tools import model

@@ -15,11 +15,13 @@ import re
 from datetime import date
 from typing import Any
 
-from cardmem.store import card as cardlib
-from cardmem.store import git, paths, proposals
+from cardmem.store.cards import card as cardlib
+from cardmem.store.git import runner as git
+from cardmem.store.cards import paths
+from cardmem.store.learning import proposals
 from cardmem.store.maintain import Finding, Survey
 from cardmem.store.maintain.duplicates import card_text, stems
-from cardmem.store.status import PROPOSED
+from cardmem.store.cards.status import PROPOSED
 
 from .. import receipts
 

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from cardmem.store.errors import CardmemError
-from cardmem.store.holdings import catalog
+from cardmem.store.index.pile_view import catalog
 from cardmem.store.store import Store
 
 PERSON_TYPES = ("person", "user")

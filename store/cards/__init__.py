@@ -1,0 +1,1 @@
+"""Cards: the format, ids and paths, statuses, reads by address."""

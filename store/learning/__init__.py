@@ -1,0 +1,1 @@
+"""Learning: signals filed into cards, agents' proposals, the retry queue."""

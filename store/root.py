@@ -1,0 +1,97 @@
+"""A store opened for reading the pile, without the card parser, the writer or git.
+
+The SessionStart hook runs as a new process before every coding session; importing
+`store.store` brings YAML, tempfile and subprocess with it (~50 ms of a ~150 ms budget).
+`StoreRoot` offers what the pile reads (root, settings, state folder, card paths, and a
+scan of every card, whose parser is imported only then); `store.Store` builds on it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from functools import cached_property
+from pathlib import Path
+
+TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
+if TYPE_CHECKING:
+    from typing import Any, Self
+
+from .cards import paths
+
+CONFIG_FILE = "cardmem.toml"  # config.FILE; config itself imports tomllib
+
+SETTINGS_CACHE = "settings.json"  # cardmem.toml, parsed, with the file's (mtime, size)
+# A file written this recently is not cached: mtimes come from a coarse clock.
+RACY_NS = 2_000_000_000
+
+
+class StoreRoot:
+    """Where a store is and how it is opened; store.Store builds on it."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root).expanduser().absolute()
+
+    @classmethod
+    def open(cls, root: Path | str | None = None) -> Self:
+        """The store at root (or the default one): it must exist and be a git repo."""
+        store = cls(root if root is not None else paths.default_store())
+        paths.require_store(store.root)
+        return store
+
+    @cached_property
+    def config(self) -> dict[str, dict[str, Any]]:
+        """The store's settings; parsed once per version of cardmem.toml (tomllib costs
+        ~15 ms to import), then read back from .cardmem/settings.json."""
+        try:
+            st = (self.root / CONFIG_FILE).stat()
+            stamp = [st.st_mtime_ns, st.st_size]
+        except OSError:
+            from . import config
+
+            return config.load(self.root)  # no file: the defaults, no TOML to parse
+        cache = self.root / ".cardmem" / SETTINGS_CACHE
+        try:
+            data = json.loads(cache.read_text())
+            if data["stamp"] == stamp:
+                return data["config"]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        from . import config
+
+        cfg = config.load(self.root)  # a malformed file raises here, and is never cached
+        if time.time_ns() - st.st_mtime_ns < RACY_NS:
+            return cfg  # a rewrite within the same clock tick would keep this stamp
+        try:
+            write_cache(self.state_dir / SETTINGS_CACHE,
+                        json.dumps({"stamp": stamp, "config": cfg}).encode())
+        except (OSError, TypeError, ValueError):
+            pass
+        return cfg
+
+    @property
+    def state_dir(self) -> Path:
+        d = self.root / ".cardmem"
+        d.mkdir(exist_ok=True)
+        return d
+
+    def path(self, card_id: str) -> Path:
+        return paths.card_path(self.root, card_id)
+
+    def scan(self) -> Any:
+        """Every card, parsed: what a pile needs when there is no index (cards/scan.py
+        imports the card parser, YAML included, only now)."""
+        from .cards.scan import scan
+
+        return scan(self.root)
+
+
+def write_cache(path: Path, data: bytes) -> None:
+    """Replace a derived file in .cardmem/ (rebuildable, so no fsync): temp file, rename."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise

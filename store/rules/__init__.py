@@ -1,0 +1,1 @@
+"""Rules: what they apply to, matching a tool call, the rules file hosts load."""

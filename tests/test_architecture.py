@@ -1,0 +1,152 @@
+"""The house's shape: imports run hooks -> tools -> store, and no module imports itself back.
+
+Every module's imports are read with ast, including those inside functions (lazy imports
+run too, just later) and the "module:attribute" strings of a lazy command table (the CLI's
+LAZY), which import as surely as an import statement does. Only imports under
+`if TYPE_CHECKING:` are left out: they never run.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+LAYERS = ("store", "tools", "hooks")  # each may import only those before it
+
+
+def modules() -> dict[str, Path]:
+    """Dotted name -> file, for every module of cardmem (packages by their __init__)."""
+    found = {}
+    for top in LAYERS:
+        for path in sorted((REPO / top).rglob("*.py")):
+            parts = ["cardmem", top, *path.relative_to(REPO / top).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def _type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def _nodes(tree: ast.AST):
+    """Every node, but not the bodies of `if TYPE_CHECKING:`."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if _type_checking(child):
+                stack.extend(child.orelse)
+            else:
+                stack.append(child)
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The cardmem modules `name` imports, anywhere in its file."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+
+    def add(target: str) -> None:
+        # the longest known module the dotted name starts with
+        while target and target not in known:
+            target = target.rpartition(".")[0]
+        if target and target != name:
+            out.add(target)
+
+    for node in _nodes(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            for alias in node.names:
+                full = f"{module}.{alias.name}"
+                add(full if full in known else module)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            module, colon, attr = node.value.partition(":")
+            if colon and attr.isidentifier() and module in known:
+                add(module)
+    return out
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: imports(name, path, known) for name, path in known.items()}
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def layer(name: str) -> int:
+    return LAYERS.index(name.split(".")[1])
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(graph()) == []
+
+
+def test_imports_run_hooks_to_tools_to_store() -> None:
+    against = sorted(f"{a} imports {b}" for a, targets in graph().items()
+                     for b in targets if layer(b) > layer(a))
+    assert against == []
+
+
+def test_the_checks_can_fail(tmp_path: Path) -> None:
+    """A lazy import back (inside a function) and a LAZY-table string both count."""
+    a = tmp_path / "a.py"
+    a.write_text("def f():\n    from cardmem.store import b\n")
+    b = tmp_path / "b.py"
+    b.write_text('TABLE = {"x": "cardmem.store.a:f"}\n'
+                 "if TYPE_CHECKING:\n    from cardmem.tools import t\n")
+    known = {"cardmem.store.a": a, "cardmem.store.b": b, "cardmem.tools.t": b}
+    edges = {n: imports(n, p, known) for n, p in list(known.items())[:2]}
+    assert edges == {"cardmem.store.a": {"cardmem.store.b"}, "cardmem.store.b": {"cardmem.store.a"}}
+    assert cycles(edges) == [["cardmem.store.a", "cardmem.store.b"]]
+    assert layer("cardmem.hooks.x") > layer("cardmem.tools.x") > layer("cardmem.store.x")
+
+
+def test_every_package_is_listed_in_pyproject() -> None:
+    import tomllib
+
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    packages = {n for n, p in modules().items() if p.name == "__init__.py"}
+    assert packages - listed == set()

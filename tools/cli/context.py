@@ -1,0 +1,37 @@
+"""`cardmem context`: the rung-1 pile a coding session starts with."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from cardmem.tools.cli.options import emit_json, json_option, open_store, store_option
+
+
+@click.command()
+@click.option("--project", help="The project whose cards to include (default: the git "
+              "top-level folder of the current directory, mapped by [projects]).")
+@click.option("--budget", type=click.IntRange(min=0), help="Character budget (default: "
+              "[context] budget_chars).")
+@json_option
+@store_option
+def context(project: str | None, budget: int | None, as_json: bool,
+            store_path: Path | None) -> None:
+    """What a session starts with (rung 1): rules, user, project, map, recent changes.
+
+    \b
+    Example:
+        cardmem context --project acme-api
+        cardmem context --budget 4000 --json
+    """
+    from cardmem.store.context import session_context
+
+    store = open_store(store_path)
+    pile = session_context(store, project=project, cwd=os.getcwd(), budget=budget)
+    if as_json:
+        emit_json(pile.as_dict())
+    else:
+        click.echo(pile.text, nl=False)
+    for n in pile.notices:
+        click.echo(f"cardmem: {n}", err=True)

@@ -1,0 +1,55 @@
+"""What every command module shares: --store, --json, opening the store, printing JSON.
+
+Its own module so that command modules (tools/cli/*.py, hooks' commands) and the group
+that loads them lazily (group.py) never import each other.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cardmem.store.errors import CardmemError
+from cardmem.tools.search_text import json_text
+
+STORE_HELP = ("The store (default: $CARDMEM_STORE, else the store the current folder is in, "
+              "else $XDG_DATA_HOME/cardmem).")
+
+
+def store_value(ctx: click.Context, _param: click.Parameter, value: str | None) -> Path | None:
+    """A command's --store, else the one given before the command (`cardmem --store P cmd`)."""
+    if value is None:
+        value = ctx.find_root().meta.get("cardmem.store")
+    return None if value is None else given_path(value, "--store")
+
+
+def given_path(value: str, what: str) -> Path:
+    # Path("") is the current folder: a script's unset variable would write there.
+    if not value.strip():
+        raise CardmemError(what, "is empty; name the store's folder")
+    return Path(value)
+
+
+def store_option(f):
+    return click.option("--store", "store_path", metavar="PATH", envvar=None,
+                        callback=store_value, help=STORE_HELP)(f)
+
+
+def json_option(f):
+    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(f)
+
+
+def open_store(store_path: Path | None):
+    from cardmem.store.store import Store
+
+    return Store.open(store_path)
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json_text(data))
+
+
+# Set ("1") where cardmem launches itself for an agent (hooks, the MCP server entry): an
+# agent that shells out to `cardmem new` or `remember` gets its secrets redacted.
+AGENT_ENV = "CARDMEM_AGENT"

@@ -1,0 +1,97 @@
+"""`cardmem search` and `cardmem index`: the lexical index from the command line.
+
+The search path is kept lean (DESIGN §10 hosts call it per prompt): a StoreRoot, not a
+Store (its module loads YAML); no rapidfuzz unless a query term needs correcting.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cardmem.store.root import StoreRoot
+from cardmem.store.errors import CardmemError
+from cardmem.store.cards.paths import CARD_TYPES
+from cardmem.tools.cli.options import emit_json, json_option, store_option
+from cardmem.tools.search_text import lines
+from cardmem.store.wording import plural
+
+
+@click.command()
+@click.argument("query", nargs=-1, required=True)
+@click.option("--limit", type=click.IntRange(min=1, max=1000), default=10, show_default=True)
+@click.option("--type", "card_type", type=click.Choice(CARD_TYPES), help="Only cards of this type.")
+@click.option("--project", help="Only cards of this project.")
+@click.option("--base", "base_name", metavar="NAME",
+              help="Search the attached base NAME (`cardmem base list`) instead of the cards.")
+@json_option
+@store_option
+def search(query: tuple[str, ...], limit: int, card_type: str | None, project: str | None,
+           base_name: str | None, as_json: bool, store_path: Path | None) -> None:
+    """Ranked cards for QUERY (typo-tolerant), each with a confidence label.
+
+    \b
+    Example:
+        cardmem search "pytets fixtrues"
+        cardmem search deploy --project acme-api --json
+    """
+    from cardmem.store.index.db import search as run_search
+
+    text = " ".join(query)
+    if not text.strip():  # as the MCP search tool refuses it
+        raise CardmemError("query", "is empty; say what to look for", exit_code=2)
+    if base_name:
+        from cardmem.store.bases import search_base
+
+        res = search_base(StoreRoot.open(store_path), base_name, text, limit=limit,
+                          card_type=card_type, project=project)
+        for w in res.warnings:
+            click.echo(f"cardmem: {w}", err=True)
+    else:
+        res = run_search(StoreRoot.open(store_path), text, limit=limit, card_type=card_type,
+                         project=project)
+    if as_json:
+        emit_json(res.as_dict())
+        return
+    _print(res)
+
+
+def _print(res: Any) -> None:
+    for line in lines(res, tty=sys.stdout.isatty()):
+        click.echo(line)
+
+
+@click.command()
+@click.option("--full", is_flag=True, help="Rebuild from scratch into a new file and swap it in.")
+@json_option
+@store_option
+def index(full: bool, as_json: bool, store_path: Path | None) -> None:
+    """Bring the index up to date (or rebuild it with --full).
+
+    \b
+    Example:
+        cardmem index
+        cardmem index --full
+    """
+    from cardmem.store.index.db import Index
+
+    with Index(StoreRoot.open(store_path)) as idx:
+        damage = [] if full else idx.verify()
+        if damage:
+            click.echo(f"cardmem: index: was damaged ({damage[0]}); rebuilt", err=True)
+        counts = idx.rebuild() if full else idx.refresh(walk=True)
+        from cardmem.store.index.search import vocabulary
+
+        vocabulary(idx, force=True)  # the typo-correction vocabulary, so searches need not
+        problems = idx.problems()
+        total = len(idx.ids())
+    if as_json:
+        emit_json({**counts, "cards": total, "full": full, "problem_files": problems})
+        return
+    click.echo(f"index: {plural(total, 'card')} ({counts['added']} added, {counts['updated']} updated, "
+               f"{counts['removed']} removed, {counts['unchanged']} unchanged"
+               f"{', rebuilt' if full else ''})")
+    for p in problems:
+        click.echo(f"cardmem: {p['path']}: skipped: {p['reason']}", err=True)

@@ -1,0 +1,54 @@
+"""`cardmem watch`: keep the index live, and commit hand edits after a quiet period."""
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+
+import click
+
+from cardmem.tools.cli.options import open_store, store_option
+
+
+@click.command()
+@click.option("--autocommit/--no-autocommit", default=None,
+              help="Commit hand edits after a quiet period (default: [watch] autocommit).")
+@click.option("--quiet-s", type=click.FloatRange(min=0), default=None,
+              help="Seconds without edits before committing (default: [watch] quiet_s).")
+@click.option("-v", "--verbose", is_flag=True, help="Say each batch indexed and each commit.")
+@store_option
+def watch(autocommit: bool | None, quiet_s: float | None, verbose: bool,
+          store_path: Path | None) -> None:
+    """Keep the index (and auto-commits) live until Ctrl-C or SIGTERM.
+
+    \b
+    Example:
+        cardmem watch -v
+        cardmem watch --no-autocommit
+    """
+    from cardmem.store.watcher import Watcher
+
+    store = open_store(store_path)
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stop.set()
+        # A second Ctrl-C while stopping interrupts for real.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    watcher = Watcher(store, autocommit=autocommit, quiet_s=quiet_s, verbose=verbose)
+    try:
+        watcher.start()
+        commits = (f"autocommit after {watcher.quiet_s:g} s quiet" if watcher.autocommit
+                   else "no autocommit")
+        click.echo(f"cardmem: watching {store.root} ({commits}); Ctrl-C stops", err=True)
+        while not stop.wait(1.0):
+            watcher.ensure_alive()
+    finally:
+        watcher.stop()
+        for s, handler in old.items():
+            signal.signal(s, handler)
+    s = watcher.stats
+    click.echo(f"cardmem: watch stopped ({s.batches} batches, {s.commits} commits, "
+               f"{sum(s.rescans.values())} rescans, {s.errors} errors)", err=True)
