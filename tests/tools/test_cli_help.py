@@ -107,7 +107,7 @@ def test_map_is_paged_on_a_terminal_only_when_longer_than_the_screen(tmp_path: P
                                                                       monkeypatch) -> None:
     import shutil
 
-    from cardmem.tools import cli_io
+    from cardmem.tools.cli import terminal as cli_io
 
     store = tmp_path / "s"
     assert cli("init", str(store))[0] == 0

@@ -16,7 +16,7 @@ import click
 from cardmem.store.errors import CardmemError
 from cardmem.store.cards.paths import CARD_TYPES
 from cardmem.store.wording import plural
-from cardmem.tools.cli_io import complete_id, page
+from cardmem.tools.cli.terminal import complete_id, page
 from cardmem.tools.search_text import json_text
 from cardmem.tools.cli.options import (AGENT_ENV, STORE_HELP, emit_json, given_path, json_option,
                                        open_store, store_option)
@@ -39,8 +39,8 @@ LAZY: dict[str, str] = {
     "base": "cardmem.tools.cli.sync:base",
     "review": "cardmem.tools.cli.review:review",
     "maintain": "cardmem.tools.cli.maintain:maintain",
-    "import": "cardmem.tools.cli_import:import_",
-    "slack": "cardmem.tools.cli_slack:slack",
+    "import": "cardmem.tools.cli.imports:import_",
+    "slack": "cardmem.tools.cli.slack:slack",
 }
 
 

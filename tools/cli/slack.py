@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .cli.options import open_store, store_option
+from .options import open_store, store_option
 
 
 @click.command()
@@ -28,9 +28,9 @@ def slack(port: int | None, host: str, store_path: Path | None) -> None:
         SLACK_BOT_TOKEN=xoxb-… SLACK_APP_TOKEN=xapp-… cardmem slack
         SLACK_BOT_TOKEN=xoxb-… SLACK_SIGNING_SECRET=… cardmem slack --http 3000
     """
-    from .slack.answerer import stderr_logging
-    from .slack.server import EVENTS_PATH, SlackServer
-    from .slack.settings import SlackSettings
+    from ..slack.answerer import stderr_logging
+    from ..slack.server import EVENTS_PATH, SlackServer
+    from ..slack.settings import SlackSettings
 
     store = open_store(store_path)
     http = port is not None
