@@ -22,7 +22,7 @@ def main() -> int:
     # cardmem is a namespace package over the folder holding hooks/, store/ and tools/:
     # site-packages/cardmem/ when installed, the source tree when installed editable.
     top = os.path.dirname(HERE)
-    if "cardmem" not in sys.modules and os.path.isfile(os.path.join(top, "store", "triggers.py")):
+    if "cardmem" not in sys.modules and os.path.isfile(os.path.join(top, "store", "rules", "triggers.py")):
         cardmem = type(sys)("cardmem")
         cardmem.__path__ = [top]  # what an import finder would have found
         sys.modules["cardmem"] = cardmem
