@@ -2,7 +2,7 @@
 (issue 17), side by side with baselines that read the same store once.
 
     python bench/bench_maintain.py [--dir /tmp/cardmem-bench] [--cards 10000] [--runs 5]
-                                   [--write bench/RESULTS.md]
+                                   [--checkout PATH] [--parts-only] [--write bench/RESULTS.md]
 
 The store is bench/gen_store.py's (generated and committed once, in a folder of its own:
 a maintain run records its findings in the store's .cardmem/). Runs alternate: maintain,
@@ -10,6 +10,11 @@ then `grep -rc '\\[\\[' --include=*.md` (every card read once: the floor of any 
 the store), then `git ls-files` (what the survey asks git). Wall-clock medians and the
 CPU (user + system) of each process; on a shared machine wall time moves with its load,
 CPU time much less. Then, in-process, CPU seconds per part (survey, each kind).
+
+--checkout PATH records PATH as the checkout of every project of the store, so that
+`drift` has paths, commands and symbols to check (without it no project has one), and
+times drift with and without its symbol check side by side (3 rounds, alternating).
+--parts-only skips the whole-process runs.
 """
 from __future__ import annotations
 
@@ -64,11 +69,42 @@ def parts(root: Path) -> list[tuple[str, float]]:
     return out
 
 
+def drift_symbols(root: Path, rounds: int = 3) -> list[str]:
+    """drift without and with the symbol check, alternating, in this process."""
+    from cardmem.store.maintain import Survey, drift
+    from cardmem.store.store import Store
+
+    sv = Survey.of(Store.open(root))
+    sv.changed  # noqa: B018
+    mentions = sum(len(drift.named_symbols(c.body)) for c in sv.active())
+    real = drift.named_symbols
+    got: dict[str, list[tuple[float, float, float, int]]] = {"without symbols": [],
+                                                             "with symbols": []}
+    try:
+        for _ in range(rounds):
+            for name in got:
+                drift.named_symbols = real if name == "with symbols" else (lambda text: [])
+                kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+                t, c = time.perf_counter(), time.process_time()
+                n = len(drift.find(sv))
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                git_cpu = (after.ru_utime - kids.ru_utime) + (after.ru_stime - kids.ru_stime)
+                got[name].append((time.perf_counter() - t, time.process_time() - c, git_cpu, n))
+    finally:
+        drift.named_symbols = real
+    return [f"drift {name}: wall {statistics.median(x[0] for x in v):.2f} s, own CPU "
+            f"{statistics.median(x[1] for x in v):.2f} s, git's CPU "
+            f"{statistics.median(x[2] for x in v):.2f} s, {v[0][3]:,} findings"
+            for name, v in got.items()] + [f"{mentions:,} symbol mentions in the cards"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dir", type=Path, default=Path("/tmp/cardmem-bench"))
     ap.add_argument("--cards", type=int, default=10_000)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--checkout", type=Path, help="Every project's checkout (for drift).")
+    ap.add_argument("--parts-only", action="store_true", help="No whole-process runs.")
     ap.add_argument("--write", type=Path, help="Put the results into this Markdown file.")
     a = ap.parse_args()
     host = machine()
@@ -76,6 +112,24 @@ def main() -> None:
     if not (root / ".git").exists():
         generate(root, a.cards)
     commit_store(root)
+    if a.checkout:
+        from cardmem.store.maintain.checkouts import record
+        from cardmem.store.store import Store
+
+        store = Store.open(root)
+        for project in sorted(p.name for p in (root / "projects").iterdir() if p.is_dir()):
+            record(store, project, a.checkout.resolve())
+    if a.parts_only:
+        split = parts(root)
+        lines = [f"## Maintenance by part (issue 17)", "",
+                 f"{host}; load average {__import__('os').getloadavg()[0]:.1f} at the end. "
+                 f"{a.cards:,} cards, checkout {a.checkout or 'none'}. "
+                 f"`python bench/bench_maintain.py --parts-only"
+                 f"{' --checkout PATH' if a.checkout else ''}`.", "",
+                 "In-process CPU by part: " + ", ".join(f"{k} {s:.2f} s" for k, s in split) + "."]
+        if a.checkout:
+            lines += [""] + [f"- {x}" for x in drift_symbols(root)]
+        return report(lines, a.write)
     only = [x for k in KINDS for x in ("--only", k)]
     runs = {"maintain": [CARDMEM, "maintain", "--json", *only, "--store", str(root)],
             "grep": ["grep", "-rc", "--include=*.md", r"\[\[", str(root)],
@@ -107,14 +161,19 @@ def main() -> None:
     lines += ["", "Findings: " + (", ".join(f"{n:,} {k}" for k, n in found.most_common())
                                    or "none") + ".", "",
               "In-process CPU by part: " + ", ".join(f"{k} {s:.2f} s" for k, s in split) + "."]
+    report(lines, a.write)
+
+
+def report(lines: list[str], write: Path | None) -> None:
+    """Print; with write, replace the section of the same heading there (or append it)."""
     text = "\n".join(lines) + "\n"
     print(text)
-    if a.write:
-        old = a.write.read_text() if a.write.exists() else ""
+    if write:
+        old = write.read_text() if write.exists() else ""
         head = lines[0]
         pat = re.compile(rf"^{re.escape(head)}\n.*?(?=^## |\Z)", re.S | re.M)
         new = pat.sub(text + "\n", old) if pat.search(old) else old.rstrip("\n") + "\n\n" + text
-        a.write.write_text(new)
+        write.write_text(new)
 
 
 if __name__ == "__main__":

@@ -120,6 +120,7 @@ def session_start_context(payload: dict[str, Any], root: Path,
             budget, note = config.DEFAULTS["context"]["budget_chars"], exc.why
             user.append(f"cardmem.toml ignored ({note})")
         pile = session_context(store, cwd=cwd, budget=budget, rules_file=rules_file)
+        store.note_reads(pile.whole())  # one append: `stale` asks when a card was read
         text = pile.text
         if note:
             text += f"\n(cardmem: cardmem.toml ignored, defaults used: {note})\n"

@@ -25,6 +25,9 @@ SETTINGS_CACHE = "settings.json"  # cardmem.toml, parsed, with the file's (mtime
 # A file written this recently is not cached: mtimes come from a coarse clock.
 RACY_NS = 2_000_000_000
 
+READS_LOG = "reads.log"  # `epoch id` lines; read and compacted by store/maintain/reads.py
+SEARCH_READS = 3  # a search's top results count as read
+
 
 class StoreRoot:
     """Where a store is and how it is opened; store.Store builds on it."""
@@ -77,6 +80,24 @@ class StoreRoot:
 
     def path(self, card_id: str) -> Path:
         return paths.card_path(self.root, card_id)
+
+    def note_reads(self, ids: Any, now: float | None = None) -> None:
+        """Note that a reader was given these cards (`stale` asks when a card was last
+        read): one O_APPEND write of `epoch id` lines to .cardmem/reads.log, no store
+        lock (appends of a few KB do not interleave), never raises."""
+        stamp = int(time.time() if now is None else now)
+        data = "".join(f"{stamp} {i}\n" for i in dict.fromkeys(ids) if i and "\n" not in i)
+        if not data:
+            return
+        try:
+            fd = os.open(self.state_dir / READS_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                         0o644)
+            try:
+                os.write(fd, data.encode())
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
 
     def scan(self) -> Any:
         """Every card, parsed: what a pile needs when there is no index (cards/scan.py

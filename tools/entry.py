@@ -78,7 +78,7 @@ def search(opts: dict[str, object]) -> None:
     status = Status(spot) if usable(spot) else None
     try:
         from cardmem.store.errors import CardmemError
-        from cardmem.store.root import StoreRoot
+        from cardmem.store.root import SEARCH_READS, StoreRoot
 
         try:
             store = StoreRoot.open(spot)  # the folder git status runs in, by the same rule
@@ -91,6 +91,7 @@ def search(opts: dict[str, object]) -> None:
                 res = idx.search(str(opts["query"]), limit=int(str(opts["limit"])),
                                  card_type=opts["card_type"] or None,  # type: ignore[arg-type]
                                  project=opts["project"] or None)  # type: ignore[arg-type]
+            store.note_reads(r["id"] for r in res.results[:SEARCH_READS])
             out = json_text(res.as_dict()) if opts["as_json"] else "\n".join(
                 lines(res, tty=sys.stdout.isatty()))
             if out:

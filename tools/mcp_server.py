@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, TypeVar
 import click
 
 from cardmem.store.errors import CardmemError
+from cardmem.store.root import SEARCH_READS
 from cardmem.tools.cli.options import open_store, store_option
 
 if TYPE_CHECKING:
@@ -141,6 +142,7 @@ class CardTools:
             # index.search refreshes first: a stat walk, re-indexing only what changed.
             result = index.search(self.store, query, limit=limit, card_type=type or None,
                                   project=project or None, index=self._index)
+        self.store.note_reads(r["id"] for r in result.results[:SEARCH_READS])
         out = result.as_dict()
         out["next"] = "read_card(id) returns a result's whole card"
         return out
@@ -157,9 +159,11 @@ class CardTools:
             return {"id": id, "base": base, "text": text[:CARD_CHARS], "truncated_chars": cut}
 
         try:
-            return read_card(self.store, id)
+            card = read_card(self.store, id)
         except NotFound as exc:
             raise NotFound(exc.what, f"{exc.why}; find ids with search or memory_map") from None
+        self.store.note_reads([card["id"]])
+        return card
 
     def memory_map(self, type: str | None = None, project: str | None = None) -> dict[str, Any]:
         from cardmem.store.cards.by_address import memory_map

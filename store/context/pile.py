@@ -57,6 +57,11 @@ class Pile:
                 "addresses": self.addresses, "left_out": self.left_out,
                 "notices": self.notices}
 
+    def whole(self) -> list[str]:
+        """The cards in it whole: not those cut to a description or title (left_out)."""
+        short = {e["id"] for e in self.left_out if "id" in e}
+        return [cid for cid in self.addresses if cid not in short]
+
     def __repr__(self) -> str:
         return (f"Pile({len(self.text)} chars, {len(self.addresses)} cards, "
                 f"{len(self.left_out)} cuts)")

@@ -134,3 +134,48 @@ def test_stale_when_unchanged_for_long_while_the_project_moved_on(corpus) -> Non
                                        + time.strftime("%Y-%m-%d") + "\n", 1))
     commit_as_person(corpus, when="2025-01-11T12:00:00Z")
     assert stale.find(Survey.of(corpus)) == []
+
+
+def test_drift_names_a_symbol_the_checkout_lost_in_one_git_grep(store, tmp_path,
+                                                               monkeypatch) -> None:
+    checkout = tmp_path / "app"
+    (checkout / "src").mkdir(parents=True)
+    (checkout / "src/config.py").write_text(
+        "class FooBar:\n    def load_all(self):\n        return parse_config()\n")
+    git(type("S", (), {"root": checkout}), "init", "-q")
+    git(type("S", (), {"root": checkout}), "add", "-A")
+    (checkout / "src/untracked.py").write_text("def load_everything(): pass\n")
+    (store.root / "cardmem.toml").write_text(f'[projects]\n"{checkout}" = "app"\n')
+    (store.root / "projects/app").mkdir(parents=True)
+    (store.root / "projects/app/config.md").write_text(
+        "---\ntitle: Config\nproject: app\n---\nCall `parse_config()` from `FooBar.load_all()`;"
+        " `load_everything()` and class `OldWidget` read it too. Plain `print()`, `GitHub`,"
+        " `RUST_LOG` and `os.path.join` are no symbols of ours.\n")
+    (store.root / "projects/app/more.md").write_text(
+        "---\ntitle: More\nproject: app\n---\n`FooBar` again, and `gone_helper(x)`.\n")
+    commit_as_person(store)
+    from cardmem.store.git import runner as gitlib
+
+    greps = []
+    real = gitlib.call
+    monkeypatch.setattr(gitlib, "call", lambda root, args, *a, **k: (
+        greps.append(args) if "grep" in args else None) or real(root, args, *a, **k))
+    found = {f.ids[0]: f.detail for f in findings(store, {"drift"})}
+    assert len(greps) == 1  # every symbol of every card of the project in one call
+    assert "symbol `load_everything`" in found["projects/app/config"]  # untracked: not the code
+    assert "symbol `OldWidget`" in found["projects/app/config"]
+    for kept in ("parse_config", "FooBar", "load_all", "print", "GitHub", "RUST_LOG", "join"):
+        assert f"`{kept}`" not in found["projects/app/config"]
+    assert found["projects/app/more"].endswith("symbol `gone_helper`")
+    from cardmem.store.maintain import drift
+
+    monkeypatch.setattr(drift, "GREP_CHARS", 10)  # many names: a few calls, same answer
+    assert {f.ids[0]: f.detail for f in findings(store, {"drift"})} == found
+    assert len(greps) > 2
+    # a plain folder (no git) is searched whole
+    import shutil
+
+    shutil.rmtree(checkout / ".git")
+    found = {f.ids[0]: f.detail for f in findings(store, {"drift"})}
+    assert "load_everything" not in found["projects/app/config"]
+    assert "symbol `OldWidget`" in found["projects/app/config"]

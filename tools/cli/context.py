@@ -29,6 +29,7 @@ def context(project: str | None, budget: int | None, as_json: bool,
 
     store = open_store(store_path)
     pile = session_context(store, project=project, cwd=os.getcwd(), budget=budget)
+    store.note_reads(pile.whole())
     if as_json:
         emit_json(pile.as_dict())
     else:

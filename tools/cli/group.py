@@ -282,6 +282,7 @@ def show(card_id: str, as_json: bool, store_path: Path | None) -> None:
             click.echo(text, nl=not text.endswith("\n"))
         return
     card = store.read(card_id)
+    store.note_reads([card.id])
     if as_json:
         emit_json({**card.brief(), "path": str(card.path), "meta": card.meta,
                    "body": card.body, "text": card.text})

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from cardmem.store.root import StoreRoot
+from cardmem.store.root import SEARCH_READS, StoreRoot
 from cardmem.store.errors import CardmemError
 from cardmem.store.cards.paths import CARD_TYPES
 from cardmem.tools.cli.options import emit_json, json_option, store_option
@@ -50,8 +50,9 @@ def search(query: tuple[str, ...], limit: int, card_type: str | None, project: s
         for w in res.warnings:
             click.echo(f"cardmem: {w}", err=True)
     else:
-        res = run_search(StoreRoot.open(store_path), text, limit=limit, card_type=card_type,
-                         project=project)
+        store = StoreRoot.open(store_path)
+        res = run_search(store, text, limit=limit, card_type=card_type, project=project)
+        store.note_reads(r["id"] for r in res.results[:SEARCH_READS])
     if as_json:
         emit_json(res.as_dict())
         return

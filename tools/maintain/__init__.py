@@ -54,8 +54,11 @@ def run(store, only: set[str] | None = None, *, apply: bool = False,
 
         report.applied = consolidate(survey, report.findings, report.notes)
     if record:
+        from cardmem.store.maintain import reads
         from cardmem.store.maintain import record as rec
 
         rec.save(store.root, {k: [f.as_dict() for f in report.findings
                                   if f.kind == k and not f.applied] for k in kinds}, survey.now)
+        if "stale" in kinds:
+            reads.compact(store.root, keep=set(survey.cards))
     return report
