@@ -9,6 +9,8 @@ after a scripted 0.5–3 s (seeded). Questions arrive every --gap seconds, from 
 Two runs side by side on the same script: the baseline with one answer at a time
 (`[slack] concurrency = 1`), then the default (4). Latencies count from the moment the
 request was sent; ack = the first reaction or ack line in the thread, reply = the answer.
+A third run, at 4, builds the rung-1 pile twice (for the ack line, and again in `ask`) as
+before it was shared: the shared pile's saving, side by side, with the process's CPU time.
 
     python bench/bench_slack.py [--questions 50] [--gap 0.5] [--seed 18]
 """
@@ -50,8 +52,8 @@ QUESTIONS = [
 ASKERS = ["UMARA001", "UJUN0001", "UKWAME01", "UNEW0001", "UNEW0002", "UNEW0003"]
 
 
-def make_store(tmp: Path, concurrency: int):
-    root = tmp / f"store-{concurrency}"
+def make_store(tmp: Path, concurrency: int, name: str = ""):
+    root = tmp / f"store-{concurrency}{name}"
     shutil.copytree(ROOT / "cards", root)
     for uid, name in (("UMARA001", "mara-okonkwo"), ("UJUN0001", "jun-park"),
                       ("UKWAME01", "kwame-asante")):
@@ -62,13 +64,17 @@ def make_store(tmp: Path, concurrency: int):
     return init(root)[0]
 
 
-def run(concurrency: int, n: int, gap: float, seed: int, tmp: Path) -> dict:
+def run(concurrency: int, n: int, gap: float, seed: int, tmp: Path, share: bool = True) -> dict:
+    from cardmem.tools import ask as ask_module
     from cardmem.tools.slack.server import SlackServer
     from cardmem.tools.slack.settings import SlackSettings
 
     rng = random.Random(seed)
     delays = [round(rng.uniform(0.5, 3.0), 3) for _ in range(n)]
-    store = make_store(tmp, concurrency)
+    store = make_store(tmp, concurrency, "" if share else "-twice")
+    real_ask = ask_module.ask
+    if not share:  # the baseline: ask builds its own pile, as before it was handed one
+        ask_module.ask = lambda *a, pile=None, **k: real_ask(*a, **k)
     with FakeSlack() as slack, FakeAPI() as api:
         by_question: dict[str, float] = {}
 
@@ -88,7 +94,7 @@ def run(concurrency: int, n: int, gap: float, seed: int, tmp: Path) -> dict:
         threading.Thread(target=server.serve_http, daemon=True).start()
         url = f"http://127.0.0.1:{port}/slack/events"
         sent: dict[str, float] = {}
-        start = time.monotonic()
+        start, cpu = time.monotonic(), time.process_time()
         for i in range(n):
             q = f"{QUESTIONS[i % len(QUESTIONS)]} (#{i})"
             by_question[f"(#{i})"] = delays[i]
@@ -100,6 +106,8 @@ def run(concurrency: int, n: int, gap: float, seed: int, tmp: Path) -> dict:
         while len(done) < n and time.monotonic() < end:
             time.sleep(0.05)
         server.stop()
+        cpu = time.process_time() - cpu
+        ask_module.ask = real_ask
         ack: dict[str, float] = {}
         replies: dict[str, float] = {}
         for c in slack.calls():
@@ -115,7 +123,11 @@ def run(concurrency: int, n: int, gap: float, seed: int, tmp: Path) -> dict:
     return {"concurrency": concurrency, "answered": len(done), "delays": delays,
             "ack": percentiles(list(ack.values())), "reply": percentiles(list(replies.values())),
             "fallbacks": sum(r.get("outcome") != "composed" for r in recs),
-            "receipts": len(recs), "wall_s": time.monotonic() - start}
+            "receipts": len(recs), "wall_s": time.monotonic() - start, "cpu_s": cpu,
+            "rung1_ack": percentiles([r["slack"]["rung1_s"] for r in recs
+                                      if "rung1_s" in r.get("slack", {})]),
+            "rung1_ask": percentiles([r["timings"]["rung1_s"] for r in recs
+                                      if "rung1_s" in r.get("timings", {})])}
 
 
 def main() -> None:
@@ -126,8 +138,9 @@ def main() -> None:
     a = ap.parse_args()
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as d:
-        runs = [run(c, a.questions, a.gap, a.seed, Path(d)) for c in (1, 4)]
-    base, new = runs
+        base = run(1, a.questions, a.gap, a.seed, Path(d))
+        twice = run(4, a.questions, a.gap, a.seed, Path(d), share=False)
+        new = run(4, a.questions, a.gap, a.seed, Path(d))
     m = percentiles(base["delays"])
     print(f"{a.questions} questions, one every {a.gap} s; model delay per request "
           f"p50 {m['p50']:.2f} p90 {m['p90']:.2f} max {m['max']:.2f} s; "
@@ -140,6 +153,18 @@ def main() -> None:
             print(f"| {what} {p} | {b:.3f} s | {x:.3f} s | {x / b:.2f}× |")
     for k in ("answered", "receipts", "fallbacks"):
         print(f"| {k} | {base[k]} | {new[k]} | |")
+    print("\nconcurrency 4: the rung-1 pile built twice (baseline) or once, shared with ask")
+    print("| measure | built twice (baseline) | shared | ratio |")
+    print("|---|---|---|---|")
+    for what in ("ack", "reply"):
+        for p in ("p50", "p90", "p99"):
+            b, x = twice[what][p], new[what][p]
+            print(f"| {what} {p} | {b:.3f} s | {x:.3f} s | {x / b:.2f}× |")
+    for what in ("rung1_ack", "rung1_ask"):
+        b, x = twice[what]["p50"], new[what]["p50"]
+        print(f"| {what} p50 | {b:.4f} s | {x:.4f} s | |")
+    print(f"| process CPU | {twice['cpu_s']:.2f} s | {new['cpu_s']:.2f} s | "
+          f"{new['cpu_s'] / twice['cpu_s']:.2f}× |")
     print("\nreply latency, concurrency 4:")
     print("\n".join(chart(new["reply"]["values"])))
     print("ack latency, concurrency 4:")

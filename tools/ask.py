@@ -62,13 +62,15 @@ def ask(store: Store, question: str, asker: str | None = None, *, limits: Limits
         sdk: Any = None, clock: Callable[[], float] = time.monotonic,
         extra: dict[str, Any] | None = None,
         deliver: Callable[[Answer], None] | None = None,
-        progress: Callable[[str], None] | None = None) -> Answer:
+        progress: Callable[[str], None] | None = None, pile: Any = None) -> Answer:
     """Answer a question from memory; always appends one receipt (then re-raises errors).
 
     extra: more fields for the receipt (a host's own, e.g. `slack`: channel, thread, user);
     the receipt is written last, so a host may fill them in until then. deliver: called
     with the answer before the receipt is written, so what delivery did is in it.
     progress: told each step as it starts (a person waits up to deadline_s).
+    pile: rung 1 already built for this question and asker (a host that built it for its
+    ack, as `cardmem slack` does), else built here; its build time is then the host's.
     """
     say = progress or (lambda _step: None)
     t0 = clock()  # restarted once the client is built: see below
@@ -101,8 +103,9 @@ def ask(store: Store, question: str, asker: str | None = None, *, limits: Limits
         setup_s, t0 = round(clock() - t0, 3), clock()
         from cardmem.store.context import question_context
 
-        pile = question_context(store, question, asker=asker,
-                                budget=int(store.config["context"]["budget_chars"]))
+        if pile is None:
+            pile = question_context(store, question, asker=asker,
+                                    budget=int(store.config["context"]["budget_chars"]))
         rec["rung1"] = pile.as_dict()  # the text too: the judge grades against what was seen
         rec["timings"] = {"client_s": setup_s, "rung1_s": round(clock() - t0, 3)}
         text = user_message(pile.text, question, asker)

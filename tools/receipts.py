@@ -97,6 +97,28 @@ def iter_all(store: Store) -> Iterator[dict[str, Any]]:
         yield rec
 
 
+def written_since(store: Store, after: datetime, contains: bytes = b"") -> Iterator[dict[str, Any]]:
+    """Receipts whose id was stamped at or after `after` (aware), oldest first, without
+    their verdicts; only the months from `after`'s on are read, and a line without
+    `contains` is skipped unparsed (cheap on a long month)."""
+    first = after.astimezone(timezone.utc).strftime("%Y-%m")
+    for path in _files(store):
+        if path.stem < first:
+            continue
+        with open(path, "rb") as f:
+            for raw in f:
+                if contains not in raw:
+                    continue
+                try:
+                    rec = json.loads(raw)
+                except ValueError:
+                    continue
+                m = ID_RE.match(str(rec.get("id"))) if isinstance(rec, dict) else None
+                if m and datetime.strptime(m.group(1), "%Y%m%dT%H%M%SZ").replace(
+                        tzinfo=timezone.utc) >= after:
+                    yield rec
+
+
 def last(store: Store, n: int) -> list[dict[str, Any]]:
     """The n newest receipts, oldest of them first."""
     recs = list(iter_all(store))

@@ -78,6 +78,11 @@ def run(tmp_path, slack, fake_api, monkeypatch, **store_kw) -> tuple[Running, ob
 def test_ack_lands_while_the_model_is_slow_then_the_threaded_reply(tmp_path, slack, fake_api,
                                                                      monkeypatch) -> None:
     fake_api.add(reply("Mara Okonkwo approves it.", delay=2.0))
+    from cardmem.store import context
+
+    built = []  # rung 1 is built once, for the ack line, and handed to ask
+    real = context.question_context
+    monkeypatch.setattr(context, "question_context", lambda *a, **k: built.append(a[1]) or real(*a, **k))
     srv, store = run(tmp_path, slack, fake_api, monkeypatch)
     try:
         body = mention("Who approves a billing-service migration?", user=MARA)
@@ -110,6 +115,7 @@ def test_ack_lands_while_the_model_is_slow_then_the_threaded_reply(tmp_path, sla
     pile = pile if isinstance(pile, str) else pile[0]["text"]
     assert "## The asker (mara-okonkwo)" in pile and "Tech lead of the payments team" in pile
     assert "people/mara-okonkwo" in rec["rung1"]["addresses"]
+    assert built == ["Who approves a billing-service migration?"] and s["rung1_s"] >= 0
 
 
 def test_unknown_asker_and_direct_message_are_answered(tmp_path, slack, fake_api,
@@ -183,6 +189,53 @@ def test_retries_and_duplicates_are_answered_once(tmp_path, slack, fake_api, mon
     assert len(slack.calls("reactions.add")) == 1
     assert srv.server.answerer.counts == {"taken": 1, "duplicate": 3, "ignored": 0}
     assert len(receipts.last(store, 5)) == 1
+
+
+def test_a_redelivery_after_a_restart_is_not_answered_again(tmp_path, slack, fake_api,
+                                                            monkeypatch) -> None:
+    fake_api.add(reply("Kwame owns the rota."), reply("Answered twice."))
+    store = make_store(tmp_path)
+    body = mention("who owns the on-call rota?", event_id="Ev0RESTART1")
+    srv = Running(store, slack, fake_api, monkeypatch)
+    try:
+        srv.send(body)
+        srv.wait_done(1)
+    finally:
+        srv.stop()
+    again = Running(store, slack, fake_api, monkeypatch)  # `cardmem slack` restarted
+    try:
+        assert again.server.answerer.recalled == 1
+        assert again.send(body, retry=1)[0] == 200  # Slack's retry of the same event
+        dup = dict(body, event_id="Ev0RESTART2")  # the same message under another id
+        assert again.send(dup)[0] == 200
+        time.sleep(0.5)
+    finally:
+        again.stop()
+    assert again.server.answerer.counts == {"taken": 0, "duplicate": 2, "ignored": 0}
+    assert len(fake_api.messages_requests()) == 1 and len(slack.calls("reactions.add")) == 1
+    assert len(receipts.last(store, 5)) == 1
+
+
+def test_only_the_last_hour_of_receipts_is_recalled(tmp_path) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from cardmem.tools.slack.answerer import Answerer
+
+    store = make_store(tmp_path)
+    now = datetime.now(timezone.utc)
+    for age_min, ev in ((90, "Ev0OLD"), (30, "Ev0NEW")):
+        receipts.append(store, {"id": receipts.new_id(now - timedelta(minutes=age_min)),
+                                "slack": {"event_id": ev, "channel": "C1", "ts": ev}})
+    receipts.append(store, {"id": receipts.new_id(now), "question": "from `cardmem ask`"})
+    settings = SlackSettings.load({}, http=True, env={"SLACK_BOT_TOKEN": "xoxb-test",
+                                                      "SLACK_SIGNING_SECRET": SECRET})
+    answerer = Answerer(store, web=None, settings=settings, sdk=object())
+    try:
+        assert answerer.recalled == 1
+        assert answerer.seen.add("event:Ev0OLD") and not answerer.seen.add("event:Ev0NEW")
+        assert not answerer.seen.add("msg:C1:Ev0NEW")
+    finally:
+        answerer.close()
 
 
 def test_a_retry_of_an_event_never_seen_is_answered(tmp_path, slack, fake_api, monkeypatch) -> None:
@@ -381,7 +434,7 @@ def test_socket_mode_end_to_end(tmp_path, slack, fake_api, monkeypatch) -> None:
             body = mention("who owns the on-call rota?")
             first = ws.send_event(body)
             again = ws.send_event(body, retry=1)
-            assert ws.wait_acks(2) == [first, again]
+            assert sorted(ws.wait_acks(2)) == sorted([first, again])  # acked on two threads
             slack.wait_for("chat.postMessage", 2)
             end = time.monotonic() + 10
             while not done and time.monotonic() < end:

@@ -5,9 +5,12 @@
 
 - Slack delivers at least once: an `event_id` (and a message's channel and ts) is taken
   once; a retry (`X-Slack-Retry-Num`) of one already taken is dropped. A retry of one
-  never seen is answered: its first delivery was lost.
+  never seen is answered: its first delivery was lost. Across a restart, what was
+  answered is known from the receipts of the last hour (read at start; Slack's retries
+  end within minutes); a question cut off by a crash before its receipt is answered again.
 - Acks don't walk: the ack (a reaction, and/or a short threaded line built from rung 1
   alone) runs on its own small pool the moment the event is taken, never behind a walk.
+  An ack line's rung-1 pile is built once, after the reaction, and handed to `ask`.
 - The answer runs on a pool of `[slack] concurrency` threads, so one slow question never
   blocks the others; the time it queued is taken off its deadline (`[walk] deadline_s`
   counts from the event), and `[walk] on_deadline` decides what a late answer sends.
@@ -38,6 +41,7 @@ from .settings import SlackSettings
 log = logging.getLogger("cardmem.slack")
 ACK_WAIT_S = 5.0  # the reply waits this long at most for its ack to land first
 SEEN_KEEP = 20_000  # event ids and message keys remembered against redelivery
+RECALL_S = 3600  # at start, the receipts this recent say what was already answered
 MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
 REMEMBER = re.compile(r"^remember\b[:,]?\s*(?:(?P<rule>rule)\b[:,]?\s*)?(?P<rest>.*)$",
                       re.IGNORECASE | re.DOTALL)
@@ -59,6 +63,7 @@ class Question:
     received: float  # monotonic seconds when the event was taken
     slack: dict[str, Any] = field(default_factory=dict)  # the receipt's `slack` field
     ack: Future | None = None
+    pile: Future | None = None  # rung 1, built for the ack line and handed to ask (or None)
 
 
 class Seen:
@@ -80,6 +85,13 @@ class Seen:
             while len(self._keys) > self._keep:
                 self._keys.popitem(last=False)
             return fresh
+
+
+def seen_keys(event_id: str | None, channel: str | None, ts: str | None) -> tuple[str, str]:
+    """The keys one delivery is known by: its event id, and its message (a DM mentioning the
+    bot arrives twice, as message.im and app_mention: one message)."""
+    return (f"event:{event_id}" if event_id else "",
+            f"msg:{channel}:{ts}" if channel and ts else "")
 
 
 def question_of(body: Mapping[str, Any], bot_user_id: str | None) -> tuple[str, dict[str, Any]] | None:
@@ -117,6 +129,7 @@ class Answerer:
         self.sdk, self.clock, self.on_done = sdk, clock, on_done
         self.people = People(store)
         self.seen = Seen()
+        self.recalled = self.recall()
         self.greeted = Seen()  # unknown askers told once per run how to be filed
         self.pool = ThreadPoolExecutor(settings.concurrency, thread_name_prefix="cardmem-answer")
         self.acks = ThreadPoolExecutor(4, thread_name_prefix="cardmem-ack")
@@ -132,8 +145,7 @@ class Answerer:
             return self._count("ignored")
         text, ev = found
         event_id = str(body.get("event_id") or "")
-        # A DM mentioning the bot arrives twice (message.im and app_mention): one message.
-        if not self.seen.add(event_id and f"event:{event_id}", f"msg:{ev['channel']}:{ev.get('ts')}"):
+        if not self.seen.add(*seen_keys(event_id, ev["channel"], ev.get("ts"))):
             return self._count("duplicate")
         self._count("taken")
         ts = str(ev.get("ts") or "")
@@ -142,9 +154,30 @@ class Answerer:
         q.slack = {"channel": q.channel, "thread_ts": q.thread_ts, "ts": q.ts, "user": q.user,
                    "event_id": q.event_id or None, "retry": q.retry,
                    "kind": "dm" if ev.get("type") == "message" else "mention"}
+        if self.settings.ack in ("line", "both"):
+            q.pile = Future()  # the ack's thread sets it: after the reaction, never racing it
         q.ack = self.acks.submit(self._ack, q)
         self.pool.submit(self._answer, q)
         return "taken"
+
+    def recall(self, window_s: float = RECALL_S) -> int:
+        """Mark as seen the Slack deliveries the receipts of the last window_s answered, so
+        a redelivery after a restart is not answered twice; how many receipts were read."""
+        from datetime import datetime, timedelta, timezone
+
+        from cardmem.tools import receipts
+
+        after = datetime.now(timezone.utc) - timedelta(seconds=window_s)
+        n = 0
+        try:
+            for rec in receipts.written_since(self.store, after, contains=b'"slack"'):
+                s = rec.get("slack")
+                if isinstance(s, dict):
+                    self.seen.add(*seen_keys(s.get("event_id"), s.get("channel"), s.get("ts")))
+                    n += 1
+        except OSError as exc:  # the server still starts; say what it could not read
+            log.warning("cannot read receipts to skip redelivered events: %s", exc)
+        return n
 
     def _count(self, what: str) -> str:
         with self._count_lock:
@@ -170,13 +203,25 @@ class Answerer:
         except Exception as exc:  # noqa: BLE001 - a failed ack is recorded, the answer goes on
             q.slack["ack_error"] = _slack_error(exc)
             log.warning("ack failed in %s: %s", q.channel, q.slack["ack_error"])
+        finally:
+            if q.pile is not None and not q.pile.done():  # no pile: ask builds its own
+                q.pile.set_result(None)
 
-    def _ack_line(self, q: Question) -> str:
+    def _pile(self, q: Question) -> Any:
         from cardmem.store.context import question_context
 
-        person = self.people.card_for(q.user)
-        pile = question_context(self.store, q.text, asker=asker_name(person, q.user),
+        t0 = self.clock()
+        pile = question_context(self.store, q.text,
+                                asker=asker_name(self.people.card_for(q.user), q.user),
                                 budget=int(self.store.config["context"]["budget_chars"]))
+        q.slack["rung1_s"] = round(self.clock() - t0, 3)
+        return pile
+
+    def _ack_line(self, q: Question) -> str:
+        person = self.people.card_for(q.user)
+        pile = self._pile(q)
+        if q.pile is not None:
+            q.pile.set_result(pile)
         named = [a for a in pile.addresses  # the cards the question names, not the rules
                  if a != person and not a.startswith(("feedback/", "user/"))][:3]
         where = f" Starting from {', '.join(f'`{a}`' for a in named)}." if named else ""
@@ -195,13 +240,20 @@ class Answerer:
             if wish:
                 self._file(q, person, wish)
                 return
+            pile = None
+            if q.pile is not None:  # built by the ack; else ask builds it
+                try:
+                    pile = q.pile.result(timeout=max(0.0, self.limits.deadline_s
+                                                     - (self.clock() - q.received)))
+                except Exception:  # noqa: BLE001 - e.g. the ack pool backed up: build it here
+                    pile = None
             waited = self.clock() - q.received
             q.slack["queued_s"] = round(waited, 3)
             # The deadline counts from the event, not from when a worker was free.
             left = max(0.0, self.limits.deadline_s - waited)
             limits = replace(self.limits, deadline_s=left, walk_s=min(self.limits.walk_s, left))
             ask(self.store, q.text, asker=asker_name(person, q.user), limits=limits,
-                sdk=self.sdk, clock=self.clock, extra={"slack": q.slack},
+                sdk=self.sdk, clock=self.clock, extra={"slack": q.slack}, pile=pile,
                 deliver=lambda a: self._deliver(q, a, person))
         except model.ModelUnavailable as exc:
             log.error("no model for %s: %s", q.event_id, exc.why)
