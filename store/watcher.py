@@ -549,6 +549,25 @@ class Watcher:
             return float("inf")
         return max(self._dirty_t + self.quiet_s, self._commit_retry_at)
 
+    def _vectors(self) -> None:
+        """Embed the cards the refresh changed (store/index/semantic.py), so the next search need
+        not; the model is loaded once in this long-lived process. Without a model, or when
+        embedding fails, searches embed what is missing themselves: said once, never retried
+        as an index failure."""
+        from .index import embedding, semantic
+
+        if getattr(self, "_no_vectors", False) or not hasattr(self._index, "conn"):
+            return
+        model = embedding.embedder()
+        if model is None:
+            return
+        try:
+            semantic.sync(self._index, model)
+        except Exception as exc:  # noqa: BLE001
+            self._no_vectors = True
+            self._tell(f"embedding cards failed ({exc}); searches will embed"
+                       " what they need", force=True)
+
     def _apply(self) -> None:
         with self._cv:
             ids, reason = self._pending, self._rescan
@@ -577,6 +596,7 @@ class Watcher:
                             self._dirty_t = time.monotonic()
             else:
                 self._index.refresh_ids(sorted(ids))
+            self._vectors()
             self.stats.batches += 1
             self.stats.ids_applied += len(ids)
             self._failures = 0

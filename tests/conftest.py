@@ -42,11 +42,15 @@ def hermetic_git(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     cfg = tmp_path_factory.mktemp("gitconfig") / "config"
     cfg.write_text("[init]\n\tdefaultBranch = main\n")
     saved = {k: os.environ.get(k) for k in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM",
-                                            "CARDMEM_STORE", "EDITOR", "VISUAL")}
+                                            "CARDMEM_STORE", "EDITOR", "VISUAL",
+                                            "CARDMEM_SEMANTIC")}
     os.environ["GIT_CONFIG_GLOBAL"] = str(cfg)
     os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
     for k in ("CARDMEM_STORE", "EDITOR", "VISUAL"):
         os.environ.pop(k, None)
+    # Searches are lexical unless a test asks for the model (tests/store/test_semantic.py
+    # runs the real one): loading it and embedding every test store would cost minutes.
+    os.environ["CARDMEM_SEMANTIC"] = "off"
     yield
     for k, v in saved.items():
         if v is None:

@@ -90,8 +90,11 @@ def search(opts: dict[str, object]) -> None:
                 status = None  # refresh closed it
                 res = idx.search(str(opts["query"]), limit=int(str(opts["limit"])),
                                  card_type=opts["card_type"] or None,  # type: ignore[arg-type]
-                                 project=opts["project"] or None)  # type: ignore[arg-type]
+                                 project=opts["project"] or None,  # type: ignore[arg-type]
+                                 semantic=True)
             store.note_reads(r["id"] for r in res.results[:SEARCH_READS])
+            if res.note:
+                sys.stderr.write(f"cardmem: {res.note}\n")
             out = json_text(res.as_dict()) if opts["as_json"] else "\n".join(
                 lines(res, tty=sys.stdout.isatty()))
             if out:

@@ -121,6 +121,11 @@ class CardTools:
             log.info("warm-up: %s", exc)
             return
         log.info("warm-up: index opened in %.0f ms", (time.perf_counter() - started) * 1000)
+        from cardmem.store.index import embedding
+
+        if embedding.cached():  # cheap from the cache: ready before the first question
+            embedding.BACKGROUND = True
+            embedding.embedder()  # loads in a background thread
 
     def search(self, query: str, limit: int = 5, type: str | None = None,
                project: str | None = None, base: str | None = None) -> dict[str, Any]:
@@ -136,6 +141,12 @@ class CardTools:
                               project=project or None).as_dict()
             out["next"] = f"read_card(id, base={base!r}) returns a result's whole document"
             return out
+        from cardmem.store.index import embedding
+
+        # The semantic model is loaded once, in a background thread started by the first
+        # search, and kept: no request waits seconds for it (until it is ready, searches
+        # are lexical and say so), and a session that never searches never loads it.
+        embedding.BACKGROUND = True
         with self._search_lock:
             if self._index is None:
                 self._index = index.Index(self.store)  # kept open across searches

@@ -625,20 +625,25 @@ class Index:
         return int(row[0]) if row else 0
 
     def search(self, query: str, limit: int = 10, card_type: str | None = None,
-               project: str | None = None) -> "Any":
-        """Ranked cards for a query (no refresh; see the module-level search())."""
-        from .search import run
+               project: str | None = None, semantic: bool = False) -> "Any":
+        """Ranked cards for a query (no refresh; see the module-level search()); with
+        semantic, fused with the nearest vectors when the model is there (store/index/hybrid.py)."""
+        if semantic:
+            from .hybrid import run
+        else:
+            from .search import run
 
         return self._repairing(lambda: run(self, query, limit, card_type, project))
 
 
 def search(store: Any, query: str, limit: int = 10, card_type: str | None = None,
-           project: str | None = None, index: Index | None = None) -> Any:
+           project: str | None = None, index: Index | None = None, semantic: bool = True) -> Any:
     """Refresh the store's index, then search it: the one call most callers want."""
     idx = index or Index(store)
     try:
         idx.refresh()
-        return idx.search(query, limit=limit, card_type=card_type, project=project)
+        return idx.search(query, limit=limit, card_type=card_type, project=project,
+                          semantic=semantic)
     finally:
         if index is None:
             idx.close()

