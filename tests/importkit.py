@@ -5,6 +5,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+from gitremote import cli
+
 FIXTURES = Path(__file__).parent / "tools" / "import_fixtures"
 MEMORY = "claude-memory/-home-tess-src-acme-api/memory"
 PATHS = {"claude-md": "claude-md/CLAUDE.md", "claude-memory": MEMORY,
@@ -37,3 +40,19 @@ def cards(store) -> dict[str, object]:
     found, problems = store.scan()
     assert not problems
     return {c.id: c for c in found}
+
+
+# The import tests' shared fixtures (a test module imports them by name to use them).
+@pytest.fixture
+def person(store):
+    return with_person(store)
+
+
+@pytest.fixture
+def src(tmp_path):
+    return copy_fixtures(tmp_path)
+
+
+def imp(store, kind: str, path, *args: str) -> tuple[int, str, str]:
+    """`cardmem import KIND PATH ARGS… --store STORE`: (exit code, stdout, stderr)."""
+    return cli("import", kind, str(path), "--store", str(store.root), *args)

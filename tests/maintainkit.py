@@ -43,3 +43,15 @@ def commit_as_person(store, message: str = "person edit", when: str | None = Non
         env.update(GIT_AUTHOR_DATE=when, GIT_COMMITTER_DATE=when)
     git(store, "add", "-A")
     git(store, "commit", "-q", "-m", message, env=env)
+
+
+AGED = "projects/temporal/error-handling"
+
+
+def aged_store(root):
+    """temporal's real cards, AGED last changed (and verified) in 2025: a stale candidate."""
+    store = corpus_store(root, ("temporal",))
+    p = store.root / f"{AGED}.md"
+    p.write_text(p.read_text() + "\nStill true in 2025.\n")
+    commit_as_person(store, when="2025-01-10T12:00:00Z")
+    return store

@@ -8,26 +8,13 @@ import os
 
 import pytest
 from gitremote import cli
-from importkit import PATHS, cards, commits, copy_fixtures, git, with_person
+from importkit import (PATHS, cards, commits, copy_fixtures, git, imp, person,  # noqa: F401
+                       src, with_person)
 
 from cardmem.store.context import question_context, session_context
 from cardmem.store.maintain.links import find as broken_links
 from cardmem.store.maintain.survey import Survey
 from cardmem.tools.importers.claude_memory import guess_project
-
-
-@pytest.fixture
-def person(store):
-    return with_person(store)
-
-
-@pytest.fixture
-def src(tmp_path):
-    return copy_fixtures(tmp_path)
-
-
-def imp(store, kind: str, path, *args: str) -> tuple[int, str, str]:
-    return cli("import", kind, str(path), "--store", str(store.root), *args)
 
 
 def test_help_ends_with_an_example() -> None:

@@ -9,7 +9,9 @@ import string
 
 import pytest
 from gitremote import cli
-from importkit import PATHS, cards, commits, copy_fixtures, git, with_person
+from importkit import (PATHS, cards, commits, copy_fixtures, git, person,  # noqa: F401
+                       src, with_person)
+from importkit import imp as import_cli
 
 from cardmem.store.cards import card as cardlib
 from cardmem.store.context import session_context
@@ -17,19 +19,8 @@ from cardmem.store.context import session_context
 KINDS = list(PATHS)
 
 
-@pytest.fixture
-def person(store):
-    return with_person(store)
-
-
-@pytest.fixture
-def src(tmp_path):
-    return copy_fixtures(tmp_path)
-
-
 def imp(store, kind: str, path, *args: str) -> tuple[int, str, str]:
-    return cli("import", kind, str(path), "--store", str(store.root), "--project", "acme-api",
-               *args)
+    return import_cli(store, kind, path, "--project", "acme-api", *args)
 
 
 def snapshot(store) -> dict[str, bytes]:

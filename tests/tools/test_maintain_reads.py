@@ -8,24 +8,19 @@ import time
 
 import pytest
 from click.testing import CliRunner
-from maintainkit import commit_as_person, corpus_store
+from maintainkit import AGED, aged_store, commit_as_person, corpus_store
 
 from cardmem.store.root import READS_LOG, StoreRoot
 from cardmem.store.maintain import Survey, reads, stale
 from cardmem.tools.maintain import run
 
-STALE = "projects/temporal/error-handling"
+STALE = AGED
 DAY = 86400
 
 
 @pytest.fixture
 def aged(tmp_path):
-    """temporal's real cards, one of them last changed in 2025."""
-    store = corpus_store(tmp_path / "store", ("temporal",))
-    p = store.root / f"{STALE}.md"
-    p.write_text(p.read_text() + "\nStill true in 2025.\n")
-    commit_as_person(store, when="2025-01-10T12:00:00Z")
-    return store
+    return aged_store(tmp_path / "store")
 
 
 def test_a_card_read_lately_is_not_stale_and_one_read_long_ago_is(aged) -> None:

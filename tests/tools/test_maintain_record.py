@@ -9,7 +9,7 @@ import time
 
 import pytest
 from gitremote import cli
-from maintainkit import commit_as_person, corpus_store, git
+from maintainkit import AGED, aged_store, commit_as_person, corpus_store, git
 
 import cardmem.store.index.search as search
 from cardmem.store.context import session_context
@@ -17,17 +17,12 @@ from cardmem.store.index.db import Index
 from cardmem.store.maintain import record
 from cardmem.tools.maintain import run
 
-STALE = "projects/temporal/error-handling"
+STALE = AGED
 
 
 @pytest.fixture
 def aged(tmp_path):
-    """temporal's real cards, one of them last changed (and verified) in 2025."""
-    store = corpus_store(tmp_path / "store", ("temporal",))
-    p = store.root / f"{STALE}.md"
-    p.write_text(p.read_text() + "\nStill true in 2025.\n")
-    commit_as_person(store, when="2025-01-10T12:00:00Z")
-    return store
+    return aged_store(tmp_path / "store")
 
 
 def ranked(store, query: str) -> list[tuple[str, bool]]:

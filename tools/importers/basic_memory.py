@@ -15,7 +15,7 @@ from pathlib import Path
 from cardmem.store.maintain.links import links
 from cardmem.store.cards.paths import slugify
 
-from .model import Draft, Parsed, Skipped, as_list, front, read_text, shown
+from .model import Draft, Parsed, Skipped, as_list, read_notes, shown
 
 # basic-memory's entity types (free text; `note` by default) to card types.
 TYPES = {"person": "person", "people": "person", "project": "project",
@@ -41,15 +41,8 @@ def parse(path: Path, project: str | None) -> Parsed:
                                                 "basic-memory project"))
         return out
     names: set[str] = set()
-    for p in files:
+    for p, meta, body in read_notes(files, out.skipped):
         rel = p.relative_to(path).as_posix()
-        text = read_text(p, out.skipped)
-        if text is None:
-            continue
-        got = front(text, shown(p), out.skipped)
-        if got is None:
-            continue
-        meta, body = got
         title = str(meta.get("title") or "").strip() or _first_heading(body) or p.stem
         kind = TYPES.get(str(meta.get("type") or "note").strip().lower(), "reference")
         scoped = project if kind != "person" else None

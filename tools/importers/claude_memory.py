@@ -18,7 +18,7 @@ from pathlib import Path
 
 from cardmem.store.cards.paths import project_key
 
-from .model import Draft, Parsed, Skipped, front, read_text, shown
+from .model import Draft, Parsed, Skipped, read_notes, read_text, shown
 
 INDEX = "MEMORY.md"
 TYPES = {"user", "feedback", "project", "reference"}
@@ -101,14 +101,7 @@ def parse(path: Path, project: str | None) -> Parsed:
         out.skipped.append(Skipped(shown(folder), "holds no MEMORY.md and no topic files; "
                                                   "not an auto-memory folder"))
         return out
-    for p in topics:
-        text = read_text(p, out.skipped)
-        if text is None:
-            continue
-        got = front(text, shown(p), out.skipped)
-        if got is None:
-            continue
-        meta, body = got
+    for p, meta, body in read_notes(topics, out.skipped):
         title, hook = entries.get(p.name, (None, None))
         nested = meta.get("metadata")  # some write `metadata: {type: …}`
         kind = str((nested.get("type") if isinstance(nested, dict) else None)

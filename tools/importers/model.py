@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 from cardmem.store.cards import card as cardlib
 
@@ -114,6 +114,19 @@ def front(text: str, where: str, skipped: list[Skipped]) -> tuple[dict[str, Any]
         return None
     span = cardlib.split(text)
     return c.meta, text[span[2]:] if span else text
+
+
+def read_notes(files: Iterable[Path],
+               skipped: list[Skipped]) -> Iterator[tuple[Path, dict[str, Any], str]]:
+    """(path, frontmatter, body) of each Markdown note that reads and parses; the others
+    are named in skipped."""
+    for p in files:
+        text = read_text(p, skipped)
+        if text is None:
+            continue
+        got = front(text, shown(p), skipped)
+        if got is not None:
+            yield p, *got
 
 
 def as_list(value: Any) -> list[str]:
