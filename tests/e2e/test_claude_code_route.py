@@ -60,7 +60,8 @@ def subscriber(tmp_path: Path, claude_code: Path) -> dict:
     claude_json = home / ".claude.json"
     user = json.loads(claude_json.read_text()) if claude_json.exists() else {}
     user.setdefault("mcpServers", {})["marker"] = {
-        "type": "stdio", "command": "sh", "args": ["-c", f"echo ran >> {marks / 'mcp'}; exec cat"]}
+        "type": "stdio", "command": "sh",
+        "args": ["-c", f"echo $PPID >> {marks / 'mcp'}; exec cat"]}  # $PPID: who started it
     claude_json.write_text(json.dumps(user))
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("".join(json.dumps(
@@ -165,7 +166,10 @@ def test_a_real_session_is_learned_from_with_no_api_key(subscriber: dict, claude
     assert len(extraction) == 1 and extraction[0].api_key == HELPER_KEY
     assert keys == {HELPER_KEY}
     # The outer session ran each marker hook once; the learner's child ran none of them.
-    counts = {p.name: len(p.read_text().splitlines()) for p in marks.iterdir()}
+    # The marker MCP server is started by one Claude Code only, the outer one (its parent
+    # pid); under load that one may start it again (it speaks no MCP), which is no recursion.
+    counts = {p.name: len(set(p.read_text().splitlines())) if p.name == "mcp"
+              else len(p.read_text().splitlines()) for p in marks.iterdir()}
     assert counts == {"SessionStart": 1, "UserPromptSubmit": 1, "Stop": 1, "SessionEnd": 1,
                       "mcp": 1}, counts
     assert len([ln for ln in log_text.splitlines() if " session-start " in ln]) == 1
