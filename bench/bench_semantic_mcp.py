@@ -1,0 +1,111 @@
+"""MCP search latency, warm, with and without the semantic layer (issue 16).
+
+    python bench/bench_semantic_mcp.py [--store /tmp/cardmem-bench/10000] [--queries 200]
+
+Two `cardmem mcp --store STORE` processes are spawned through the official SDK's stdio
+client (as bench/bench_mcp.py does), one with CARDMEM_SEMANTIC=off (lexical only, the
+baseline) and one with it on, both kept open for the whole run. Each is warmed: searches
+until the semantic one answers with a non-lexical match (its model loaded in the
+background) and 20 more each. Then the same queries go to both, interleaved call by call,
+and each `call_tool("search")` round trip (JSON-RPC over the pipes, the tool, the reply)
+is timed. The store should already hold the vectors of the current model
+(bench/bench_semantic.py embeds them), or the server embeds 50 a search until it does.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench_search import CARDMEM, machine, pct, queries  # noqa: E402
+
+OTHER = ["Как выкатить в прод?", "¿Cómo se despliega a producción?", "pytets fixtrues",
+         "Wie rolle ich ein Deployment zurück?", "comment lancer les tests"]
+
+
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run(root: Path, qs: list[str]) -> dict[str, list[float]]:
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    def params(mode: str) -> StdioServerParameters:
+        env = dict(os.environ, CARDMEM_SEMANTIC=mode)
+        return StdioServerParameters(command=CARDMEM, args=["mcp", "--store", str(root)],
+                                     env=env)
+
+    async def search(c: Client, q: str) -> dict:
+        r = await c.call_tool("search", {"query": q, "limit": 5})
+        if r.is_error:
+            raise SystemExit(f"search failed: {r.content[0].text}")
+        return json.loads(r.content[0].text)
+
+    async def go() -> dict[str, list[float]]:
+        with open(os.devnull, "w") as errlog:
+            async with Client(stdio_client(params("off"), errlog=errlog)) as lex, \
+                    Client(stdio_client(params("on"), errlog=errlog)) as fused:
+                t = time.perf_counter()
+                while True:  # until the model is loaded and the vectors are read
+                    got = await search(fused, OTHER[0])
+                    if any(r.get("match") in ("semantic", "both") for r in got["results"]):
+                        break
+                    if time.perf_counter() - t > 300:
+                        raise SystemExit("the semantic layer never answered in 300 s")
+                    await anyio.sleep(0.5)
+                print(f"semantic layer ready {time.perf_counter() - t:.1f} s after the "
+                      "first search", flush=True)
+                for q in qs[:20]:
+                    await search(lex, q)
+                    await search(fused, q)
+                times: dict[str, list[float]] = {"lexical": [], "fused": []}
+                for q in qs:
+                    for mode, c in (("lexical", lex), ("fused", fused)):
+                        t = time.perf_counter()
+                        got = await search(c, q)
+                        times[mode].append((time.perf_counter() - t) * 1000)
+                        if mode == "fused" and any(r.get("match") != "lexical"
+                                                   for r in got["results"]):
+                            times.setdefault("semantic-used", []).append(1)
+                return times
+
+    return anyio.run(go)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--store", type=Path, default=Path("/tmp/cardmem-bench/10000"))
+    ap.add_argument("--queries", type=int, default=200)
+    a = ap.parse_args()
+    from cardmem.store.index.db import Index
+
+    print(f"Machine: {machine()}.", flush=True)
+    with Index(root=a.store, db_path=a.store / ".cardmem" / "index.sqlite") as idx:
+        idx.refresh()
+        n_cards = idx.conn.execute("SELECT count(*) FROM cards").fetchone()[0]
+        qs = queries(idx, a.queries - len(OTHER)) + OTHER
+    cpu = children_cpu()
+    t = time.time()
+    times = run(a.store, qs)
+    used = len(times.pop("semantic-used", []))
+    for mode, v in times.items():
+        print(f"{n_cards:,} cards, MCP search over stdio, warm, {len(v)} queries, {mode}: "
+              f"p50 {pct(v, 50):.1f} ms, p90 {pct(v, 90):.1f} ms, p99 {pct(v, 99):.1f} ms")
+    r50 = pct(times["fused"], 50) / pct(times["lexical"], 50)
+    print(f"fused/lexical p50 ratio {r50:.2f}; fused answers with a semantic match: "
+          f"{used}/{len(qs)}; servers' CPU {children_cpu() - cpu:.1f} s over "
+          f"{time.time() - t:.0f} s; load average {os.getloadavg()[0]:.1f} at the end")
+
+
+if __name__ == "__main__":
+    main()
