@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -125,7 +126,7 @@ def first_process(root: Path) -> tuple[float, float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dir", type=Path, default=Path("/tmp/cardmem-bench"))
-    ap.add_argument("--size", type=int, default=10000)
+    ap.add_argument("--size", type=int, default=10000, help="0: skip (only --big)")
     ap.add_argument("--big", type=int, default=100000, help="0: skip")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--runs", type=int, default=8)
@@ -136,6 +137,22 @@ def main() -> None:
     model = embedding.embedder()
     assert model is not None, embedding.reason()
     print(f"model {model.stamp} loaded in {time.perf_counter() - t:.2f} s (cache warm)")
+    if args.size:
+        small(args, model)
+    if args.big:
+        big = store(args.dir, args.big)
+        t = time.perf_counter()
+        fake_vectors(big, model)
+        print(f"{args.big:,} cards: lexical index and random vectors in "
+              f"{time.perf_counter() - t:.1f} s", flush=True)
+        lat = latency(big, args.queries)
+        print(f"{args.big:,} in-process search p50/p99 (random vectors): lexical "
+              f"{lat['lexical'][0]:.1f}/{lat['lexical'][1]:.1f} ms, fused "
+              f"{lat['fused'][0]:.1f}/{lat['fused'][1]:.1f} ms; this process's peak RSS "
+              f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB", flush=True)
+
+
+def small(args: argparse.Namespace, model: embedding.Embedder) -> None:
     root = store(args.dir, args.size)
     lex, emb, n = build(root, model)
     print(f"{args.size:,} cards: cold FTS5 index {lex:.1f} s; embeddings {emb:.1f} s "
@@ -151,13 +168,6 @@ def main() -> None:
               f"CPU {c * 1000:.0f} ms, peak RSS {rss:.0f} MB")
     print(f"{args.size:,} first `cardmem search` (empty model cache): wall {first[0]:.2f} s, "
           f"CPU {first[1]:.2f} s, peak RSS {first[2]:.0f} MB", flush=True)
-    if args.big:
-        big = store(args.dir, args.big)
-        fake_vectors(big, model)
-        lat = latency(big, args.queries)
-        print(f"{args.big:,} in-process search p50/p99 (random vectors): lexical "
-              f"{lat['lexical'][0]:.1f}/{lat['lexical'][1]:.1f} ms, fused "
-              f"{lat['fused'][0]:.1f}/{lat['fused'][1]:.1f} ms", flush=True)
 
 
 if __name__ == "__main__":
