@@ -27,6 +27,10 @@ COVER_HIGH = 0.85
 SIM_MEDIUM = 0.5
 SIM_HIGH = 0.65
 SIM_BOTH = 0.33
+# Below this similarity the vectors see no relation: a card whose question words are all
+# in its body (met in passing) is then not vouched for. Just under the lowest similarity
+# of any confident right answer on the calib half (0.203); bench/RESULTS.md.
+SIM_UNRELATED = 0.2
 
 
 def _idf(n_cards: int, df: int) -> float:
@@ -69,9 +73,12 @@ def semantic_label(sim: float) -> str:
     return "high" if sim >= SIM_HIGH else "medium" if sim >= SIM_MEDIUM else "low"
 
 
-def fused_label(lexical: str, sim: float, match: str) -> str:
+def fused_label(lexical: str, sim: float, match: str, body_only: bool = False) -> str:
     """The better of the lexical label and the similarity's; a card both sides found
-    needs less similarity to be medium (SIM_BOTH)."""
+    needs less similarity to be medium (SIM_BOTH); a card matched by words in its body
+    only, that the vectors see as unrelated (under SIM_UNRELATED), is low."""
+    if body_only and sim < SIM_UNRELATED:
+        lexical = "low"
     best = max(CONFIDENCE.index(lexical), CONFIDENCE.index(semantic_label(sim)))
     if match == "both" and sim >= SIM_BOTH:
         best = max(best, CONFIDENCE.index("medium"))

@@ -110,7 +110,8 @@ def _fuse(idx: "Index", res: "SearchResult", sims: dict[int, float], limit: int,
             r["match"] = "both"
         r["_rrf"] += SEMANTIC_WEIGHT / (RRF_K + sem_rank[n] + 1)
     for r in fused.values():
-        r["confidence"] = confidence.fused_label(r["confidence"], r["similarity"], r["match"])
+        r["confidence"] = confidence.fused_label(r["confidence"], r["similarity"], r["match"],
+                                                 r["matched"] == ["body"])
         rrf = r.pop("_rrf") + SIM_WEIGHT * r["similarity"]
         r["score"] = round(rrf * (RRF_K + 1) / (1 + SEMANTIC_WEIGHT), 4)  # ~1: first on both
     out = sorted(fused.values(), key=_order)[:limit]

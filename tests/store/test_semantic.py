@@ -9,7 +9,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from cardmem.store.index import embedding, hybrid, semantic
+from cardmem.store.index import confidence, embedding, hybrid, semantic
 from cardmem.store.index.db import Index, search
 from cardmem.store.store import init
 
@@ -268,3 +268,19 @@ def test_a_server_never_waits_for_the_model(cards, model, monkeypatch) -> None:
     finally:
         gate.set()
         embedding.reset()
+
+
+def test_body_words_the_vectors_see_as_unrelated_are_not_vouched_for(cards) -> None:
+    # Every word is in a card's body, so the lexical side alone says medium; the
+    # vectors see no relation (similarity under SIM_UNRELATED), so fused says not sure.
+    q = "sentences in the preamble of the constitution"
+    lexical = search(cards, q, limit=3, semantic=False)
+    assert lexical.results[0]["confidence"] == "medium" and not lexical.no_confident_results
+    fused = search(cards, q, limit=3)
+    top = fused.results[0]
+    assert top["id"] == "feedback/short-answers" and top["matched"] == ["body"]
+    assert top["similarity"] < confidence.SIM_UNRELATED and top["confidence"] == "low"
+    assert fused.no_confident_results
+    # Body words the vectors do relate to keep their label.
+    kept = search(cards, "preamble sentences", limit=3).results[0]
+    assert kept["similarity"] >= confidence.SIM_UNRELATED and kept["confidence"] == "medium"
