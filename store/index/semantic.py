@@ -181,8 +181,3 @@ def similarities(idx: Any, model: "Embedder", query: str) -> dict[int, float]:
     q = model.encode([query])[0]
     sims = (mat @ (q / SCALE).astype(np.float32))
     return dict(zip(ids.tolist(), sims.tolist()))
-
-
-if __name__ == "__main__":  # pragma: no cover - a manual check: python -m cardmem.store.index.semantic
-    m = embedder()
-    print(m.stamp if m else reason(), file=sys.stderr)
