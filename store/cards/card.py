@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from .frontmatter import split  # noqa: F401 - re-exported: the one splitter
 from .paths import project_key, project_of_id, type_from_id
 
 MAX_CARD_BYTES = 1024 * 1024
@@ -109,29 +110,6 @@ def decode(raw: bytes) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CardProblem(f"not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
-
-
-_FM_OPEN = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n")
-# The closing `---` or `...` line, matched with the newline before it: the regex engine
-# then tries a match at each newline rather than at each character (a cold index splits
-# 10k cards).
-_FM_CLOSE_NL = re.compile(r"\n(?:---|\.\.\.)[ \t]*\r?$", re.M)
-
-
-def split(text: str) -> tuple[int, int, int] | None:
-    """Offsets of a frontmatter block: (yaml start, yaml end, body start), or None."""
-    m = _FM_OPEN.match(text)
-    if not m:
-        return None
-    close = _FM_CLOSE_NL.search(text, m.end() - 1)  # from the newline ending `---`
-    if not close:
-        return None
-    body_start = close.end()
-    if text.startswith("\r\n", body_start):
-        body_start += 2
-    elif text.startswith("\n", body_start):
-        body_start += 1
-    return m.end(), close.start() + 1, body_start
 
 
 def parse(text: str, card_id: str, path: Path | None = None) -> Card:

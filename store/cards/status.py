@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .frontmatter import split
+
 PROPOSED = "proposed"
 INACTIVE = frozenset({"superseded", "archived", PROPOSED})
 
@@ -21,7 +23,6 @@ def is_active(card: Any) -> bool:
     return status_of(card) not in INACTIVE
 
 
-_FRONTMATTER = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n(.*?)^(?:---|\.\.\.)[ \t]*\r?$", re.S | re.M)
 _PROPOSED_LINE = re.compile(r"^status[ \t]*:[ \t]*(['\"]?)proposed\1[ \t]*(?:#.*)?\r?$",
                             re.M | re.I)
 
@@ -29,5 +30,5 @@ _PROPOSED_LINE = re.compile(r"^status[ \t]*:[ \t]*(['\"]?)proposed\1[ \t]*(?:#.*
 def says_proposed(text: str) -> bool:
     """Whether a card's text sets `status: proposed`, read without YAML: for the
     last-resort paths that list rules by file name when nothing else works."""
-    m = _FRONTMATTER.match(text)
-    return bool(m and _PROPOSED_LINE.search(m.group(1)))
+    span = split(text)
+    return bool(span and _PROPOSED_LINE.search(text, span[0], span[1]))

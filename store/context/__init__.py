@@ -7,8 +7,7 @@ under the walk; question.py), from the blocks in pile.py and git's recent change
 """
 from .pile import Pile
 from .question import find_person, named_cards, question_context
-from .recent import _head
 from .session import project_for, session_context
 
 __all__ = ["Pile", "find_person", "named_cards", "project_for", "question_context",
-           "session_context", "_head"]
+           "session_context"]

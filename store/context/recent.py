@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..git.head_file import head as _git_head
 from .pile import MAP_RECENT_TITLES, RECENT_COMMITS, RECENT_DAYS, _Builder
 
 if TYPE_CHECKING:
@@ -12,24 +12,6 @@ if TYPE_CHECKING:
 
 RECENT_CACHE = "recent-changes.json"  # in .cardmem/: the window's commits, per HEAD and day
 _KEEP_IDS = MAP_RECENT_TITLES * 4  # card ids kept per commit (the lines show 3)
-
-
-def _head(root: Path) -> str | None:
-    """The commit HEAD names, read from .git without starting git (None if unsure)."""
-    try:
-        head = (root / ".git" / "HEAD").read_text().strip()
-        if not head.startswith("ref: "):
-            return head or None
-        ref = head[5:]
-        loose = root / ".git" / ref
-        if loose.is_file():
-            return loose.read_text().strip() or None
-        for line in (root / ".git" / "packed-refs").read_text().splitlines():
-            if line.endswith(" " + ref):
-                return line.split()[0]
-    except OSError:
-        pass
-    return None
 
 
 def _recent(store: Store) -> list[dict[str, Any]]:
@@ -41,7 +23,7 @@ def _recent(store: Store) -> list[dict[str, Any]]:
     """
     from datetime import date
 
-    head, day = _head(store.root), date.today().isoformat()
+    head, day = _git_head(str(store.root)), date.today().isoformat()
     cache = store.root / ".cardmem" / RECENT_CACHE
     if head:
         try:

@@ -9,13 +9,24 @@ from __future__ import annotations
 import os
 
 
+def read_head(root: str) -> str | None:
+    """What .git/HEAD says (`ref: refs/heads/x` or a commit), or None if it cannot be
+    read (a worktree's .git is a file: ask git)."""
+    try:
+        with open(os.path.join(root, ".git", "HEAD")) as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
 def head(root: str) -> str | None:
     """HEAD's commit, or None when only git can say (a worktree, an unborn branch, an
     unusual ref): callers then ask git or do without."""
     git = os.path.join(root, ".git")
+    ref = read_head(root)
+    if ref is None:
+        return None
     try:
-        with open(os.path.join(git, "HEAD")) as fh:
-            ref = fh.read().strip()
         if not ref.startswith("ref: refs/"):
             return ref if _is_oid(ref) else None  # detached
         try:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import head_file as refs
+from .spawn import LITERAL
 from ..errors import CardmemError
 
 AGENT_NAME = "cardmem-agent"
@@ -23,10 +24,7 @@ AGENT_EMAIL = "agent@cardmem.invalid"
 FALLBACK_NAME, FALLBACK_EMAIL = "cardmem", "cardmem@localhost"
 
 
-# Paths are card files, never patterns: with git's pathspec magic a card id `:!*` would
-# stage and commit every file of the store (.env included). Set for every git cardmem
-# starts (anchor.py spawns its own with the same setting).
-LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
+# Paths passed to git are taken literally (the reason is in spawn.py, LITERAL's home).
 
 
 def run(root: Path, *args: str, input: str | None = None, env: dict[str, str] | None = None,
@@ -62,12 +60,9 @@ def commit_locks(root: Path) -> list[Path]:
     left by a killed git stops every write."""
     dot = root / ".git"
     locks = [dot / "index.lock", dot / "HEAD.lock"]
-    try:
-        ref = (dot / "HEAD").read_text().strip()
-        if ref.startswith("ref: refs/"):
-            locks.append(dot / (ref[5:] + ".lock"))
-    except OSError:
-        pass
+    ref = refs.read_head(str(root))
+    if ref and ref.startswith("ref: refs/"):
+        locks.append(dot / (ref[5:] + ".lock"))
     return locks
 
 
@@ -89,10 +84,11 @@ def branch(root: Path) -> str | None:
 
 def detached(root: Path) -> bool:
     """Whether HEAD is detached (read from .git/HEAD: a write needs no git call for it)."""
-    try:
-        return not (root / ".git" / "HEAD").read_text().startswith("ref: ")
-    except (NotADirectoryError, FileNotFoundError):  # a worktree's .git is a file
-        return head(root) is not None and branch(root) is None
+    ref = refs.read_head(str(root))
+    if ref is not None:
+        return not ref.startswith("ref: ")
+    # a worktree's .git is a file
+    return head(root) is not None and branch(root) is None
 
 
 def head_fast(root: Path) -> str | None:

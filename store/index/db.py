@@ -56,10 +56,10 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     {", ".join(COLUMNS)}, tokenize='{TOKENIZE}');
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab(fts, 'row');
 -- names only (title, aliases), over the cards table: a word common in bodies is rare in
--- names, so ranking the cards *named* by a common word stays cheap (see search.py)
+-- names, so ranking the cards *named* by a common word stays cheap (see candidates.py)
 CREATE VIRTUAL TABLE IF NOT EXISTS names USING fts5(
     title, aliases, content='cards', content_rowid='n', tokenize='{TOKENIZE}');
--- fts_vocab, materialised on demand for typo correction (see search.vocabulary)
+-- fts_vocab, materialised on demand for typo correction (see terms.vocabulary)
 CREATE TABLE IF NOT EXISTS terms(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 """
 
@@ -464,7 +464,7 @@ class Index:
     def _commit(c: sqlite3.Connection, counts: dict[str, int]) -> None:
         c.execute("INSERT INTO meta VALUES('generation', '1') ON CONFLICT(key) DO UPDATE"
                   " SET value = CAST(value AS INTEGER) + 1")
-        # How stale the typo-correction vocabulary is (see search.vocabulary).
+        # How stale the typo-correction vocabulary is (see terms.vocabulary).
         changed = counts["added"] + counts["updated"] + counts["removed"]
         c.execute("INSERT INTO meta VALUES('changed_since_terms', ?) ON CONFLICT(key) DO UPDATE"
                   " SET value = CAST(value AS INTEGER) + ?", (str(changed), changed))

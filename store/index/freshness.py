@@ -39,6 +39,7 @@ import os  # and only time at load: the search command spawns git before loading
 import time
 
 from ..git.head_file import head
+from ..git.spawn import Git
 
 TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
 if TYPE_CHECKING:
@@ -59,63 +60,11 @@ SUSPECTS_MIN = 256  # suspects allowed: max(SUSPECTS_MIN, cards // 10), then wal
 _STATUS = ["-c", "core.preloadIndex=false", "status", "--porcelain=v1", "-z", "--no-renames"]
 _FULL = ["--untracked-files=all", "--ignored=matching"]
 _TRACKED = ["--untracked-files=no"]
-_ENV = {"GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "GIT_LITERAL_PATHSPECS": "1"}  # git.LITERAL
 
 
 def usable(root: str) -> bool:
     """A store root at the top of its own work tree (a `.git` folder or worktree file)."""
     return os.path.exists(os.path.join(root, ".git"))
-
-
-class Git:
-    """A git command started now, its output read later, so it runs beside other work.
-    Spawned with os.posix_spawnp: importing subprocess costs a search ~6 ms."""
-
-    def __init__(self, root: str, args: list[str]) -> None:
-        self._pid, self._out = 0, -1
-        try:
-            r, w = os.pipe()
-        except OSError:
-            return
-        try:
-            null = os.open(os.devnull, os.O_RDWR)
-            try:
-                self._pid = os.posix_spawnp("git", ["git", "-C", root, *args],
-                                            {**os.environ, **_ENV}, file_actions=[
-                    (os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, w, 1),
-                    (os.POSIX_SPAWN_DUP2, null, 2)])
-                self._out = r
-            finally:
-                os.close(null)
-        except OSError:
-            os.close(r)
-        finally:
-            os.close(w)
-
-    def paths(self) -> list[str] | None:
-        """Its NUL-separated output, or None if it could not run or failed."""
-        if not self._pid:
-            return None
-        chunks = []
-        while chunk := os.read(self._out, 1 << 16):
-            chunks.append(chunk)
-        if self._reap() != 0:
-            return None
-        return [os.fsdecode(p) for p in b"".join(chunks).split(b"\0") if p]
-
-    def close(self) -> None:
-        if self._pid:
-            try:
-                os.kill(self._pid, 9)
-            except OSError:
-                pass
-            self._reap()
-
-    def _reap(self) -> int:
-        os.close(self._out)
-        _, status = os.waitpid(self._pid, 0)
-        self._pid, self._out = 0, -1
-        return os.waitstatus_to_exitcode(status)
 
 
 class Status:

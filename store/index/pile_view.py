@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
+from ..cards.frontmatter import body_of  # noqa: F401 - re-exported
 from ..cards.paths import project_key
 from ..cards.status import INACTIVE, PROPOSED, is_active, status_of  # noqa: F401 - re-exported
 
@@ -61,21 +61,6 @@ class Entry:
             except Exception:  # gone or broken since it was indexed: show what is known
                 self._body = "(this card could not be read just now)"
         return self._body
-
-
-_FM_OPEN = re.compile(r"\A(?:\ufeff)?---[ \t]*\r?\n")
-_FM_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.M)
-
-
-def body_of(text: str) -> str:
-    """A card's body: what follows its frontmatter (the same cut as card.split)."""
-    m = _FM_OPEN.match(text)
-    close = _FM_CLOSE.search(text, m.end()) if m else None
-    if not close:
-        return text
-    start = close.end()
-    return text[start + (2 if text.startswith("\r\n", start) else
-                         1 if text.startswith("\n", start) else 0):]
 
 
 def _ids_under(root: Path, folder: str, recursive: bool = False) -> list[str]:

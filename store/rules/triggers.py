@@ -31,6 +31,7 @@ import marshal
 import os
 import sys
 
+from ..cards.frontmatter import body_of
 from .match import THRESHOLD  # noqa: F401 - the relevance threshold's one home
 
 TYPE_CHECKING = False
@@ -140,12 +141,7 @@ def rule_text(root: str, card_id: str) -> str:
             text = f.read(MAX_RULE_CHARS * 4)
     except (OSError, UnicodeDecodeError):
         return ""
-    if text.startswith("---"):
-        end = text.find("\n---", 3)
-        if end >= 0:
-            nl = text.find("\n", end + 4)
-            text = text[nl + 1:] if nl >= 0 else ""
-    text = text.strip()
+    text = body_of(text).strip()
     at = text.find("\n## History")
     if at >= 0:
         text = text[:at].rstrip()
@@ -164,7 +160,8 @@ def _as_list(value: Any) -> list[str]:
 
 def _meta(root: Path, card_id: str) -> dict[str, Any]:
     """A rule's frontmatter (fast path first, YAML when it is not flat)."""
-    from ..cards.card import decode, parse, split
+    from ..cards.card import decode, parse
+    from ..cards.frontmatter import split
     from ..index.fastmeta import quick_meta
 
     text = decode((root / f"{card_id}.md").read_bytes())

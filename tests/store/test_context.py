@@ -188,7 +188,7 @@ def test_rules_are_current_even_when_the_index_is_not(example_store):
 
 
 def test_recent_changes_follow_head(example_store):
-    from cardmem.store.context import _head
+    from cardmem.store.git.head_file import head as _head
 
     session_context(example_store, budget=100_000)  # fills the recent-changes cache
     subprocess.run(["git", "-C", str(example_store.root), "pack-refs", "--all"], check=True)

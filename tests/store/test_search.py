@@ -11,7 +11,10 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import cardmem.store.index.candidates as C
 import cardmem.store.index.search as S
+import cardmem.store.index.snippets as N
+import cardmem.store.index.terms as T
 from cardmem.store.index.schema import TOKENIZE
 from cardmem.store.index.db import Index
 
@@ -57,15 +60,15 @@ def test_cached_tokens_are_fts5s_tokens(parts: list[str]) -> None:
     conn = sqlite3.connect(":memory:")
     text = " ".join(parts)
     want = fts5_tokens(conn, text)
-    assert S.tokens(conn, text) == want
-    assert S.tokens(conn, text) == want  # again, now from the cache
+    assert T.tokens(conn, text) == want
+    assert T.tokens(conn, text) == want  # again, now from the cache
 
 
 def test_tokens_of_many_and_long_chunks(tmp_path) -> None:
     conn = sqlite3.connect(":memory:")
     for text in [" ".join(f"w{i}ord Deploying{i}" for i in range(40)), "x" * 5000,
                  " ".join(["deploy"] * 300), "Café naïve résumé " * 3, ""]:
-        assert S.tokens(conn, text) == fts5_tokens(conn, text)
+        assert T.tokens(conn, text) == fts5_tokens(conn, text)
 
 
 # --- term hits --------------------------------------------------------------------------
@@ -103,7 +106,7 @@ TEXT = "deploiyax DEPLOYé ÉéÀİıΣσςK\u212aﬁ×·—_-'01 \n\t日😀"
 
 def check_matches(stem: str, prefix: bool, low: str) -> None:
     want = [(m.start(), m.end()) for m in re.finditer(term_rx(stem, prefix), low)]
-    assert S._matches(low, stem, prefix) == want
+    assert N._matches(low, stem, prefix) == want
 
 
 @settings(max_examples=200, deadline=None)
@@ -125,11 +128,11 @@ def test_matches_at_the_edges_of_an_ending() -> None:
        st.lists(st.text(alphabet=TEXT, max_size=30), min_size=1, max_size=6),
        st.sampled_from([1, 2, 40]))
 def test_hits_over_joined_texts_are_each_texts_hits(stems, texts, cap) -> None:
-    p = S.Plan()
+    p = T.Plan()
     for stem, prefix in stems:
         p.add('"x"', stem, prefix)
-    terms = S.Terms(p)
-    want = [regex_hits(stems, S.Terms.prepare(t), cap) for t in texts]
+    terms = N.Terms(p)
+    want = [regex_hits(stems, N.Terms.prepare(t), cap) for t in texts]
     assert terms.hits_each(texts, cap) == want
 
 
@@ -146,8 +149,8 @@ def test_bm25_order_is_fts5_rank_order_ties_included(example_store) -> None:
             want = [(r, -rank) for r, rank in c.execute(
                 f"SELECT rowid, rank FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT 8",
                 (expr,))]
-            assert want and S._ranked(c, table, expr, 8, "", [], None) == want
-            assert S._ranked(c, table, expr, 8, "", [], S.PROBE) == want  # under CAP: no bound
+            assert want and C._ranked(c, table, expr, 8, "", [], None) == want
+            assert C._ranked(c, table, expr, 8, "", [], C.PROBE) == want  # under CAP: no bound
 
 
 def test_a_field_names_every_term_it_holds_however_often_one_repeats(example_store) -> None:
@@ -165,11 +168,11 @@ def test_a_field_names_every_term_it_holds_however_often_one_repeats(example_sto
 
 def test_candidate_texts_are_the_fts_columns(idx) -> None:
     rows = [n for (n,) in idx.conn.execute("SELECT n FROM cards")]
-    texts = S._texts(idx, rows)
+    texts = N._texts(idx, rows)
     assert set(texts) == set(rows)
     for n, row in texts.items():
         fts = idx.conn.execute("SELECT title, aliases, tags, description, extra,"
-                               f" substr(body, 1, {S.SNIPPET_CHARS}) FROM fts WHERE rowid = ?",
+                               f" substr(body, 1, {N.SNIPPET_CHARS}) FROM fts WHERE rowid = ?",
                                (n,)).fetchone()
         assert tuple(row[7:]) == fts
 
@@ -178,27 +181,27 @@ def test_candidate_texts_are_the_fts_columns(idx) -> None:
 
 def search_without_counts(index: Index, query: str, monkeypatch) -> list[str]:
     with monkeypatch.context() as m:
-        m.setattr(S, "_df_bounds", lambda idx, stems: {})
+        m.setattr(T, "_df_bounds", lambda idx, stems: {})
         return ids(S.run(index, query))
 
 
 def test_stale_terms_counts_never_skip_a_needed_cap_bound(example_store, monkeypatch) -> None:
-    monkeypatch.setattr(S, "CAP", 3)  # a small cap, so a handful of cards passes it
-    monkeypatch.setattr(S, "CAP_ANY", 3)
+    monkeypatch.setattr(C, "CAP", 3)  # a small cap, so a handful of cards passes it
+    monkeypatch.setattr(C, "CAP_ANY", 3)
     root = example_store.root
     for i in range(2):
         write(root, f"reference/quoll-{i}", f"Note {i}", "A quoll sighting.")
     with Index(example_store) as index:
         index.refresh()
-        S.vocabulary(index, force=True)  # counts quoll in 2 cards: under the cap
-        assert S._df_bounds(index, ["quoll"]) == {"quoll": (2, 2)}
+        T.vocabulary(index, force=True)  # counts quoll in 2 cards: under the cap
+        assert T._df_bounds(index, ["quoll"]) == {"quoll": (2, 2)}
         for i in range(2, 9):
             write(root, f"reference/quoll-{i}", f"Note {i}", "Another quoll sighting.")
         index.refresh()
-        fewest, most = S._df_bounds(index, ["quoll"])["quoll"]
+        fewest, most = T._df_bounds(index, ["quoll"])["quoll"]
         assert fewest <= 9 <= most  # stale, yet a true bound
-        p = S.plan(index, "quoll")
-        assert S._bounds(p) == (S.PROBE, S.PROBE, S.PROBE)
+        p = T.plan(index, "quoll")
+        assert C._bounds(p) == (C.PROBE, C.PROBE, C.PROBE)
         got = ids(S.run(index, "quoll"))
         assert got == search_without_counts(index, "quoll", monkeypatch)
         # the cap ranks only the newest CAP + 1 matches: the old notes are left out
@@ -215,8 +218,8 @@ def index_older_then_newer(index: Index, older: list[tuple[str, str, str]],
 
 
 def test_the_any_tier_ranks_only_its_own_newest_matches(example_store, monkeypatch) -> None:
-    monkeypatch.setattr(S, "CAP", 20)
-    monkeypatch.setattr(S, "CAP_ANY", 2)  # the newest 2 of the cards holding either word
+    monkeypatch.setattr(C, "CAP", 20)
+    monkeypatch.setattr(C, "CAP_ANY", 2)  # the newest 2 of the cards holding either word
     with Index(example_store) as index:
         # the old ones are the best matches: the word three times
         index_older_then_newer(
@@ -226,21 +229,21 @@ def test_the_any_tier_ranks_only_its_own_newest_matches(example_store, monkeypat
         got = ids(S.run(index, "quokka wombat"))
         assert got[0] == "reference/both"  # the all tier: every word, under its own cap
         assert set(got[1:]) == {"reference/new-0", "reference/new-1"}
-        monkeypatch.setattr(S, "CAP_ANY", 20)
+        monkeypatch.setattr(C, "CAP_ANY", 20)
         assert {f"reference/old-{i}" for i in range(3)} <= set(ids(S.run(index, "quokka wombat")))
 
 
 def test_the_any_tier_ranks_every_card_of_a_rare_word_then_fills_up(example_store,
                                                                      monkeypatch) -> None:
-    monkeypatch.setattr(S, "CAP_ANY", 3)
+    monkeypatch.setattr(C, "CAP_ANY", 3)
     with Index(example_store) as index:
         # the quolls are old: the newest 3 cards holding either word would miss them
         index_older_then_newer(
             index, [(f"reference/quoll-{i}", f"Sighting {i}", "A quoll.") for i in range(2)],
             [(f"reference/wombat-{i}", f"Burrow {i}", "A wombat.") for i in range(6)])
-        S.vocabulary(index, force=True)
-        p = S.plan(index, "quoll wombat")
-        assert S._any_terms(p) == (['"quoll"'], True)
+        T.vocabulary(index, force=True)
+        p = T.plan(index, "quoll wombat")
+        assert C._any_terms(p) == (['"quoll"'], True)
         got = ids(S.run(index, "quoll wombat"))
         assert got[:2] == ["reference/quoll-0", "reference/quoll-1"]
         # fewer than a page of results: the newest cards holding any word fill it
@@ -248,30 +251,30 @@ def test_the_any_tier_ranks_every_card_of_a_rare_word_then_fills_up(example_stor
 
 
 def test_rare_words_skip_the_cap_probe_and_find_the_same(idx, monkeypatch) -> None:
-    S.vocabulary(idx, force=True)
+    T.vocabulary(idx, force=True)
     for query in ["pytest fixtures", "stripe webhooks", "deploy", "pytets fixtrues", "deplo"]:
-        p = S.plan(idx, query)
+        p = T.plan(idx, query)
         if query == "pytest fixtures":
-            assert S._bounds(p) == (None, None, None)  # no probe statement at all
+            assert C._bounds(p) == (None, None, None)  # no probe statement at all
         assert ids(S.run(idx, query)) == search_without_counts(idx, query, monkeypatch)
 
 
 def test_words_new_since_the_counts_are_still_found(example_store) -> None:
     with Index(example_store) as index:
         index.refresh()
-        S.vocabulary(index, force=True)
+        T.vocabulary(index, force=True)
         write(example_store.root, "reference/animals", "Animals", "The bilby burrow.")
         index.refresh()
-        assert S._df_bounds(index, ["bilbi"])["bilbi"][0] <= 0  # not known to exist
+        assert T._df_bounds(index, ["bilbi"])["bilbi"][0] <= 0  # not known to exist
         assert ids(index.search("bilby")) == ["reference/animals"]
 
 
 def test_the_vocabulary_cache_follows_a_rebuilt_terms_table(example_store) -> None:
     with Index(example_store) as index:
         index.refresh()
-        assert S.correct(index, "pytheom", "pytheom") is None  # builds the table, caches
+        assert T.correct(index, "pytheom", "pytheom") is None  # builds the table, caches
         write(example_store.root, "reference/pets", "Pets", "A pytheon of petunias.")
         index.refresh()
-        assert S.correct(index, "pytheom", "pytheom") is None  # the table has not changed
-        S.vocabulary(index, force=True)
-        assert S.correct(index, "pytheom", "pytheom") == "pytheon"  # same process, new table
+        assert T.correct(index, "pytheom", "pytheom") is None  # the table has not changed
+        T.vocabulary(index, force=True)
+        assert T.correct(index, "pytheom", "pytheom") == "pytheon"  # same process, new table

@@ -205,7 +205,7 @@ def test_the_session_start_hook_never_loads_the_model(cards, monkeypatch) -> Non
 def test_the_watcher_embeds_what_it_indexes(cards, model) -> None:
     import time
 
-    from cardmem.store.watcher import Watcher
+    from cardmem.store.watch.watcher import Watcher
 
     w = Watcher(cards, autocommit=False, say=lambda line: None).start()
     try:

@@ -18,7 +18,8 @@ from typing import Any, Callable
 import pytest
 
 from cardmem.store.index.db import Index
-from cardmem.store.watcher import Watcher, card_id
+from cardmem.store.watch.names import card_id
+from cardmem.store.watch.watcher import Watcher
 
 ME = {"GIT_AUTHOR_NAME": "Tess Tester", "GIT_AUTHOR_EMAIL": "tess@example.com",
       "GIT_COMMITTER_NAME": "Tess Tester", "GIT_COMMITTER_EMAIL": "tess@example.com"}
@@ -585,7 +586,7 @@ def test_autocommit_retries_while_another_writer_holds_the_lock(store, start, sa
 
 def test_a_failing_commit_keeps_the_edits_for_the_next_try(store, start, said,
                                                            monkeypatch) -> None:
-    from cardmem.store import watcher as watcher_mod
+    from cardmem.store.watch import autocommit as watcher_mod
 
     real, calls = watcher_mod._status, {"n": 0}
 

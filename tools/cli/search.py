@@ -94,7 +94,7 @@ def index(full: bool, as_json: bool, store_path: Path | None) -> None:
         kept = semantic.keep(idx) if full else []  # vectors outlive the rebuild, by text
         counts = idx.rebuild() if full else idx.refresh(walk=True)
         semantic.restore(idx, kept)
-        from cardmem.store.index.search import vocabulary
+        from cardmem.store.index.terms import vocabulary
 
         vocabulary(idx, force=True)  # the typo-correction vocabulary, so searches need not
         model = embedding.embedder()  # the vectors too, so searches need not

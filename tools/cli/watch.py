@@ -26,7 +26,7 @@ def watch(autocommit: bool | None, quiet_s: float | None, verbose: bool,
         cardmem watch -v
         cardmem watch --no-autocommit
     """
-    from cardmem.store.watcher import Watcher
+    from cardmem.store.watch.watcher import Watcher
 
     store = open_store(store_path)
     stop = threading.Event()
