@@ -41,7 +41,7 @@ def coverage(idx: Any, p: Any, rowids: list[int], bounds: dict[str, tuple[int, i
              ) -> dict[int, float]:
     """rowid -> the idf-weighted share of the query's words found in that card (any field).
     Words neither in the index nor correctable weigh as much as the rarest word. bounds:
-    search._df_bounds of the query's stems (counted here where it has none)."""
+    terms._df_bounds of the query's stems (counted here where it has none)."""
     if not rowids or not (p.terms or p.unknown):
         return {n: 0.0 for n in rowids}
     import json
