@@ -263,6 +263,12 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
         if growth <= 0 or (event == "stop" and done and growth < STOP_MIN_GROWTH):
             return _file_pending(store, session, source, "skipped: nothing new since the last run",
                                  retried)
+        from cardmem.hooks.transcript import talk_since
+
+        if done and not talk_since(transcript, done):  # grown, but not by conversation
+            _write_mark(mark, size)
+            return _file_pending(store, session, source,
+                                 "skipped: nothing new said since the last run", retried)
         cfg = store.config
         from cardmem.store.learning import retry
         from cardmem.tools.redact import redact

@@ -87,6 +87,27 @@ def read_excerpt(
     return [Turn(t.role, _cut(redact(t.text), turn_chars)) for t in kept]
 
 
+def talk_since(path: str | os.PathLike[str], offset: int, max_bytes: int = 1 << 20) -> bool:
+    """Whether conversation was added after byte `offset` (where a learner read up to).
+    A transcript also grows by lines that teach nothing (system lines, snapshots, a
+    summary after Stop): a second learner extracts only for talk. Growth past max_bytes
+    is taken as talk without reading it."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size - offset > max_bytes:
+                return True
+            start = max(0, offset - 65536)  # from the start of the line holding offset:
+            f.seek(start)  # a line being written when the mark was taken counts as new
+            data = f.read(size - start)
+    except OSError:
+        return True
+    head = data[: offset - start]
+    cut = head.rfind(b"\n")
+    data = data[cut + 1:] if cut >= 0 else (data if start == 0 else data[len(head):])
+    return any(True for _ in _records(data.decode("utf-8", errors="replace").split("\n")))
+
+
 def _tail_lines(path: str | os.PathLike[str], max_bytes: int) -> list[str]:
     """The complete lines among the file's last `max_bytes` bytes."""
     with open(path, "rb") as f:

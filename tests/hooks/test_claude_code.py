@@ -304,3 +304,31 @@ def test_hooks_and_mcp_idle_inside_cardmems_own_model_call(example_store, tmp_pa
                           str(tmp_path / "no-store")], input="", capture_output=True,
                          text=True, timeout=30, env={**os.environ, CHILD_ENV: "1"})
     assert (mcp.returncode, mcp.stdout, mcp.stderr) == (0, "", "")
+
+
+def test_a_second_learner_calls_the_model_only_for_new_conversation(example_store, tmp_path,
+                                                                     fake_api):
+    """Stop learns; the transcript then grows by lines that teach nothing (a summary, a
+    system line), as it does before SessionEnd: no second model call. New talk: one."""
+    fake_api.add("Decision: billing-service workers scale with KEDA up to 16 replicas now\n")
+    transcript = write_transcript(tmp_path / "t.jsonl", CONVERSATION)
+    env = {"CARDMEM_HOOK_FOREGROUND": "1", "ANTHROPIC_API_KEY": "k",
+           "ANTHROPIC_BASE_URL": fake_api.base_url}
+    payload = {"session_id": SESSION, "transcript_path": str(transcript), "cwd": str(tmp_path)}
+    hook("stop", payload, example_store.root, env=env)
+    assert len(fake_api.messages_requests()) == 1
+    with open(transcript, "a") as f:  # ~2 KB of lines that are not conversation
+        f.write(json.dumps({"type": "summary", "summary": "KEDA ceiling " * 80}) + "\n")
+        f.write(json.dumps({"type": "system", "content": "Stop hook ran " * 80}) + "\n")
+    hook("session-end", payload, example_store.root, env=env)
+    assert len(fake_api.messages_requests()) == 1
+    log = (example_store.root / ".cardmem" / "hooks.log").read_text()
+    assert "nothing new said since the last run" in log
+    more = write_transcript(tmp_path / "more.jsonl", [
+        ("user", "Also pin the KEDA version to 2.14 in the chart, please. " * 5),
+        ("assistant", "Pinned KEDA to 2.14 in deploy/prod/Chart.yaml. " * 5)])
+    with open(transcript, "a") as f:
+        f.write(more.read_text())
+    fake_api.add("Decision: KEDA is pinned to 2.14 in the prod chart\n")
+    hook("session-end", payload, example_store.root, env=env)
+    assert len(fake_api.messages_requests()) == 2
