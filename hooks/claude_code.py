@@ -153,7 +153,7 @@ def session_start_context(payload: dict[str, Any], root: Path,
         delivery = ""
         if d is not None:
             delivery = (f", rules file {'error' if not d.ok else 'rewritten' if d.wrote else 'current'}"
-                        f" ({d.total} rules, {len(d.changed)} changed)")
+                        f" ({plural(d.total, 'rule')}, {len(d.changed)} changed)")
         return text, f"ok: {plural(len(pile.addresses), 'card')}, {host_len(text)} chars{delivery}" + (
             f", {len(pile.notices)} unreadable" if pile.notices else "") + (
             f", cut {cut}" if cut else ""), user

@@ -132,7 +132,7 @@ def handle(payload: dict, root: str) -> tuple[dict, str]:
     table = triggers.load(root)
     rebuilt = table is None
     if rebuilt:  # a rule changed by hand: read the cards, with the installed packages
-        if sys.flags.no_site:  # started by hooks/pretool_start.py
+        if sys.flags.no_site and "site" not in sys.modules:  # by hooks/pretool_start.py
             import site
 
             site.main()

@@ -38,7 +38,9 @@ def remember(store: Store, title: str, body: str, type: str = "reference",
     body, b_counts = redact_with_counts(body)
     redacted = {k: t_counts.get(k, 0) + b_counts.get(k, 0) for k in {*t_counts, *b_counts}}
     out: dict[str, Any]
-    protected = set(store.config["extract"]["protected_types"])
+    from cardmem.store.learning.proposals import protected_types
+
+    protected = protected_types(store)
     found = store.titled(title)
     if len(found) == 1 and found[0][1] in protected:  # that title is a rule or user card
         out = _propose(store, title, body, found[0][1], project or None, by, target=found[0][0])

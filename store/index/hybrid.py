@@ -15,8 +15,6 @@ if TYPE_CHECKING:
     from .search import SearchResult
 
 from . import confidence
-from .confidence import CONFIDENCE
-from ..cards.status import INACTIVE
 
 # Fitted on the calib half of bench/questions/agents-md.jsonl (bench_quality.py): the
 # usual RRF constant, the semantic ranking weighed 0.7 of the lexical one, similarity
@@ -73,7 +71,7 @@ def _rows_sql() -> str:
 
 def _fuse(idx: "Index", res: "SearchResult", sims: dict[int, float], limit: int,
           card_type: str | None, project: str | None) -> None:
-    from .search import _filters, _json_ids
+    from .search import _filters, _json_ids, _order
 
     lex = res.results
     rowid = dict(idx.conn.execute("SELECT id, n FROM cards WHERE id IN (SELECT value FROM"
@@ -114,6 +112,12 @@ def _fuse(idx: "Index", res: "SearchResult", sims: dict[int, float], limit: int,
                                                  r["matched"] == ["body"])
         rrf = r.pop("_rrf") + SIM_WEIGHT * r["similarity"]
         r["score"] = round(rrf * (RRF_K + 1) / (1 + SEMANTIC_WEIGHT), 4)  # ~1: first on both
+    from ..maintain.record import stale
+
+    for cid in stale(idx.root, {r["id"] for r in fused.values() if r["match"] == "semantic"}):
+        for r in fused.values():
+            if r["id"] == cid:
+                r["stale"] = True  # as search.run marks the cards it found by words
     out = sorted(fused.values(), key=_order)[:limit]
     res.results = out
     res.no_confident_results = not any(r["confidence"] != "low" for r in out)
@@ -131,11 +135,6 @@ def _note_once(idx: "Index", key: str, line: str) -> str | None:
     except Exception:  # noqa: BLE001 - a busy index: say it again next time
         pass
     return line
-
-
-def _order(r: dict[str, Any]) -> tuple[Any, ...]:
-    inactive = r["status"] in INACTIVE
-    return (-(CONFIDENCE.index(r["confidence"]) - inactive), inactive, -r["score"], r["id"])
 
 
 def _json_strs(values: list[str]) -> str:

@@ -184,7 +184,7 @@ def test_turned_off_is_lexical_without_a_note(cards, monkeypatch) -> None:
     monkeypatch.setenv("CARDMEM_SEMANTIC", "off")
     res = search(cards, "zod release", limit=3)
     assert res.semantic["status"] == "off" and res.results[0]["match"] == "lexical"
-    assert hybrid.run  # the fused path ran and stood aside
+    assert res.note is None  # turned off by the user: nothing to say
 
 
 def test_the_session_start_hook_never_loads_the_model(cards, monkeypatch) -> None:

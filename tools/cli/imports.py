@@ -52,7 +52,7 @@ def import_(kind: str, path: Path, project: str | None, dry_run: bool, keep_secr
                  keep_secrets=keep_secrets, as_proposals=as_proposals, agent=agent)
     if report.secrets:
         what = ", ".join(f"{k} ({n})" for k, n in sorted(report.secrets.items()))
-        click.echo(f"cardmem: warning: kept secrets as written: {what}" if keep_secrets else
+        click.echo(f"cardmem: warning: kept secrets as written: {what}" if report.kept_secrets else
                    f"cardmem: redacted secrets: {what} (--keep-secrets keeps them)", err=True)
     for s in report.skipped[:SHOWN]:
         click.echo(f"cardmem: {s.where}: skipped: {s.why}", err=True)

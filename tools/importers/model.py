@@ -87,8 +87,9 @@ def read_text(path: Path, skipped: list[Skipped]) -> str | None:
     """A source file's text, or None with the reason added to skipped (binary, not
     UTF-8, too large, unreadable). A source may be larger than one card (a memory.json)."""
     try:
-        if path.stat().st_size > MAX_SOURCE_BYTES:
-            raise cardlib.CardProblem(f"too large ({path.stat().st_size:,} bytes; the limit "
+        size = path.stat().st_size
+        if size > MAX_SOURCE_BYTES:
+            raise cardlib.CardProblem(f"too large ({size:,} bytes; the limit "
                                       f"is {MAX_SOURCE_BYTES:,})")
         raw = cardlib.read_regular(path)
         if b"\x00" in raw:

@@ -21,7 +21,7 @@ in order, so the card is updated rather than duplicated.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import Any
 
@@ -51,8 +51,7 @@ class Outcome:
     why: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "title": self.title, "action": self.action,
-                "fields": self.fields, "why": self.why}
+        return asdict(self)
 
 
 @dataclass
@@ -76,7 +75,6 @@ def _imported(store: Store, prefix: str) -> tuple[dict[str, cardlib.Card], dict[
     import made (target id -> the proposed text)."""
     found: dict[str, cardlib.Card] = {}
     proposed: dict[str, str] = {}
-    needle = prefix.encode()
     for cid, path in store.card_files():
         try:
             raw = path.read_bytes()
@@ -86,7 +84,7 @@ def _imported(store: Store, prefix: str) -> tuple[dict[str, cardlib.Card], dict[
         except (OSError, cardlib.CardProblem):
             continue
         src = c.meta.get("source")
-        if not isinstance(src, str) or needle not in raw or not src.startswith(prefix):
+        if not isinstance(src, str) or not src.startswith(prefix):
             continue
         if c.meta.get("proposes_change_to"):
             proposed[str(c.meta["proposes_change_to"])] = c.body
