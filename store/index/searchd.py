@@ -228,10 +228,15 @@ class Server:
 
     def start(self) -> bool:
         """Listen; False (said why) when another process serves this store already or
-        the socket cannot be made. Searches then simply run in each shell process."""
+        the socket cannot be made, or the semantic layer is turned off here (a shell
+        search would gain nothing). Searches then simply run in each shell process."""
         import fcntl
         import threading
 
+        from . import embedding
+
+        if embedding.turned_off():
+            return False
         path = socket_path(self.root, create=True)
         if path is None:
             self.say("search server: no private folder for its socket; not serving")
@@ -272,8 +277,6 @@ class Server:
         self._slots = threading.BoundedSemaphore(HANDLERS_MAX)
         self._thread = threading.Thread(target=self._accept, name="cardmem-searchd", daemon=True)
         self._thread.start()
-        from . import embedding
-
         if embedding.cached():
             self._load_model()  # cheap from the cache: ready before the first question
         return True

@@ -127,6 +127,32 @@ def test_a_served_search_prints_what_the_process_itself_prints(served, monkeypat
     assert not sock.exists()
 
 
+def test_an_mcp_server_serves_the_shell_too_and_takes_its_socket_away(tmp_path) -> None:
+    root = tmp_path / "store"
+    make_store(root)
+    env = {k: v for k, v in os.environ.items() if k != "CARDMEM_SEMANTIC"}
+    mcp = subprocess.Popen([sys.executable, "-m", "cardmem.tools.entry", "mcp", "--store",
+                            str(root)], env=env, stdin=subprocess.PIPE,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            served = cardmem("search", "-v", "--json", QUESTION, "--store", str(root), env=env)
+            if "answered by the search server" in served.stderr:
+                break
+            assert mcp.poll() is None and time.monotonic() < deadline, served.stderr
+            time.sleep(0.5)
+        mcp.stdin.close()  # the host goes away: the server ends, and its socket with it
+        assert mcp.wait(30) == 0
+    finally:
+        mcp.kill()
+        mcp.wait()
+    assert not (root / ".cardmem" / "search.sock").exists()
+    here = cardmem("search", "-v", "--json", QUESTION, "--store", str(root), env=env)
+    assert "searching in this process" in here.stderr and "No such file" in here.stderr
+    assert here.stdout == served.stdout
+
+
 # --- the server in this process --------------------------------------------------------
 
 @pytest.fixture
