@@ -320,7 +320,7 @@ def mcp_command(store_path: Path | None, verbose: bool) -> None:
     tools = CardTools(store)
     with _sdk_import_gc():
         server = build_server(store, warm=True, tools=tools)
-    from cardmem.store.index.searchd import Server
+    from cardmem.store.index.searchd_server import Server
 
     # Shell searches of this store use the model this server holds (store/index/searchd.py).
     shared = Server(str(store.root), tools.search_result, say=log.info)

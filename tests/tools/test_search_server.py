@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from cardmem.store.index import embedding, searchd
+from cardmem.store.index import embedding, searchd, searchd_server
 from cardmem.store.index.search import SearchResult
 from cardmem.store.store import init
 
@@ -118,7 +118,7 @@ def test_a_served_search_prints_what_the_process_itself_prints(served, monkeypat
         assert here.stdout == there.stdout
 
     # The next server replaces the stale socket.
-    again = searchd.Server(str(root), lambda *a: None)
+    again = searchd_server.Server(str(root), lambda *a: None)
     assert again.start()
     try:
         assert os.stat(sock).st_ino != 0 and _connects(str(sock))
@@ -187,12 +187,12 @@ def raw(path: str, data: bytes) -> dict:
 
 
 def _connects(path: str) -> bool:
-    return searchd._answers(path)
+    return searchd_server._answers(path)
 
 
 def test_bad_requests_get_an_error_and_the_server_keeps_serving(tmp_path, fake_model) -> None:
     store = make_store(tmp_path / "store")
-    server = searchd.Server(str(store.root), answer)
+    server = searchd_server.Server(str(store.root), answer)
     assert server.start()
     try:
         path = server.path
@@ -229,14 +229,14 @@ def test_bad_requests_get_an_error_and_the_server_keeps_serving(tmp_path, fake_m
 def test_only_this_user_can_reach_the_socket_and_a_second_server_leaves_it(
         tmp_path, fake_model) -> None:
     store = make_store(tmp_path / "store")
-    first = searchd.Server(str(store.root), answer)
+    first = searchd_server.Server(str(store.root), answer)
     assert first.start()
     try:
         st = os.stat(first.path)
         assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600
         assert stat.S_IMODE(os.stat(first.path + ".lock").st_mode) == 0o600
         said: list[str] = []
-        second = searchd.Server(str(store.root), answer, say=said.append)
+        second = searchd_server.Server(str(store.root), answer, say=said.append)
         assert not second.start() and "another process serves" in said[0]
         assert os.stat(first.path).st_ino == st.st_ino  # not unlinked, not replaced
         assert searchd.ask(str(store.root), "x") is not None
@@ -251,7 +251,7 @@ def test_a_store_too_deep_for_a_socket_path_uses_a_private_short_folder(
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
     (tmp_path / "run").mkdir()
     store = make_store(tmp_path / ("deep-" * 20) / "store")
-    server = searchd.Server(str(store.root), answer)
+    server = searchd_server.Server(str(store.root), answer)
     assert server.start()
     try:
         assert server.path.startswith(str(tmp_path / "run" / "cardmem") + "/")
@@ -292,7 +292,7 @@ def test_no_model_in_the_server_yet_means_the_client_searches_itself(
     monkeypatch.setattr(embedding, "_MODEL", None)
     monkeypatch.setattr(embedding, "_FAILED", "broken for the test")
     store = make_store(tmp_path / "store")
-    server = searchd.Server(str(store.root), answer)
+    server = searchd_server.Server(str(store.root), answer)
     assert server.start()
     try:
         said: list[str] = []
