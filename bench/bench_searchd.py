@@ -60,6 +60,8 @@ def main() -> None:
     ap.add_argument("--dir", type=Path, default=Path("/tmp/searchd-bench"))
     ap.add_argument("--source", type=Path, default=Path("/tmp/cardmem-bench/10000"))
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--idle", type=float, default=10.0,
+                    help="seconds the idle watcher's own CPU is measured over")
     args = ap.parse_args()
     os.environ.pop("CARDMEM_SEMANTIC", None)
     print(f"Machine: {machine()}.", flush=True)
@@ -80,6 +82,9 @@ def main() -> None:
         for q in TERMS:  # warm both sides: page cache, the server's first searches
             assert served(a, q)
             child([CARDMEM, "search", "--store", str(b), q])
+        before = cpu_s(watch.pid)
+        time.sleep(args.idle)
+        idle = (cpu_s(watch.pid) - before) / args.idle
         runs: dict[str, list[tuple[float, float, float]]] = {
             "off": [], "on, in its own process": [], "on, answered by `cardmem watch`": []}
         server_cpu = 0.0
@@ -109,7 +114,8 @@ def main() -> None:
         print(f"  semantic {mode}: wall {wall * 1000:.0f} ms, CPU {cpu * 1000:.0f} ms"
               f" ({cpu / base:.2f}x of off), peak RSS {rss:.0f} MB")
     print(f"  the watcher's CPU over the served searches: {server_cpu / args.runs * 1000:.0f} ms"
-          f" a search (mean; its git included; /proc ticks of 10 ms)")
+          f" a search (mean; its git included; /proc ticks of 10 ms); idle, it spends"
+          f" {idle * 1000:.0f} ms a second")
 
 
 if __name__ == "__main__":
