@@ -110,6 +110,9 @@ def peer_uid(sock: socket.socket) -> int | None:
 
 # --- the client --------------------------------------------------------------------------
 
+_SHOWN = {"id", "title", "type", "status", "confidence", "snippet"}  # what lines() prints
+
+
 class Reply:
     """A served search, read as a SearchResult is (tools/search_text.lines, as_dict)."""
 
@@ -117,6 +120,9 @@ class Reply:
         self.doc = doc
         self.query = doc["query"]
         self.results = doc["results"]
+        if not isinstance(self.results, list) or not all(
+                isinstance(r, dict) and _SHOWN <= r.keys() for r in self.results):
+            raise ValueError("reply: results are not search results")
         self.corrected = doc["corrected"]
         self.no_confident_results = doc["no_confident_results"]
         self.empty_filter = empty_filter
@@ -167,6 +173,9 @@ def _exchange(path: str, request: dict[str, Any]) -> dict[str, Any]:
         uid = peer_uid(s)
         if uid is not None and uid != os.getuid():
             raise PermissionError(1, "the server runs as another user")
+        import time
+
+        deadline = time.monotonic() + REPLY_S  # for the whole reply, not each read
         s.settimeout(REPLY_S)
         s.sendall(json.dumps(request).encode() + b"\n")
         s.shutdown(socket.SHUT_WR)
@@ -177,6 +186,10 @@ def _exchange(path: str, request: dict[str, Any]) -> dict[str, Any]:
             size += len(chunk)
             if size > REPLY_MAX:
                 raise ValueError("reply too large")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("timed out")
+            s.settimeout(left)
     finally:
         s.close()
     got = json.loads(b"".join(chunks))

@@ -300,3 +300,32 @@ def test_no_model_in_the_server_yet_means_the_client_searches_itself(
         assert "the model is not loaded here (broken for the test)" in said[0]
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("reply", [b"not json\n", b"[]\n", b'{"ok": true}\n',
+                                   b'{"ok": true, "doc": {"query": "x", "results": [{"id": 1}],'
+                                   b' "corrected": {}, "no_confident_results": true}}\n'])
+def test_a_bad_reply_means_the_client_searches_itself(tmp_path, monkeypatch, reply) -> None:
+    import threading
+
+    monkeypatch.delenv("CARDMEM_SEMANTIC", raising=False)
+    store = make_store(tmp_path / "store")
+    liar = socket.socket(socket.AF_UNIX)
+    liar.bind(searchd.socket_path(str(store.root)))
+    liar.listen(1)
+
+    def serve() -> None:
+        conn, _ = liar.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(reply)
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        said: list[str] = []
+        assert searchd.ask(str(store.root), "x", say=said.append) is None
+        assert "searching in this process" in said[0]
+    finally:
+        t.join(5)
+        liar.close()
