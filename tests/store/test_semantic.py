@@ -284,3 +284,73 @@ def test_body_words_the_vectors_see_as_unrelated_are_not_vouched_for(cards) -> N
     # Body words the vectors do relate to keep their label.
     kept = search(cards, "preamble sentences", limit=3).results[0]
     assert kept["similarity"] >= confidence.SIM_UNRELATED and kept["confidence"] == "medium"
+
+
+def test_a_card_only_the_vectors_find_is_marked_stale_and_ranked_lower(cards) -> None:
+    import time
+
+    from cardmem.store.index.search import _order
+    from cardmem.store.maintain import record
+
+    q, cid = "Antworte kurz, ohne Einleitung", "feedback/short-answers"
+    before = search(cards, q, limit=3).results
+    assert before[0]["id"] == cid and before[0]["match"] == "semantic" and "stale" not in before[0]
+    record.save(cards.root, {"stale": [{"kind": "stale", "ids": [cid]}]}, time.time() + 5)
+    after = search(cards, q, limit=3).results
+    got = next(r for r in after if r["id"] == cid)
+    assert got["match"] == "semantic" and got["stale"] is True
+    # Counted a level lower and after the active cards of that level, as lexical search does.
+    assert after[0]["id"] != cid
+    assert [r["id"] for r in after] == [r["id"] for r in sorted(after, key=_order)]
+
+
+def test_an_open_index_skips_the_sync_until_something_changes(cards, model, monkeypatch) -> None:
+    q = "Am Freitag wird nichts veröffentlicht"
+    calls = []
+    real = semantic.stale
+    monkeypatch.setattr(semantic, "stale", lambda *a: calls.append(1) or real(*a))
+    with Index(cards) as idx:
+        idx.refresh()
+        first = idx.search(q, limit=3, semantic=True)
+        assert calls == [1]
+        idx.search(q, limit=3, semantic=True)
+        idx.refresh()  # nothing changed: still nothing to check
+        idx.search(q, limit=3, semantic=True)
+        assert calls == [1]
+        old = next(r["similarity"] for r in first.results if r["id"] == "feedback/short-answers")
+
+        # An edit this process indexes: the next search embeds it and uses the new vector.
+        write(cards.root, "feedback/short-answers", "No releases on Fridays",
+              "Nothing is published on a Friday afternoon.")
+        idx.refresh()
+        res = idx.search(q, limit=3, semantic=True)
+        assert len(calls) == 2
+        top = res.results[0]
+        assert top["id"] == "feedback/short-answers" and top["similarity"] > old + 0.2
+        assert_matrix_as_stored(idx, model)
+
+        # An edit another process indexes and embeds (its own connection): seen too.
+        write(cards.root, "reference/docker-digests", "Friday freeze",
+              "Am Freitag wird nichts veröffentlicht, keine Releases.")
+        with Index(cards) as other:
+            other.refresh()
+            semantic.sync(other, model)
+        res = idx.search(q, limit=3, semantic=True)
+        got = {r["id"]: (r["match"], r["similarity"]) for r in res.results}
+        assert got["reference/docker-digests"][0] == "both"  # not found by words alone
+        assert got["reference/docker-digests"][1] > 0.4
+        fresh = search(cards, q, limit=3).results  # an Index of its own: reads every vector
+        assert got == {r["id"]: (r["match"], r["similarity"]) for r in fresh}
+        assert_matrix_as_stored(idx, model)
+
+
+def assert_matrix_as_stored(idx: Index, model) -> None:
+    """The matrix the open Index keeps is the one a fresh read of the vectors gives."""
+    import numpy as np
+
+    ids, mat = semantic.matrix(idx, model.stamp)
+    rows = idx.conn.execute("SELECT n, vec FROM vectors WHERE model = ? ORDER BY n",
+                            (model.stamp,)).fetchall()
+    assert ids.tolist() == [n for n, _ in rows]
+    want = np.frombuffer(b"".join(v for _, v in rows), dtype=np.int8).reshape(len(rows), -1)
+    assert np.array_equal(mat, want.astype(np.float32))
