@@ -4,6 +4,7 @@ broken model falls back to lexical search, says so once, and still answers."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import pytest
@@ -354,3 +355,19 @@ def assert_matrix_as_stored(idx: Index, model) -> None:
     assert ids.tolist() == [n for n, _ in rows]
     want = np.frombuffer(b"".join(v for _, v in rows), dtype=np.int8).reshape(len(rows), -1)
     assert np.array_equal(mat, want.astype(np.float32))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or (os.cpu_count() or 1) < 2,
+                    reason="counts the BLAS's threads in /proc on a machine of 2+ cores")
+@pytest.mark.parametrize("env, want", [({}, "1 None"), ({"OPENBLAS_NUM_THREADS": "2"}, "2 2")])
+def test_numpy_is_loaded_with_one_blas_thread_unless_the_user_set_a_count(env, want) -> None:
+    import subprocess
+
+    code = ("import os; from cardmem.store.index import embedding as e;"
+            " np = e._numpy_one_blas_thread(); np.ones((256, 256)) @ np.ones((256, 256));"
+            " print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))")
+    base = {k: v for k, v in os.environ.items() if k not in embedding.BLAS_THREADS}
+    done = subprocess.run([sys.executable, "-c", code], env={**base, **env},
+                          capture_output=True, text=True, timeout=60)
+    # Threads of the process (the BLAS's own, one without), and what its children inherit.
+    assert done.stdout.split() == want.split(), done.stderr
