@@ -81,7 +81,8 @@ def fake_vectors(root: Path, model: embedding.Embedder) -> None:
 
 def latency(root: Path, n: int) -> dict[str, tuple[float, float]]:
     """p50, p99 ms of lexical and fused searches, interleaved, over one open Index
-    ("first": ms of the first fused search, which reads the vectors)."""
+    ("first": ms of the first fused search, which reads the vectors; "<mode> cpu": p50,
+    p99 ms of the process's CPU time, all threads, which a loaded machine inflates less)."""
     db = root / ".cardmem" / "index.sqlite"
     with Index(root=root, db_path=db) as idx:
         idx.refresh()
@@ -92,13 +93,19 @@ def latency(root: Path, n: int) -> dict[str, tuple[float, float]]:
         for q in qs[:20]:
             idx.search(q)
             idx.search(q, semantic=True)
-        times: dict[str, list[float]] = {"lexical": [], "fused": []}
+        times: dict[str, list[float]] = {"lexical": [], "fused": [], "lexical cpu": [],
+                                         "fused cpu": []}
         for q in qs:
             for mode in ("lexical", "fused"):
-                t = time.perf_counter()
+                t, cpu = time.perf_counter(), time.process_time()
                 idx.search(q, semantic=mode == "fused")
                 times[mode].append((time.perf_counter() - t) * 1000)
+                times[f"{mode} cpu"].append((time.process_time() - cpu) * 1000)
     return {"first": (first, first), **{k: (pct(v, 50), pct(v, 99)) for k, v in times.items()}}
+
+
+def cpu(lat: dict[str, tuple[float, float]], mode: str) -> str:
+    return f"{lat[mode + ' cpu'][0]:.1f}/{lat[mode + ' cpu'][1]:.1f} ms"
 
 
 def has_vectors(root: Path, stamp: str) -> bool:
@@ -173,7 +180,8 @@ def main() -> None:
         print(f"{args.big:,} in-process search p50/p99 (random vectors): lexical "
               f"{lat['lexical'][0]:.1f}/{lat['lexical'][1]:.1f} ms, fused "
               f"{lat['fused'][0]:.1f}/{lat['fused'][1]:.1f} ms, first fused "
-              f"{lat['first'][0]:.0f} ms; this process's peak RSS "
+              f"{lat['first'][0]:.0f} ms; CPU p50/p99: lexical {cpu(lat, 'lexical')}, fused "
+              f"{cpu(lat, 'fused')}; this process's peak RSS "
               f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB", flush=True)
 
 
@@ -184,7 +192,8 @@ def small(args: argparse.Namespace, model: embedding.Embedder) -> None:
         print(f"{args.size:,} in-process search p50/p99 (index reused): lexical "
               f"{lat['lexical'][0]:.1f}/{lat['lexical'][1]:.1f} ms, fused "
               f"{lat['fused'][0]:.1f}/{lat['fused'][1]:.1f} ms, first fused "
-              f"{lat['first'][0]:.0f} ms", flush=True)
+              f"{lat['first'][0]:.0f} ms; CPU p50/p99: lexical {cpu(lat, 'lexical')}, fused "
+              f"{cpu(lat, 'fused')}", flush=True)
         return
     lex, emb, n = build(root, model)
     print(f"{args.size:,} cards: cold FTS5 index {lex:.1f} s; embeddings {emb:.1f} s "
