@@ -31,7 +31,7 @@ SYNC_MAX = 50
 
 def run(idx: "Index", query: str, limit: int = 10, card_type: str | None = None,
         project: str | None = None) -> "SearchResult":
-    from . import embedding, semantic
+    from . import embedding  # semantic (hashlib: OpenSSL, ~11 M instructions) only with a model
     from .search import run as lexical
 
     limit = max(1, int(limit))
@@ -39,6 +39,8 @@ def run(idx: "Index", query: str, limit: int = 10, card_type: str | None = None,
     model = embedding.embedder()
     sims = None
     if model is not None:
+        from . import semantic
+
         try:
             pending = semantic.sync(idx, model, limit=SYNC_MAX)["pending"]
             sims = semantic.similarities(idx, model, query)
