@@ -101,7 +101,7 @@ def test_the_search_process_stays_lean(example_store) -> None:
     """A fresh index and a plain query: no YAML, frontmatter or rapidfuzz imported."""
     s = str(example_store.root)
     cardmem("index", "--store", s)
-    code = ("import sys\nfrom cardmem.tools.cli import main\nsys.argv=['cardmem','search',"
+    code = ("import sys\nfrom cardmem.tools.cli.group import main\nsys.argv=['cardmem','search',"
             f"'pytest fixtures','--store',{s!r}]\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in ('yaml','frontmatter','rapidfuzz','anthropic','mcp')"
             " if m in sys.modules), file=sys.stderr)")
