@@ -30,7 +30,7 @@ TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable, Iterator
 
-from ..cards.paths import NOT_CARDS, project_key, project_of_id, target_problem
+from ..cards.paths import id_of_path, project_key, project_of_id, target_problem
 from .files import walk
 from .schema import COLUMNS, TOKENIZE, WEIGHTS
 
@@ -420,10 +420,9 @@ class Index:
         """The files of these ids that exist and would be walked (same rules as walk)."""
         self._links = None
         for cid in sorted(ids):
-            parts = cid.split("/")
-            if (not cid or any(p in ("", ".", "..") or p.startswith(".") for p in parts)
-                    or (len(parts) == 1 and cid + ".md" in NOT_CARDS)):
+            if id_of_path(cid + ".md") != cid:
                 continue
+            parts = cid.split("/")
             path = os.path.join(str(self.root), *parts) + ".md"
             try:
                 st = os.stat(path)

@@ -45,6 +45,7 @@ def walk(root: Path | str, links: set[str] | None = None, dirs: dict[str, int] |
                     if e.is_dir(follow_symlinks=False):
                         stack.append((e.path, prefix + name + "/"))
                         continue
+                    # paths.id_of_path's rule, inlined: this walk runs before every search
                     if not is_card_name(name) or (not prefix and name in NOT_CARDS):
                         continue
                     st = e.stat()  # follows a symlinked card to its file

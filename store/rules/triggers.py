@@ -381,6 +381,7 @@ def after_write(root: Path, changes: dict[str, Any]) -> None:
     try:
         if not os.path.exists(path_of(root)):
             return
+        # Any .md (not only paths.id_of_path's cards): a rebuild too many costs little.
         if not any(rel.endswith(".md") and (rel.startswith("feedback/") or "/feedback/" in rel
                                             or not isinstance(data, (bytes, type(None)))
                                             or (isinstance(data, bytes) and b"feedback" in data))
