@@ -1,6 +1,6 @@
 """Which files the index holds: one pass over the tree with stat only.
 
-Shared by the index's refresh (store/index/db.py) and freshness from git
+Shared by the index's refresh (store/index/refresh.py) and freshness from git
 (store/index/freshness.py), which walks only the folders git says changed.
 """
 from __future__ import annotations
