@@ -254,7 +254,7 @@ def project_of(cwd: str | None, mapping: dict[str, str]) -> str | None:
     here = os.path.realpath(cwd)
     folder, d = here, here
     while True:
-        if os.path.exists(os.path.join(d, ".git")):
+        if os.path.exists(os.path.join(d, ".git")):  # git/head_file.is_repo, inlined: os only
             folder = d
             break
         parent = os.path.dirname(d)
