@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from typing import Any, Iterable, Iterator
 
 from ..cards.paths import id_of_path, target_problem
-from . import rows
 from .files import walk
 
 # Refreshes of at least PIPELINE_MIN files parse and insert BATCH files at a time, in one
@@ -164,12 +163,12 @@ class Refreshing:
     def _apply(self, todo: list[tuple[str, str, os.stat_result]], gone: list[str],
                known: dict[str, tuple[int, int, str, bool]], counts: dict[str, int]) -> None:
         from ..cards import card as cardlib  # lazy: YAML is paid only when a card changed
-        from . import fastmeta
+        from . import fastmeta, rows  # a search of a fresh index loads neither
 
         c = self.conn
 
         def read(batch: list[tuple[str, str, os.stat_result]]) -> list[tuple[str, Any]]:
-            return [(cid, self._read(cardlib, fastmeta, cid, path, st, known.get(cid)))
+            return [(cid, self._read(cardlib, fastmeta, rows, cid, path, st, known.get(cid)))
                     for cid, path, st in batch]
 
         # Few files are all read before the write lock is taken. Many (a cold index) are
@@ -256,8 +255,9 @@ class Refreshing:
         c.executemany("INSERT INTO names(rowid, title, aliases) VALUES (?,?,?)",
                       [(row[0], row[1], row[2]) for row in fts])
 
-    def _read(self, cardlib: Any, fastmeta: Any, cid: str, path: str, st: os.stat_result,
-              k: tuple[int, int, str, bool] | None) -> tuple[str, os.stat_result, str, Any]:
+    def _read(self, cardlib: Any, fastmeta: Any, rows: Any, cid: str, path: str,
+              st: os.stat_result, k: tuple[int, int, str, bool] | None
+              ) -> tuple[str, os.stat_result, str, Any]:
         """('same'|'problem'|'card', stat, hash, payload) for one changed file."""
         try:
             if (cid in self._links) if self._links is not None else os.path.islink(path):
@@ -271,7 +271,8 @@ class Refreshing:
         if k is not None and k[2] == digest:
             return "same", st, digest, None
         try:
-            return "card", st, digest, rows.text_row(cardlib, fastmeta, cardlib.decode(raw), cid)
+            text = cardlib.decode(raw)
+            return "card", st, digest, rows.text_row(cardlib, fastmeta, text, cid)
         except cardlib.CardProblem as exc:
             if self._as_text is None:
                 return "problem", st, digest, (path, str(exc))

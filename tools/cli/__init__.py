@@ -12,10 +12,8 @@ so that importing options (every command module does) does not load group.
 """
 from __future__ import annotations
 
-from typing import Any
 
-
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     # `cardmem = "cardmem.tools.cli:main"` was the console script before tools/entry.py;
     # a wrapper pip wrote then still imports `main` from here, loaded only when asked for.
     if name in ("cli", "main"):
