@@ -161,6 +161,7 @@ class CardMemory:
         parts, full = self._resolve(path)
         if not parts:
             raise MemoryToolError(f"The path {path} is a directory, not a file")
+        # In the memory tool's words first; normalize_id below applies the store's rule.
         if not parts[-1].endswith(".md") or parts[-1] == ".md":
             raise MemoryToolError(f"Memory files are Markdown cards: name it with .md "
                                   f"(e.g. {ROOT}/notes.md), got: {path}")
