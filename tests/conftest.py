@@ -97,3 +97,13 @@ def example_store(tmp_path: Path):
     root = tmp_path / "example"
     shutil.copytree(EXAMPLE_CARDS, root)
     return init(root)[0]
+
+
+@pytest.fixture(autouse=True)
+def model_loads_in_the_foreground() -> Iterator[None]:
+    """An MCP server built in a test sets embedding.BACKGROUND for its process; put it
+    back, or a later semantic test finds "the model is still loading" (order-dependent)."""
+    yield
+    emb = sys.modules.get("cardmem.store.index.embedding")
+    if emb is not None:
+        emb.BACKGROUND = False
