@@ -102,7 +102,7 @@ def test_the_search_process_stays_lean(example_store) -> None:
     numpy, the semantic module (hashlib loads OpenSSL) or socket (no server) imported."""
     s = str(example_store.root)
     cardmem("index", "--store", s)
-    code = ("import sys\nfrom cardmem.tools.cli import main\nsys.argv=['cardmem','search',"
+    code = ("import sys\nfrom cardmem.tools.cli.group import main\nsys.argv=['cardmem','search',"
             f"'pytest fixtures','--store',{s!r}]\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in ('yaml','frontmatter','rapidfuzz','anthropic','mcp','numpy',"
             "'hashlib','socket','cardmem.store.index.semantic')"
