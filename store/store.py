@@ -144,7 +144,7 @@ class Store(StoreRoot):
         key = _title_key(title)
         with Index.open(self) as idx:
             idx.refresh()
-            rows = idx.conn.execute("SELECT id, type, title, aliases, status FROM cards").fetchall()
+            rows = idx.heads()
         found = [(cid, kind, status in ("superseded", "archived"))
                  for cid, kind, t, aliases, status in rows
                  if key == _title_key(t) or key in map(_title_key, aliases.splitlines())]

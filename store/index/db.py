@@ -258,6 +258,17 @@ class Index(Refreshing):
             " f.description, f.body, f.extra FROM cards c JOIN fts f ON f.rowid = c.n"
             " ORDER BY c.id").fetchall()
 
+    def heads(self) -> list[tuple[str, str | None, str, str, str | None]]:
+        """(id, type, title, aliases, status) of every card: lookups by name."""
+        self._follow_swap()
+        return self.conn.execute("SELECT id, type, title, aliases, status FROM cards").fetchall()
+
+    def hashes(self) -> dict[str, str]:
+        """id -> content hash of everything indexed, cards and problem files: what changed."""
+        self._follow_swap()
+        return dict(self.conn.execute(
+            "SELECT id, hash FROM cards UNION ALL SELECT id, hash FROM problems"))
+
     def generation(self) -> int:
         row = self.conn.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
         return int(row[0]) if row else 0

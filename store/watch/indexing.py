@@ -102,7 +102,6 @@ class Indexing:
 def _hashes(index: Any) -> dict[str, str] | None:
     """id -> content hash of everything indexed (cards and problem files), if readable."""
     try:
-        return dict(index.conn.execute(
-            "SELECT id, hash FROM cards UNION ALL SELECT id, hash FROM problems"))
+        return index.hashes()
     except Exception:  # noqa: BLE001 - another index implementation: no change tracking
         return None
