@@ -325,7 +325,7 @@ def _write_mark(mark: Path, size: int) -> None:
 
 def _file_pending(store: Any, session: str, source: str, skipped: str, retried: str) -> str:
     """File what waits in the spool (a busy store's signals, the backlog's), if anything."""
-    from cardmem.store.learning.compound import spool_dir
+    from cardmem.store.learning.spool import spool_dir
 
     if any(spool_dir(store).glob("*.json")):
         return f"{skipped}; spool: {_file(store, [], session, source=source)}{retried}"
