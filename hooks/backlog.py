@@ -52,7 +52,7 @@ def retry_due(store: Any, lock_path: Callable[[str], str]) -> str:
         return ""
     from filelock import FileLock, Timeout
 
-    from cardmem.store.learning.compound import spool
+    from cardmem.store.learning.spool import spool
     from cardmem.tools.redact import redact
 
     done, failed = 0, ""

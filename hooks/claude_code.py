@@ -16,7 +16,8 @@ stop, session-end
                that process reads the transcript, redacts it, extracts signals (one model
                call) and files them (one commit), or spools them if the store is busy.
                A failed extraction keeps the redacted excerpt in .cardmem/retry/; each
-               later run re-extracts the due ones first, into the same commit.
+               later run re-extracts the due ones first, into the same commit
+               (hooks/learning.py).
 
 Start-up is kept lean: this module imports neither click nor anthropic; the learning
 path imports what it needs inside the background process.
@@ -33,13 +34,12 @@ from typing import Any
 from cardmem.store.wording import plural
 
 from . import hooklog
+from .which_store import store_root
 
 EVENTS = ("session-start", "stop", "session-end")
 FOREGROUND_ENV = "CARDMEM_HOOK_FOREGROUND"  # "1": learn in the hook process (tests, debugging)
 # "1" inside cardmem's own `claude -p` model call (tools/model.py CHILD_ENV): hooks idle there.
 CHILD_ENV = "CARDMEM_HOOK_CHILD"
-# A Stop hook fires after every reply; learn again only once the transcript grew this much.
-STOP_MIN_GROWTH = 4_000
 MAX_CONTEXT = 9_500  # Claude Code shows the model at most 10,000 characters
 
 
@@ -53,12 +53,6 @@ def read_payload(stream=None) -> dict[str, Any]:
     except (ValueError, OSError, UnicodeDecodeError):
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def _store_root(store_path: str | None) -> Path:
-    from cardmem.store.cards.paths import default_store
-
-    return Path(store_path).expanduser().absolute() if store_path else default_store().absolute()
 
 
 # --- session start -----------------------------------------------------------------
@@ -191,7 +185,7 @@ def _rule_titles(root: Path) -> str:
 def session_start(payload: dict[str, Any], store_path: str | None = None,
                   rules_file: str | None = None) -> dict[str, Any]:
     started = time.monotonic()
-    root = _store_root(store_path)
+    root = store_root(store_path)
     text, outcome, user = session_start_context(
         payload, root, Path(rules_file).expanduser() if rules_file else None)
     hooklog.write(root, "session-start", started, outcome, payload.get("session_id"))
@@ -202,7 +196,7 @@ def session_start(payload: dict[str, Any], store_path: str | None = None,
     return out
 
 
-# --- learning at the end -----------------------------------------------------------
+# --- stop, session end: hand off to the learner (hooks/learning.py) -----------------
 
 def detach(event: str, payload: dict[str, Any], store_path: str | None) -> None:
     """Start the learning in a new session, stdio closed, and return at once."""
@@ -215,137 +209,6 @@ def detach(event: str, payload: dict[str, Any], store_path: str | None) -> None:
     subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
                      cwd=payload.get("cwd") if os.path.isdir(str(payload.get("cwd") or "")) else None)
-
-
-def _mark_path(store: Any, session: str) -> Path:
-    import re
-
-    d = store.state_dir / "sessions"
-    d.mkdir(exist_ok=True)
-    return d / (re.sub(r"[^A-Za-z0-9_-]", "", session)[:64] or "nosession")
-
-
-def learn(event: str, payload: dict[str, Any], store_path: str | None = None) -> str:
-    """Transcript -> redacted excerpt -> signals -> one commit. Returns the log outcome.
-
-    The retry backlog's due sessions go first, into the same commit. A failed
-    extraction keeps the excerpt in the retry queue (store/learning/retry.py): nothing is lost.
-    """
-    from cardmem.store.errors import CardmemError
-    from cardmem.store.store import Store
-
-    try:
-        store = Store.open(_store_root(store_path))
-    except CardmemError as exc:
-        return f"no store: {exc.why}"
-    session = str(payload.get("session_id") or "")
-    source = f"{event}-hook"  # the commit's Cardmem-Source: stop-hook, session-end-hook
-    transcript = payload.get("transcript_path")
-    from cardmem.hooks import backlog
-
-    retried = backlog.retry_due(store, lambda s: str(_mark_path(store, s)) + ".lock")
-    if not transcript:
-        return _file_pending(store, session, source, "skipped: no transcript_path", retried)
-    from cardmem.hooks.transcript import read_excerpt, should_skip
-
-    if should_skip(transcript):
-        return _file_pending(store, session, source, "skipped: no transcript or under 1,000 bytes",
-                             retried)
-    from filelock import FileLock
-
-    mark = _mark_path(store, session)
-    # One learner per session at a time: Stop and SessionEnd often fire together.
-    with FileLock(str(mark) + ".lock", timeout=300):
-        size = os.stat(transcript).st_size
-        try:
-            done = int(json.loads(mark.read_text()).get("size", 0))
-        except (OSError, ValueError, AttributeError):
-            done = 0
-        growth = size - done
-        if growth <= 0 or (event == "stop" and done and growth < STOP_MIN_GROWTH):
-            return _file_pending(store, session, source, "skipped: nothing new since the last run",
-                                 retried)
-        from cardmem.hooks.transcript import talk_since
-
-        if done and not talk_since(transcript, done):  # grown, but not by conversation
-            _write_mark(mark, size)
-            return _file_pending(store, session, source,
-                                 "skipped: nothing new said since the last run", retried)
-        cfg = store.config
-        from cardmem.store.learning import retry
-        from cardmem.tools.redact import redact
-
-        # redact, then cut: half a token is no longer recognised
-        turns = read_excerpt(transcript, max_turns=int(cfg["extract"]["max_turns"]),
-                             turn_chars=int(cfg["extract"]["turn_chars"]), redact=redact)
-        turns = [{"role": t.role, "text": t.text} for t in turns]
-        project = _project(store, payload)
-        waiting = retry.load(store.root, session)
-        if waiting:  # this session failed before: one call for the old excerpt and the new
-            turns = backlog.merge_turns(waiting["turns"], turns,
-                                        2 * int(cfg["extract"]["max_turns"]))
-        signals, why, counts = backlog.extract_or_why(turns, cfg)
-        if signals is None:
-            gone = retry.fail(store.root, session, turns, why, counts=counts, project=project,
-                              cwd=payload.get("cwd"), size=size)
-            _write_mark(mark, size)  # queued: the backlog retries it, the next run does not
-            backlog.log_given_up(store, gone)
-            what = "extraction failed" if counts else "no model"
-            return _file_pending(store, session, source, f"{what}: {why}; kept for retry", retried)
-        lines = [redact(s.line) for s in signals]
-        outcome = _file(store, lines, session, project, source)
-        if waiting:
-            retry.remove(store.root, session)  # filed or spooled with this run's signals
-        _write_mark(mark, size)  # filed or spooled, they are safe: never extract them twice
-        return outcome + retried
-
-
-def _project(store: Any, payload: dict[str, Any]) -> str | None:
-    """The session's project, from the payload's cwd (as session start finds it)."""
-    cwd = payload.get("cwd")
-    if not isinstance(cwd, str) or not cwd:
-        return None
-    from cardmem.store.context import project_for
-
-    try:
-        project = project_for(store, cwd)
-    except Exception:  # noqa: BLE001 - no project is no reason to lose the signals
-        return None
-    from cardmem.store.maintain.checkouts import record
-
-    record(store, project, cwd)  # where `cardmem maintain` looks for drift
-    return project
-
-
-def _write_mark(mark: Path, size: int) -> None:
-    from cardmem.store.git.writer import atomic_write
-
-    atomic_write(mark, json.dumps({"size": size, "at": time.time()}).encode())
-
-
-def _file_pending(store: Any, session: str, source: str, skipped: str, retried: str) -> str:
-    """File what waits in the spool (a busy store's signals, the backlog's), if anything."""
-    from cardmem.store.learning.compound import spool_dir
-
-    if any(spool_dir(store).glob("*.json")):
-        return f"{skipped}; spool: {_file(store, [], session, source=source)}{retried}"
-    return skipped + retried
-
-
-def _file(store: Any, lines: list[str], session: str, project: str | None = None,
-          source: str = "stop-hook") -> str:
-    from cardmem.store.learning.compound import file_signals
-
-    r = file_signals(store, lines, session, source=source, project=project)
-    if r.spooled:
-        return f"spooled {len(lines)} signal(s): {r.error}"
-    if not r.filed and not r.duplicates and not lines and not r.from_spool:
-        return "ok: EMPTY (nothing worth remembering)"
-    cards = sorted({f.card for f in r.filed if f.card})
-    return (f"ok: filed {len(r.filed)} signal(s) into {', '.join(cards) or 'no card'}"
-            f"{f', {len(r.duplicates)} duplicate(s) skipped' if r.duplicates else ''}"
-            f"{f', {r.from_spool} from the spool' if r.from_spool else ''}"
-            f"{f', commit {r.commit[:10]}' if r.commit else ''}")
 
 
 # --- entry points ----------------------------------------------------------------
@@ -366,32 +229,21 @@ def run(event: str, store_path: str | None = None, stdin=None, stdout=None,
         return 0
     if event in ("stop", "session-end"):
         if os.environ.get(FOREGROUND_ENV) == "1":
-            return _learn_logged(event, payload, store_path)
+            from .learning import learn_logged
+
+            return learn_logged(event, payload, store_path)
         started = time.monotonic()
         try:
             detach(event, payload, store_path)
             outcome = "detached"
         except OSError as exc:
             outcome = f"could not detach: {exc.strerror}"
-        hooklog.write(_store_root(store_path), event, started, outcome, payload.get("session_id"))
+        hooklog.write(store_root(store_path), event, started, outcome, payload.get("session_id"))
         return 0
     sys.stderr.write(f"cardmem: hook claude-code {event}: unknown event; "
                      f"expected one of {', '.join(EVENTS)}\n")
     return 0
 
-
-def _learn_logged(event: str, payload: dict[str, Any], store_path: str | None) -> int:
-    started = time.monotonic()
-    try:
-        outcome = learn(event, payload, store_path)
-    except Exception as exc:  # noqa: BLE001 - logged, never raised into the host
-        outcome = f"error: {type(exc).__name__}: {' '.join(str(exc).split())}"
-    from .daily import maybe_maintain  # at most once a day, after the learning
-
-    outcome += maybe_maintain(_store_root(store_path))
-    hooklog.write(_store_root(store_path), f"{event}/learn", started, outcome,
-                  payload.get("session_id"))
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -411,7 +263,9 @@ def main(argv: list[str] | None = None) -> int:
             payload = json.loads(args[2])
         except ValueError:
             payload = {}
-        return _learn_logged(args[1], payload if isinstance(payload, dict) else {}, store_path)
+        from .learning import learn_logged
+
+        return learn_logged(args[1], payload if isinstance(payload, dict) else {}, store_path)
     if len(args) != 1:
         sys.stderr.write("cardmem: hook claude-code: usage: [--store PATH] [--rules-file PATH] "
                          f"{{{'|'.join(EVENTS)}}} (JSON on stdin)\n")

@@ -8,7 +8,7 @@ from fakeapi import FakeAPI, reply, tool_use
 
 from cardmem.tools import receipts
 from cardmem.tools.ask import Answer, ask
-from cardmem.tools.walk import Limits
+from cardmem.tools.walk_record import Limits
 
 # The example store's spiral chain (cards/README.md): six reads answer it fully.
 CHAIN = ["entities/billing-service", "entities/payments-team", "reference/db-migration-runbook",

@@ -23,7 +23,8 @@ from cardmem.store.errors import CardmemError
 from cardmem.store.store import Store
 
 from . import model, receipts
-from .walk import MIN_REQUEST_S, Limits, ModelRequest, Walk, WalkResult, mechanical_receipt
+from .walk import MIN_REQUEST_S, Walk
+from .walk_record import Limits, ModelRequest, WalkResult, mechanical_receipt
 
 MAX_QUESTION = 4000
 NO_WALK = "skipped: the claude-code route runs claude -p without tools; rung 1 only"

@@ -25,131 +25,20 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
 from typing import Any
 
-from cardmem.store import config
-from cardmem.store.cards import by_address as reading
 from cardmem.store.errors import CardmemError
 from cardmem.store.store import Store
 
 from . import model
+from .walk_record import Limits, ModelRequest, ToolCall, WalkResult, mechanical_receipt
+from .walk_retry import WallTimeout, backoff, bounded, error_kind, retryable
+from .walk_tools import RUNNERS, TOOL_NAMES, TOOLS, shown_arg, shown_input
 
-TOOLS: list[dict[str, Any]] = [
-    {"name": "read_card",
-     "description": "Read one memory card whole (size-capped) by its id, e.g. "
-                    "entities/billing-service. Ids are in the memory map.",
-     "input_schema": {"type": "object", "properties": {
-         "id": {"type": "string", "description": "the card id, e.g. people/mara-okonkwo"}},
-         "required": ["id"]}},
-    {"name": "read_memory_map",
-     "description": "Every card's id, type, title and description, in id order (count-capped).",
-     "input_schema": {"type": "object", "properties": {}}},
-    {"name": "list_recent",
-     "description": "Cards of a type changed since a time, newest first, from git history.",
-     "input_schema": {"type": "object", "properties": {
-         "type": {"type": "string", "description": "user, feedback, person, entity, project, "
-                                                   "reference or signal; omit for all"},
-         "since": {"type": "string", "description": "like 7d, 12h, 2w or an ISO date; "
-                                                    "default 14d"}}}},
-]
-TOOL_NAMES = tuple(t["name"] for t in TOOLS)
-
-_DEFAULTS = config.DEFAULTS["walk"]  # one source of the floors' defaults
 MIN_REQUEST_S = 0.05  # less time than this left: do not start a request
 WALL_GRACE_S = 0.25  # a request still running this long past its timeout is abandoned
-INPUT_SHOWN = 2000  # characters of a tool input kept in the receipt
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The `[walk]` floors. Small values in tests keep the suite fast."""
-
-    max_tool_calls: int = _DEFAULTS["max_tool_calls"]
-    tool_call_s: float = _DEFAULTS["tool_call_s"]
-    walk_s: float = _DEFAULTS["walk_s"]
-    deadline_s: float = _DEFAULTS["deadline_s"]
-    on_deadline: str = _DEFAULTS["on_deadline"]
-    compose_reserve_s: float | None = None  # None: min(10, deadline_s / 3)
-    retries: int = 2  # extra attempts per model request, inside the time left
-
-    @property
-    def reserve_s(self) -> float:
-        if self.compose_reserve_s is not None:
-            return min(self.compose_reserve_s, self.deadline_s)
-        return min(10.0, self.deadline_s / 3)
-
-    @classmethod
-    def from_config(cls, walk: Mapping[str, Any]) -> "Limits":
-        """From a checked `[walk]` section; the two extra keys are checked here."""
-        reserve = walk.get("compose_reserve_s")
-        retries = walk.get("retries", 2)
-        if reserve is not None and (isinstance(reserve, bool) or not isinstance(reserve, (int, float))
-                                    or reserve < 0):
-            raise CardmemError("[walk] compose_reserve_s", f"expected seconds, got {reserve!r}")
-        if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:
-            raise CardmemError("[walk] retries", f"expected 0 to 10, got {retries!r}")
-        return cls(int(walk["max_tool_calls"]), float(walk["tool_call_s"]), float(walk["walk_s"]),
-                   float(walk["deadline_s"]), str(walk["on_deadline"]),
-                   None if reserve is None else float(reserve), retries)
-
-
-@dataclass
-class ToolCall:
-    """One tool_use block the model sent, and what it got back."""
-
-    n: int
-    tool: str
-    input: Any
-    executed: bool = False
-    duration_s: float = 0.0
-    bytes: int = 0
-    error: str | None = None
-    floor: dict[str, Any] | None = None
-    repeat_of: int | None = None  # the same tool and input asked before, at call n
-    result: str = ""  # exactly the tool_result content the model was given
-
-
-@dataclass
-class ModelRequest:
-    phase: str  # walk | compose
-    attempt: int
-    at_s: float
-    timeout_s: float
-    duration_s: float = 0.0
-    error: str | None = None
-    stop_reason: str | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-
-@dataclass
-class WalkResult:
-    reply: str | None
-    outcome: str  # composed | fallback
-    fallback: str | None = None  # silence | receipt, when outcome is fallback
-    reason: str | None = None  # why there is no composed text
-    composed_in: str | None = None  # walk (the model answered while tools were open) | compose
-    model: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    requests: list[ModelRequest] = field(default_factory=list)
-    floors: list[dict[str, Any]] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def tokens(self) -> dict[str, int]:
-        return {"input": sum(r.input_tokens for r in self.requests),
-                "output": sum(r.output_tokens for r in self.requests)}
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"reply": self.reply, "outcome": self.outcome, "fallback": self.fallback,
-                "reason": self.reason, "composed_in": self.composed_in, "model": self.model,
-                "tool_calls": [asdict(c) for c in self.tool_calls],
-                "requests": [asdict(r) for r in self.requests], "floors": self.floors,
-                "tokens": self.tokens, "timings": self.timings}
 
 
 def system_prompt(limits: Limits) -> str:
@@ -162,111 +51,6 @@ def system_prompt(limits: Limits) -> str:
         "reading has stopped: answer with what you have, say plainly that you stopped at a "
         "limit and what you could not read. Answer only from what you read; never claim a "
         "list or an answer is complete when you could not read everything it needs.")
-
-
-# ---- the tools: thin shells over store/cards/by_address.py ----------------------------------
-
-def _tool_read_card(store: Store, inp: dict[str, Any]) -> Any:
-    cid = inp.get("id")
-    if not isinstance(cid, str):
-        raise CardmemError("read_card", 'needs {"id": "<card id>"} with a string id')
-    return reading.read_card(store, cid)
-
-
-def _tool_memory_map(store: Store, inp: dict[str, Any]) -> Any:
-    return reading.memory_map(store).as_dict()
-
-
-def _tool_list_recent(store: Store, inp: dict[str, Any]) -> Any:
-    card_type, since = inp.get("type"), inp.get("since")
-    if card_type is not None and not isinstance(card_type, str):
-        raise CardmemError("list_recent", "type must be a string (or omitted)")
-    if since is not None and not isinstance(since, str):
-        raise CardmemError("list_recent", "since must be a string like 7d (or omitted)")
-    return {"changes": reading.list_recent(store, card_type or None, since or None)}
-
-
-RUNNERS: dict[str, Callable[[Store, dict[str, Any]], Any]] = {
-    "read_card": _tool_read_card, "read_memory_map": _tool_memory_map,
-    "list_recent": _tool_list_recent}
-
-
-def _bounded(fn: Callable[[], Any], timeout: float) -> tuple[Any, BaseException | None, bool]:
-    """fn() in a daemon thread, waited for at most timeout: (value, error, timed_out).
-
-    A store read or an HTTP request cannot be interrupted from outside; one that overruns
-    is abandoned (reads change nothing; the request's own timeout ends it later).
-    """
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # handed back to the caller
-            box["error"] = exc
-
-    t = threading.Thread(target=target, daemon=True, name="cardmem-walk-tool")
-    t.start()
-    t.join(max(0.0, timeout))
-    if t.is_alive():
-        return None, None, True
-    return box.get("value"), box.get("error"), False
-
-
-def _shown_input(inp: Any) -> Any:
-    """The input as the receipt keeps it: whole, or its JSON cut at INPUT_SHOWN characters."""
-    try:
-        text = json.dumps(inp, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(inp)
-    if len(text) <= INPUT_SHOWN:
-        return inp
-    return {"cut_json": text[:INPUT_SHOWN], "chars": len(text)}
-
-
-# ---- API errors, recognised without importing anthropic -----------------------------
-
-class WallTimeout(Exception):
-    """A model request outran its wall clock and was abandoned."""
-
-    def __init__(self, timeout: float) -> None:
-        super().__init__(f"no answer within {timeout:g} s (abandoned)")
-
-
-def _error_kind(exc: BaseException) -> str | None:
-    """timeout | connection | status | other-api, or None for a non-API error."""
-    if isinstance(exc, WallTimeout):
-        return "timeout"
-    names = {c.__name__ for c in type(exc).__mro__}
-    if "APIError" not in names or not type(exc).__module__.startswith("anthropic"):
-        return None
-    if "APITimeoutError" in names:
-        return "timeout"
-    if "APIConnectionError" in names:
-        return "connection"
-    if "APIStatusError" in names:
-        return "status"
-    return "other-api"
-
-
-def _retryable(exc: BaseException) -> bool:
-    kind = _error_kind(exc)
-    if kind in ("timeout", "connection"):
-        return True
-    status = getattr(exc, "status_code", 0)
-    return kind == "status" and (status in (408, 409, 429) or status >= 500)
-
-
-def _backoff(exc: BaseException, attempt: int) -> float:
-    """The server's retry-after if it says one, else 0.25 s doubling per attempt."""
-    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
-    for key, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        try:
-            if headers.get(key) is not None:
-                return max(0.0, float(headers[key]) * scale)
-        except (TypeError, ValueError):
-            pass
-    return 0.25 * 2 ** (attempt - 1)
 
 
 class _Stop(Exception):
@@ -383,23 +167,23 @@ class Walk:
                 timeout=timeout)
             # The SDK's timeout bounds each wait for bytes, not the whole reply (a server
             # dripping bytes would outlast it), so a wall clock backs it up.
-            msg, exc, walled = _bounded(create, timeout + WALL_GRACE_S)
+            msg, exc, walled = bounded(create, timeout + WALL_GRACE_S)
             if walled:
                 exc = WallTimeout(timeout)
             if exc is not None:
                 rec.duration_s = round(self.clock() - start, 3)
-                if _error_kind(exc) is None:
+                if error_kind(exc) is None:
                     rec.error = f"{type(exc).__name__}: {exc}"
                     raise exc
                 rec.error = str(exc) if walled else model.describe(exc, timeout)
-                if not _retryable(exc):
+                if not retryable(exc):
                     raise _Stop(rec.error, fatal=True) from None
                 if end - self.clock() < MIN_REQUEST_S:  # the try used up the time to `end`
                     raise _Stop(rec.error, out_of_time=True) from None
                 if attempt > self.limits.retries:
                     raise _Stop(f"{rec.error} (after {attempt} tries)",
                                 out_of_time=end - self.clock() < MIN_REQUEST_S) from None
-                wait = _backoff(exc, attempt)
+                wait = backoff(exc, attempt)
                 if self.clock() + wait >= end - MIN_REQUEST_S:
                     raise _Stop(f"{rec.error} (no time left to retry)") from None
                 self.sleep(wait)
@@ -428,7 +212,7 @@ class Walk:
         """Run (or refuse, at a floor) one tool_use block; the tool_result for it."""
         r = self.result
         inp = block.input
-        call = ToolCall(len(r.tool_calls) + 1, str(block.name), _shown_input(inp))
+        call = ToolCall(len(r.tool_calls) + 1, str(block.name), shown_input(inp))
         r.tool_calls.append(call)
         for prev in r.tool_calls[:-1]:
             if prev.tool == call.tool and prev.input == call.input and prev.floor is None:
@@ -452,11 +236,11 @@ class Walk:
             call.error = f"{call.tool}: input must be a JSON object"
             return self._result(block, call, call.error, error=True)
         call.executed = True
-        self.progress(f"walk: {call.tool} {_shown_arg(inp)} ({self.charged} of "
+        self.progress(f"walk: {call.tool} {shown_arg(inp)} ({self.charged} of "
                       f"{self.limits.max_tool_calls}, {self.elapsed():.1f} s)")
         bound = min(self.limits.tool_call_s, self.walk_end - self.clock())
         start = self.clock()
-        value, exc, timed_out = _bounded(lambda: runner(self.store, inp), bound)
+        value, exc, timed_out = bounded(lambda: runner(self.store, inp), bound)
         call.duration_s = round(self.clock() - start, 3)
         if timed_out:
             call.error = f"{call.tool} took longer than {bound:.2f} s; abandoned"
@@ -477,12 +261,6 @@ class Walk:
         return out
 
 
-def _shown_arg(inp: dict[str, Any]) -> str:
-    """The gist of a tool call's input for a progress line: an id or a query."""
-    value = next((inp[k] for k in ("id", "query", "name") if k in inp), "")
-    return " ".join(str(value).split())[:60]
-
-
 def _text(msg: Any) -> str:
     return "".join(b.text for b in msg.content if b.type == "text")
 
@@ -496,21 +274,3 @@ def _replayable(msg: Any) -> list[dict[str, Any]]:
         elif b.type == "tool_use":
             out.append({"type": "tool_use", "id": b.id, "name": b.name, "input": b.input})
     return out
-
-
-def mechanical_receipt(r: WalkResult, rung1: list[str] | None = None) -> str:
-    """The on_deadline = receipt reply: a marked listing of what was read, no words of ours."""
-    lines = [f"[cardmem: no composed answer ({r.reason or 'deadline'}); "
-             "this is a mechanical receipt of what was read, not a reply]"]
-    if rung1 is not None:
-        lines.append(f"Read first (rung 1): {', '.join(rung1) if rung1 else 'nothing'}")
-    for c in r.tool_calls:
-        what = f"{c.tool} {json.dumps(c.input, ensure_ascii=False)[:120]}"
-        status = (f"not run: {c.floor['floor']}" if c.floor else
-                  f"error: {c.error}" if c.error else f"{c.bytes} bytes")
-        lines.append(f"- {what}: {status}")
-    if not r.tool_calls:
-        lines.append("- no tool calls")
-    if r.floors:
-        lines.append("Floors hit: " + ", ".join(json.dumps(f) for f in r.floors))
-    return "\n".join(lines)

@@ -18,7 +18,7 @@ from collections import Counter, defaultdict
 from itertools import combinations
 
 from ..cards import card as cardlib
-from ..learning.compound import entry_line, is_duplicate, keywords
+from ..learning.matching import entry_line, is_duplicate, keywords
 from ..index.porter import stem
 from .survey import Finding, Survey
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from fakeapi import error, reply
 
-from cardmem.hooks.claude_code import _learn_logged
+from cardmem.hooks.learning import learn_logged
 from cardmem.store.git import runner as git
 from cardmem.store.learning import retry
 from cardmem.store.cards.card import history
@@ -52,7 +52,7 @@ def learn(store, session: str, path: Path | None, cwd: Path | None = None,
         payload["transcript_path"] = str(path)
     if cwd is not None:
         payload["cwd"] = str(cwd)
-    _learn_logged(event, payload, str(store.root))
+    learn_logged(event, payload, str(store.root))
     return log_lines(store)[-1]
 
 

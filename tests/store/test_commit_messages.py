@@ -56,7 +56,7 @@ def test_a_commit_of_a_thousand_cards_has_a_capped_message() -> None:
 
 def test_the_session_end_hook_commits_say_session_end(example_store, tmp_path, fake_api,
                                                       monkeypatch) -> None:
-    from cardmem.hooks import claude_code
+    from cardmem.hooks import learning
 
     turns = [("user", "The billing-service workers keep hitting the KEDA ceiling. " * 5),
              ("assistant", "I raised KEDA maxReplicaCount for billing-service to 16. " * 5),
@@ -70,9 +70,9 @@ def test_the_session_end_hook_commits_say_session_end(example_store, tmp_path, f
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_api.base_url)
     before = git.head(example_store.root)
-    outcome = claude_code.learn("session-end", {"session_id": SESSION,
-                                                "transcript_path": str(transcript)},
-                                str(example_store.root))
+    outcome = learning.learn("session-end", {"session_id": SESSION,
+                                             "transcript_path": str(transcript)},
+                             str(example_store.root))
     assert outcome.startswith("ok: filed 1 signal"), outcome
     assert git.head(example_store.root) != before
     text = body(example_store.root)

@@ -7,7 +7,9 @@ from datetime import date
 
 from cardmem.store.git import runner as git
 from cardmem.store.cards.card import history
-from cardmem.store.learning.compound import Matcher, file_signals, is_duplicate, spool_dir
+from cardmem.store.learning.compound import file_signals
+from cardmem.store.learning.matching import Matcher, is_duplicate
+from cardmem.store.learning.spool import spool_dir
 from cardmem.store.git.writer import write_lock
 
 TODAY = date.today().isoformat()
@@ -129,9 +131,9 @@ def test_no_signals_no_commit(example_store):
 
 
 def test_the_index_answers_the_same_way(example_store):
-    from cardmem.store.learning.compound import IndexMatcher, _matcher
+    from cardmem.store.learning.matching import IndexMatcher, open_matcher
 
-    m, idx = _matcher(example_store)
+    m, idx = open_matcher(example_store)
     try:
         assert isinstance(m, IndexMatcher)
         scan = Matcher(example_store.scan()[0])

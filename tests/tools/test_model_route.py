@@ -18,7 +18,7 @@ from cardmem.store.errors import CardmemError
 from cardmem.tools import model, receipts
 from cardmem.tools.ask import NO_WALK, RUNG1_SYSTEM, ask
 from cardmem.tools.judge import judge
-from cardmem.tools.walk import Limits
+from cardmem.tools.walk_record import Limits
 
 FAKE_CLAUDE = textwrap.dedent("""\
     #!{python}

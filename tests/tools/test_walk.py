@@ -18,7 +18,7 @@ from cardmem.store.cards import by_address as reading
 from cardmem.tools import model, receipts
 from cardmem.tools.ask import ask
 from cardmem.tools.judge import judge
-from cardmem.tools.walk import Limits
+from cardmem.tools.walk_record import Limits
 
 
 def receipt(store, answer):
@@ -434,10 +434,12 @@ def test_walk_modules_leave_anthropic_to_model_py() -> None:
     from pathlib import Path
 
     tools = Path(__file__).resolve().parents[2] / "tools"
-    for name in ("walk", "ask", "judge", "receipts", "cli/ask"):
+    for name in ("walk", "walk_record", "walk_retry", "walk_tools", "ask", "judge", "receipts",
+                 "cli/ask"):
         src = (tools / f"{name}.py").read_text()
         assert "import anthropic" not in src and "from anthropic" not in src, name
-    code = ("import sys, cardmem.tools.walk, cardmem.tools.ask, cardmem.tools.judge, "
+    code = ("import sys, cardmem.tools.walk, cardmem.tools.walk_record, cardmem.tools.walk_retry, "
+            "cardmem.tools.walk_tools, cardmem.tools.ask, cardmem.tools.judge, "
             "cardmem.tools.cli.ask; print('anthropic' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -134,7 +134,7 @@ def _spool(store: Store) -> list[tuple[bool, str]]:
     a spool file older than a day means no hook has filed since."""
     import time
 
-    from cardmem.store.learning.compound import SPOOL
+    from cardmem.store.learning.spool import SPOOL
 
     try:
         files = [p for p in (store.state_dir / SPOOL).iterdir() if p.suffix == ".json"]

@@ -1,5 +1,5 @@
 """What the command line does at a terminal: card ids completed by the shell, long
-listings paged (tools/cli/group.py's commands use these)."""
+listings paged (tools/cli/cards.py's commands use these)."""
 from __future__ import annotations
 
 import os

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cardmem.store.store import Store
-from cardmem.tools.walk import Limits
+from cardmem.tools.walk_record import Limits
 
 from .people import People, asker_name
 from .settings import SlackSettings
