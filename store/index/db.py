@@ -269,6 +269,23 @@ class Index(Refreshing):
         return dict(self.conn.execute(
             "SELECT id, hash FROM cards UNION ALL SELECT id, hash FROM problems"))
 
+    def count(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM cards").fetchone()[0]
+
+    def matching_rowids(self, expr: str) -> list[int]:
+        """Rowids (cards.n) of the cards an FTS5 expression matches, unranked; raises
+        sqlite3.Error for an expression FTS5 cannot take."""
+        return [r[0] for r in self.conn.execute("SELECT rowid FROM fts WHERE fts MATCH ?",
+                                                (expr,))]
+
+    def kinds(self, rowids: list[int]) -> dict[int, tuple[str, str | None, str | None]]:
+        """rowid -> (id, type, status) of these cards."""
+        import json
+
+        return {n: (cid, ctype, status) for n, cid, ctype, status in self.conn.execute(
+            "SELECT n, id, type, status FROM cards WHERE n IN (SELECT value FROM json_each(?))",
+            (json.dumps(rowids),))}
+
     def generation(self) -> int:
         row = self.conn.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
         return int(row[0]) if row else 0

@@ -110,15 +110,14 @@ class IndexMatcher:
     every card: document frequencies and the cards holding each rare word are queries."""
 
     def __init__(self, idx: Any) -> None:
-        self.c = idx.conn
-        self.n = max(1, self.c.execute("SELECT count(*) FROM cards").fetchone()[0])
+        self.idx = idx
+        self.n = max(1, idx.count())
         self._df: dict[str, int] = {}
         self.types: dict[str, str | None] = {}
 
     def _match(self, expr: str) -> list[int]:
         try:
-            return [r[0] for r in self.c.execute("SELECT rowid FROM fts WHERE fts MATCH ?",
-                                                 (expr,))]
+            return self.idx.matching_rowids(expr)
         except Exception:  # noqa: BLE001 - a word FTS cannot take is no evidence
             return []
 
@@ -145,14 +144,7 @@ class IndexMatcher:
                 named.setdefault(n, set()).add(w)
         if not hits:
             return None, rare
-        ns = list(hits)
-        rows: dict[int, tuple[str, str | None, str]] = {}
-        for i in range(0, len(ns), 500):
-            chunk = ns[i:i + 500]
-            marks = ",".join("?" * len(chunk))
-            for n, cid, ctype, status in self.c.execute(
-                    f"SELECT n, id, type, status FROM cards WHERE n IN ({marks})", chunk):
-                rows[n] = (cid, ctype, status)
+        rows = self.idx.kinds(list(hits))
         scores = []
         for n, ws in hits.items():
             if n not in rows:
