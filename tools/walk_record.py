@@ -15,8 +15,6 @@ from cardmem.store.errors import CardmemError
 _DEFAULTS = config.DEFAULTS["walk"]  # one source of the floors' defaults
 
 
-
-
 @dataclass(frozen=True)
 class Limits:
     """The `[walk]` floors. Small values in tests keep the suite fast."""

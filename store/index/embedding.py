@@ -62,7 +62,7 @@ _LOADING: threading.Thread | None = None
 def embedder() -> "Embedder | None":
     """The process's model, loaded on first use and kept (the MCP server holds it);
     None when it cannot be loaded (reason() says why) or, with BACKGROUND, is loading."""
-    global _MODEL, _FAILED, _LOADING
+    global _LOADING
     if turned_off():
         return None
     if _MODEL is not None or _FAILED is not None:
