@@ -1,23 +1,21 @@
-"""`cardmem ask / receipts / judge` and the demo step, as a user runs them (subprocesses)."""
+"""`cardmem ask / receipts / judge` and the demo step, as a user runs them: `python -m
+cardmem.tools.cli`'s main in-process (tests/clikit.py), with no ANTHROPIC_* of ours."""
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
+from clikit import Ran, run
 from fakeapi import FakeAPI, reply
 from walkkit import CHAIN, HONEST, spiral_model
 
 from cardmem.tools.cli import demo
 
 
-def cardmem(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "cardmem.tools.cli", *args],
-                          capture_output=True, text=True, env=full, timeout=120)
+def cardmem(*args: str, env: dict[str, str] | None = None) -> Ran:
+    unset: dict[str, str | None] = {k: None for k in os.environ if k.startswith("ANTHROPIC_")}
+    return run(*args, env={**unset, **(env or {})})
 
 
 def api_env(api: FakeAPI) -> dict[str, str]:
