@@ -14,7 +14,7 @@ codes and signals, several processes at once) still start real processes.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 
@@ -32,19 +32,27 @@ def run(*args: str, input: str | None = None, env: Mapping[str, str | None] | No
     """Run `cardmem ARGS` in-process. env's entries are set for the run (None unsets one);
     script: the console script's main (tools/entry.py) instead of `python -m
     cardmem.tools.cli`'s."""
-    from click.testing import CliRunner
-
     if script:
         from cardmem.tools.entry import main
     else:
         from cardmem.tools.cli.group import main
+    return call(main, "cardmem", *args, input=input, env=env)
+
+
+def call(main: Callable[[], object], prog: str, *args: str, input: str | None = None,
+         env: Mapping[str, str | None] | None = None) -> Ran:
+    """Run a process's main() here with sys.argv [prog, *args], env's entries set (None unsets
+    one), input on stdin; its return value or SystemExit is the exit code. The environment is
+    as it was afterwards, also for variables main() sets itself: name those in env."""
+    from click.testing import CliRunner
 
     argv = sys.argv
     code = 0
     with CliRunner().isolation(input=input, env=dict(env or {})) as (out, err, _):
-        sys.argv = ["cardmem", *args]
+        sys.argv = [prog, *args]
         try:
-            main()
+            rc = main()
+            code = rc if isinstance(rc, int) else 0
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
             if isinstance(exc.code, str):
@@ -53,4 +61,4 @@ def run(*args: str, input: str | None = None, env: Mapping[str, str | None] | No
             sys.argv = argv
             sys.stdout.flush()
             sys.stderr.flush()
-    return Ran(["cardmem", *args], code, out.getvalue().decode(), err.getvalue().decode())
+    return Ran([prog, *args], code, out.getvalue().decode(), err.getvalue().decode())
