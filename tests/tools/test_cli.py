@@ -314,8 +314,9 @@ def test_errors_are_one_line(tmp_path: Path) -> None:
     assert not missing.exists()
 
 
-def test_demo_runs_and_shows_the_map() -> None:
-    proc = cm("demo")
+def test_demo_runs_and_shows_the_map(demo_without_a_key: Ran) -> None:
+    proc = demo_without_a_key
+    assert proc.returncode == 0, proc.stderr
     assert "feedback/run-tests-with-x" in proc.stdout
     assert "$ cardmem map" in proc.stdout
     assert "Traceback" not in proc.stdout + proc.stderr
