@@ -123,3 +123,13 @@ def store(tmp_path: Path, store_templates: StoreTemplates):
 def example_store(tmp_path: Path, store_templates: StoreTemplates):
     """A committed copy of the example store in cards/."""
     return store_templates.copy("example", tmp_path / "example")
+
+
+@pytest.fixture(autouse=True)
+def model_loads_in_the_foreground() -> Iterator[None]:
+    """An MCP server built in a test sets embedding.BACKGROUND for its process; put it
+    back, or a later semantic test finds "the model is still loading" (order-dependent)."""
+    yield
+    emb = sys.modules.get("cardmem.store.index.embedding")
+    if emb is not None:
+        emb.BACKGROUND = False

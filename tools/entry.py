@@ -4,7 +4,9 @@ An agent host may run `cardmem search` for every prompt, so it must be a quick p
 (issue 3: 150 ms at 10k cards). Importing click alone costs ~45 ms here. This entry
 parses the common forms of `cardmem search` itself, starts `git status` before its own
 imports (the freshness check, store/index/freshness.py, then runs on the other CPU while Python
-loads), and prints what the click command prints. Anything else, and any search
+loads), and prints what the click command prints. Before any of that it asks a running
+`cardmem watch` or MCP server of the store, which holds the model, to search
+(store/index/searchd.py; a socket, no numpy here). Anything else, and any search
 arguments it does not fully understand (--help, --base, a bad value, an unknown option),
 go to the click CLI in tools/cli/group.py, which stays the one definition of the command;
 tests run both on the same arguments and compare every byte.
@@ -16,13 +18,13 @@ import sys
 # option -> parameter of tools/cli/search.py's `search`; flags take no value
 _VALUED = {"--limit": "limit", "--type": "card_type", "--project": "project",
            "--store": "store_path"}
-_FLAGS = {"--json": "as_json"}
+_FLAGS = {"--json": "as_json", "--verbose": "verbose", "-v": "verbose"}
 
 
 def parse_search(args: list[str]) -> dict[str, object] | None:
     """The parameters click would give `search`, or None: let click handle these args."""
     opts: dict[str, object] = {"limit": 10, "card_type": None, "project": None,
-                               "store_path": None, "as_json": False}
+                               "store_path": None, "as_json": False, "verbose": False}
     words: list[str] = []
     i = 0
     while i < len(args):
@@ -70,46 +72,80 @@ def search(opts: dict[str, object]) -> None:
     import os
 
     from cardmem.store import where
-    from cardmem.store.index.freshness import Status, usable
 
-    # git status first (os only so far): it runs on the other CPU while Python loads
     spot = os.path.join(os.getcwd(), os.path.expanduser(str(opts["store_path"]
                                                             or where.default_store())))
-    status = Status(spot) if usable(spot) else None
     try:
-        from cardmem.store.errors import CardmemError
-        from cardmem.store.root import SEARCH_READS, StoreRoot
+        if _served(spot, opts):
+            return
+        # git status next: it runs on the other CPU while Python loads the search code
+        from cardmem.store.index.freshness import Status, usable
 
+        status = Status(spot) if usable(spot) else None
         try:
-            store = StoreRoot.open(spot)  # the folder git status runs in, by the same rule
-            from cardmem.store.index.db import Index
-            from cardmem.tools.search_text import json_text, lines
-
-            with Index(store) as idx:
-                idx.refresh(status=status)
-                status = None  # refresh closed it
-                res = idx.search(str(opts["query"]), limit=int(str(opts["limit"])),
-                                 card_type=opts["card_type"] or None,  # type: ignore[arg-type]
-                                 project=opts["project"] or None,  # type: ignore[arg-type]
-                                 semantic=True)
-            store.note_reads(r["id"] for r in res.results[:SEARCH_READS])
-            if res.note:
-                sys.stderr.write(f"cardmem: {res.note}\n")
-            out = json_text(res.as_dict()) if opts["as_json"] else "\n".join(
-                lines(res, tty=sys.stdout.isatty()))
-            if out:
-                sys.stdout.write(out + "\n")
-            sys.stdout.flush()
-        except CardmemError as exc:
-            sys.stderr.write(f"cardmem: {exc}\n")
-            sys.exit(exc.exit_code)
+            _search_here(spot, opts, status)
+        finally:
+            if status is not None:
+                status.close()
     except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
-    finally:
-        if status is not None:
-            status.close()
+
+
+def _served(spot: str, opts: dict[str, object]) -> bool:
+    """Print the search as a running `cardmem watch` or MCP server of the store answers
+    it (store/index/searchd.py: it holds the model); False when none did."""
+    from cardmem.store.index.searchd import ask
+
+    say = (lambda line: sys.stderr.write(f"cardmem: search: {line}\n")) if opts["verbose"] else None
+    res = ask(spot, str(opts["query"]), int(str(opts["limit"])),
+              opts["card_type"] or None, opts["project"] or None, say=say)  # type: ignore[arg-type]
+    if res is None:
+        return False
+    from cardmem.store.errors import CardmemError
+    from cardmem.store.root import StoreRoot
+
+    try:
+        _emit(StoreRoot.open(spot), res, bool(opts["as_json"]))
+    except CardmemError as exc:
+        sys.stderr.write(f"cardmem: {exc}\n")
+        sys.exit(exc.exit_code)
+    return True
+
+
+def _search_here(spot: str, opts: dict[str, object], status: object) -> None:
+    from cardmem.store.errors import CardmemError
+    from cardmem.store.root import StoreRoot
+
+    try:
+        store = StoreRoot.open(spot)  # the folder git status runs in, by the same rule
+        from cardmem.store.index.db import Index
+
+        with Index(store) as idx:
+            idx.refresh(status=status)
+            res = idx.search(str(opts["query"]), limit=int(str(opts["limit"])),
+                             card_type=opts["card_type"] or None,  # type: ignore[arg-type]
+                             project=opts["project"] or None,  # type: ignore[arg-type]
+                             semantic=True)
+        _emit(store, res, bool(opts["as_json"]))
+    except CardmemError as exc:
+        sys.stderr.write(f"cardmem: {exc}\n")
+        sys.exit(exc.exit_code)
+
+
+def _emit(store: object, res: object, as_json: bool) -> None:
+    from cardmem.store.root import SEARCH_READS
+    from cardmem.tools.search_text import json_text, lines
+
+    store.note_reads(r["id"] for r in res.results[:SEARCH_READS])  # type: ignore[attr-defined]
+    if res.note:  # type: ignore[attr-defined]
+        sys.stderr.write(f"cardmem: {res.note}\n")  # type: ignore[attr-defined]
+    out = json_text(res.as_dict()) if as_json else "\n".join(  # type: ignore[attr-defined]
+        lines(res, tty=sys.stdout.isatty()))
+    if out:
+        sys.stdout.write(out + "\n")
+    sys.stdout.flush()
 
 
 def main() -> None:

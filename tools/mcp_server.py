@@ -129,8 +129,6 @@ class CardTools:
 
     def search(self, query: str, limit: int = 5, type: str | None = None,
                project: str | None = None, base: str | None = None) -> dict[str, Any]:
-        from cardmem.store.index import db as index  # lazy: the first search also refreshes the index
-
         if not query or not query.strip():
             raise ValueError("query: is empty; say what to look for")
         limit = max(1, min(int(limit), SEARCH_MAX))
@@ -141,6 +139,17 @@ class CardTools:
                               project=project or None).as_dict()
             out["next"] = f"read_card(id, base={base!r}) returns a result's whole document"
             return out
+        result = self.search_result(query, limit, type or None, project or None)
+        self.store.note_reads(r["id"] for r in result.results[:SEARCH_READS])
+        out = result.as_dict()
+        out["next"] = "read_card(id) returns a result's whole card"
+        return out
+
+    def search_result(self, query: str, limit: int, card_type: str | None,
+                      project: str | None) -> Any:
+        """The store's search (a SearchResult), over the kept-open index, one at a time:
+        the search tool's, and the shell's through the search socket (store/index/searchd.py)."""
+        from cardmem.store.index import db as index  # lazy: the first search also refreshes the index
         from cardmem.store.index import embedding
 
         # The semantic model is loaded once, in a background thread started by the first
@@ -151,12 +160,8 @@ class CardTools:
             if self._index is None:
                 self._index = index.Index(self.store)  # kept open across searches
             # index.search refreshes first: a stat walk, re-indexing only what changed.
-            result = index.search(self.store, query, limit=limit, card_type=type or None,
-                                  project=project or None, index=self._index)
-        self.store.note_reads(r["id"] for r in result.results[:SEARCH_READS])
-        out = result.as_dict()
-        out["next"] = "read_card(id) returns a result's whole card"
-        return out
+            return index.search(self.store, query, limit=limit, card_type=card_type,
+                                project=project, index=self._index)
 
     def read_card(self, id: str, base: str | None = None) -> dict[str, Any]:
         from cardmem.store.errors import NotFound
@@ -196,8 +201,9 @@ class CardTools:
         return remember(self.store, title, body, type, project, by="mcp")
 
 
-def build_server(store: "Store", warm: bool = False) -> "MCPServer":
-    """An MCPServer with the five cardmem tools over `store`.
+def build_server(store: "Store", warm: bool = False,
+                 tools: CardTools | None = None) -> "MCPServer":
+    """An MCPServer with the five cardmem tools over `store` (tools: these ones).
 
     warm: start CardTools.warm in a background thread once the tools are registered.
     """
@@ -209,7 +215,7 @@ def build_server(store: "Store", warm: bool = False) -> "MCPServer":
     from mcp_types import ToolAnnotations
     from pydantic import Field
 
-    tools = CardTools(store)
+    tools = tools or CardTools(store)
     server = MCPServer("cardmem", title="cardmem memory", instructions=INSTRUCTIONS,
                        version=_version(), log_level="WARNING")
 
@@ -311,10 +317,20 @@ def mcp_command(store_path: Path | None, verbose: bool) -> None:
     store = open_store(store_path)  # a missing store fails here, before the SDK loads
     logging.basicConfig(stream=sys.stderr, level=logging.INFO if verbose else logging.WARNING,
                         format="cardmem mcp: %(message)s")
+    tools = CardTools(store)
     with _sdk_import_gc():
-        server = build_server(store, warm=True)
+        server = build_server(store, warm=True, tools=tools)
+    from cardmem.store.index.searchd_server import Server
+
+    # Shell searches of this store use the model this server holds (store/index/searchd.py).
+    shared = Server(str(store.root), tools.search_result, say=log.info)
+    if shared.start():
+        log.info("serving searches on %s", shared.path)
     log.info("serving %s on stdio", store.root)
-    server.run("stdio")
+    try:
+        server.run("stdio")
+    finally:
+        shared.stop()
 
 
 @contextmanager

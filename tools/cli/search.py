@@ -27,20 +27,24 @@ from cardmem.store.wording import plural
 @click.option("--base", "base_name", metavar="NAME",
               help="Search the attached base NAME (`cardmem base list`) instead of the cards.")
 @json_option
+@click.option("-v", "--verbose", is_flag=True,
+              help="Say whether a running `cardmem watch` or MCP server answered, or why not.")
 @store_option
 def search(query: tuple[str, ...], limit: int, card_type: str | None, project: str | None,
-           base_name: str | None, as_json: bool, store_path: Path | None) -> None:
+           base_name: str | None, as_json: bool, verbose: bool, store_path: Path | None) -> None:
     """Ranked cards for QUERY (typo-tolerant, any language), each with a confidence label.
 
     Words are matched by the full-text index and, when the embedding model is installed,
     meanings by its vectors; --json says which for each result ("match": lexical,
-    semantic or both).
+    semantic or both). A running `cardmem watch` or `cardmem mcp` of the store answers
+    the search with the model it holds; without one, this process searches itself.
 
     \b
     Examples:
         cardmem search "pytets fixtrues"
         cardmem search deploy --project acme-api --json
         cardmem search "Как выпустить релиз?" --json
+        cardmem search deploy -v
     """
     from cardmem.store.index.db import search as run_search
 
@@ -56,7 +60,9 @@ def search(query: tuple[str, ...], limit: int, card_type: str | None, project: s
             click.echo(f"cardmem: {w}", err=True)
     else:
         store = StoreRoot.open(store_path)
-        res = run_search(store, text, limit=limit, card_type=card_type, project=project)
+        res = _served(store, text, limit, card_type, project, verbose)
+        if res is None:
+            res = run_search(store, text, limit=limit, card_type=card_type, project=project)
         store.note_reads(r["id"] for r in res.results[:SEARCH_READS])
         if res.note:
             click.echo(f"cardmem: {res.note}", err=True)
@@ -64,6 +70,16 @@ def search(query: tuple[str, ...], limit: int, card_type: str | None, project: s
         emit_json(res.as_dict())
         return
     _print(res)
+
+
+def _served(store: StoreRoot, text: str, limit: int, card_type: str | None,
+            project: str | None, verbose: bool) -> Any:
+    """The search as a running server of the store answers it (store/index/searchd.py),
+    or None: search here."""
+    from cardmem.store.index.searchd import ask
+
+    say = (lambda line: click.echo(f"cardmem: search: {line}", err=True)) if verbose else None
+    return ask(str(store.root), text, limit, card_type, project, say=say)
 
 
 def _print(res: Any) -> None:

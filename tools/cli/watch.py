@@ -21,11 +21,16 @@ def watch(autocommit: bool | None, quiet_s: float | None, verbose: bool,
           store_path: Path | None) -> None:
     """Keep the index (and auto-commits) live until Ctrl-C or SIGTERM.
 
+    While it runs it also answers `cardmem search` from the shell with the embedding
+    model it holds (a socket in the store's .cardmem/ folder, for this user only), so
+    shell searches skip loading the model.
+
     \b
     Example:
         cardmem watch -v
         cardmem watch --no-autocommit
     """
+    from cardmem.store.index.searchd_server import IndexSearch, Server
     from cardmem.store.watch.watcher import Watcher
 
     store = open_store(store_path)
@@ -38,14 +43,20 @@ def watch(autocommit: bool | None, quiet_s: float | None, verbose: bool,
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     watcher = Watcher(store, autocommit=autocommit, quiet_s=quiet_s, verbose=verbose)
+    searches = IndexSearch(store)
+    shared = Server(str(store.root), searches, say=watcher.say)
     try:
         watcher.start()
         commits = (f"autocommit after {watcher.quiet_s:g} s quiet" if watcher.autocommit
                    else "no autocommit")
         click.echo(f"cardmem: watching {store.root} ({commits}); Ctrl-C stops", err=True)
+        if shared.start() and verbose:
+            watcher.say(f"serving searches on {shared.path}")
         while not stop.wait(1.0):
             watcher.ensure_alive()
     finally:
+        shared.stop()
+        searches.close()
         watcher.stop()
         for s, handler in old.items():
             signal.signal(s, handler)
