@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cardmem.store.errors import CardmemError
+from cardmem.store.git.head_file import is_repo
 from cardmem.store.wording import plural
 
 from . import hooklog
@@ -74,7 +75,7 @@ def check_hooks(store: Any, settings: Path | None = None) -> list[tuple[bool | N
                                "`cardmem install claude-code` again"))
     stores = {_arg(c, "--store") for c in found.values()}
     for s in sorted(x for x in stores if x):
-        if not (Path(s) / ".git").exists():
+        if not is_repo(s):
             out.append((False, f"Claude Code: the hooks use the store {s}, which does not "
                                f"exist; run `cardmem init {s}` or install again"))
         elif Path(s).resolve() != Path(store.root).resolve():
@@ -131,7 +132,7 @@ def check_mcp(store: Any, config: Path | None = None) -> list[tuple[bool, str]]:
                         "not exist; run `cardmem install claude-code` again")]
     args = entry.get("args", [])
     s = args[args.index("--store") + 1] if "--store" in args[:-1] else None
-    if s and not (Path(s) / ".git").exists():
+    if s and not is_repo(s):
         return [(False, f"Claude Code: the MCP server uses the store {s}, which does not exist")]
     return [(True, f"Claude Code: MCP server registered in {path}")]
 

@@ -165,10 +165,12 @@ def session_start_context(payload: dict[str, Any], root: Path,
 
 def _rule_titles(root: Path) -> str:
     """The last resort: the rule files' names, so no rule is invisible."""
+    from cardmem.store.cards.paths import id_of_path
     from cardmem.store.cards.status import says_proposed
 
     try:
-        files = sorted((root / "feedback").glob("*.md"))
+        files = [p for p in sorted((root / "feedback").glob("*.md"))
+                 if id_of_path(f"feedback/{p.name}")]
     except OSError:
         files = []
     names = []

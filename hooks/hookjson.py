@@ -1,12 +1,13 @@
 """JSON for the PreToolUse hook, with the interpreter's C scanner and string encoder and
 without importing the `json` package.
 
-`import json` costs a hook about as much as everything else it does on an ungoverned call
-(its decoder and encoder compile regular expressions, and bring `re`), and the hook runs
-before every tool call. `loads` accepts what `json.loads` accepts (strict strings, NaN and
-Infinity) and raises ValueError otherwise; `dumps` writes what `json.dumps(value,
-ensure_ascii=False)` writes, compact, for the plain values the hook writes (dicts with
-string keys, lists, tuples, strings, numbers, booleans, None).
+`import json` costs a hook about as much as everything else it does on an ungoverned
+call (5.7 M instructions, bench/RESULTS.md: its decoder and encoder compile regular
+expressions, and bring `re`), and the hook runs before every tool call. `loads` accepts
+what `json.loads` accepts (strict strings, NaN and Infinity) and raises ValueError
+otherwise; `dumps` writes what `json.dumps(value, ensure_ascii=False)` writes, compact,
+for the plain values the hook writes (dicts with string keys, lists, tuples, strings,
+numbers, booleans, None).
 """
 from __future__ import annotations
 

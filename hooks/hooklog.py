@@ -26,7 +26,9 @@ def write(store_root: Path | str | None, event: str, started: float, outcome: st
         # os.path, not pathlib: the PreToolUse hook logs and runs before every tool call.
         state = os.path.join(os.fspath(store_root), ".cardmem")
         if not os.path.isdir(state):
-            if not os.path.exists(os.path.join(os.fspath(store_root), ".git")):
+            from cardmem.store.git.head_file import is_repo  # os only
+
+            if not is_repo(store_root):
                 return  # not a store: leave no trace in a random folder
             os.makedirs(state, exist_ok=True)
         path = os.path.join(state, NAME)

@@ -110,9 +110,11 @@ def recorded(path: Path) -> list[str]:
         return []
 
 
-def _write(path: Path, data: dict[str, Any]) -> None:
-    backup(path)
+def _write(path: Path, data: dict[str, Any]) -> Path | None:
+    """Write a host's JSON file; returns its backup (None: there was no file to back up)."""
+    saved = backup(path)
     atomic_write(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
+    return saved
 
 
 def backup_path(path: Path) -> Path:
@@ -165,13 +167,12 @@ def install(settings: Path | None = None, store: Path | None = None) -> dict[str
                 {**({"matcher": matcher} if matcher else {}), "hooks": [entry]})
     if json.dumps(data, sort_keys=True) == before:
         return {"changed": False, "path": str(path), "backup": None}
-    backup = backup_path(path) if path.exists() else None
     path.parent.mkdir(parents=True, exist_ok=True)
-    _write(path, data)
+    saved = _write(path, data)
     atomic_write(record_path(path), json.dumps({"created": sorted(set(created))}).encode())
     # The MCP server (`cardmem mcp`) is registered next to this call, by its own module:
     # Claude Code keeps user-scope MCP servers in ~/.claude.json ("mcpServers"), not here.
-    return {"changed": True, "path": str(path), "backup": str(backup) if backup else None}
+    return {"changed": True, "path": str(path), "backup": str(saved) if saved else None}
 
 
 def _was_ours(group: dict[str, Any]) -> bool:

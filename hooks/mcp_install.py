@@ -36,7 +36,7 @@ def server_entry(store: Path | None = None, python: str | None = None) -> dict[s
     args = ["-m", MODULE, "mcp"]
     if store is not None:
         args += ["--store", str(Path(store).expanduser().absolute())]
-    # CARDMEM_AGENT: the caller is an agent (see cardmem.tools.cli.group.AGENT_ENV)
+    # CARDMEM_AGENT: the caller is an agent (see cardmem.tools.cli.options.AGENT_ENV)
     return {"type": "stdio", "command": python or sys.executable, "args": args,
             "env": {"CARDMEM_AGENT": "1"}}
 
@@ -53,11 +53,13 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-def _write(path: Path, data: dict[str, Any]) -> None:
-    new = backup(path) is None
+def _write(path: Path, data: dict[str, Any]) -> Path | None:
+    """Write the host's JSON file (a new one 0600); returns its backup, None if it was new."""
+    saved = backup(path)
     atomic_write(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
-    if new:
+    if saved is None:
         os.chmod(path, 0o600)
+    return saved
 
 
 def register(config: Path | None = None, store: Path | None = None) -> dict[str, Any]:
@@ -80,11 +82,9 @@ def register(config: Path | None = None, store: Path | None = None) -> dict[str,
         created.append("mcpServers")
     servers[NAME] = entry
     path.parent.mkdir(parents=True, exist_ok=True)
-    had = path.exists()
-    _write(path, data)
+    saved = _write(path, data)
     atomic_write(record_path(path), json.dumps({"created": sorted(set(created))}).encode())
-    return {"changed": True, "path": str(path),
-            **({"backup": str(backup_path(path))} if had else {})}
+    return {"changed": True, "path": str(path), **({"backup": str(saved)} if saved else {})}
 
 
 def unregister(config: Path | None = None) -> dict[str, Any]:

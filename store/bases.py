@@ -177,6 +177,7 @@ def documents(base_root: Path) -> tuple[list[tuple[str, Path]], list[str]]:
     real_root = os.path.realpath(root)
     docs: list[tuple[str, Path]] = []
     warnings: list[str] = []
+    # Not paths.id_of_path: a base is any folder of documents (DOC_SUFFIXES, README too).
     for dirpath, dirnames, filenames in os.walk(root):
         keep = []
         for d in sorted(dirnames):

@@ -1,6 +1,7 @@
 """A store: a git work tree of cards. Reading, listing and the plain writes on cards."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import date
 from functools import cached_property
@@ -15,6 +16,7 @@ from .cards import scan as cardscan
 from .cards.scan import Problem
 from .errors import CardmemError, NotFound
 from .root import StoreRoot
+from .git.head_file import dot_git
 from .git.writer import Message, check_writable, commit_changes, write_lock
 
 GITIGNORE = ".cardmem/\n"
@@ -215,7 +217,7 @@ class Store(StoreRoot):
                         env=git.identity_env(self.root))
             except CardmemError as exc:
                 # A conflict leaves git mid-revert with markers in the cards: undo all that.
-                if (self.root / ".git" / "REVERT_HEAD").exists():
+                if os.path.exists(dot_git(self.root, "REVERT_HEAD")):
                     git.run(self.root, "revert", "--abort", check=False)
                 raise CardmemError(f"commit {commit}",
                                    f"cannot be reverted cleanly ({exc.why}); nothing changed") from None

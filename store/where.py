@@ -29,6 +29,7 @@ def enclosing_store(folder: str) -> str | None:
     except OSError:  # the current folder was deleted
         return None
     while True:
+        # git/head_file.is_repo's test, inlined: this module imports os alone
         if os.path.exists(os.path.join(folder, ".git")) and \
                 os.path.isfile(os.path.join(folder, "cardmem.toml")):
             return folder

@@ -42,7 +42,7 @@ from urllib.parse import unquote
 from cardmem.store.git import runner as git
 from cardmem.store.cards.card import CardProblem, decode
 from cardmem.store.errors import BadId, CardmemError
-from cardmem.store.cards.paths import normalize_id
+from cardmem.store.cards.paths import is_card_name, normalize_id
 from cardmem.store.git.writer import Message
 
 if TYPE_CHECKING:
@@ -161,6 +161,7 @@ class CardMemory:
         parts, full = self._resolve(path)
         if not parts:
             raise MemoryToolError(f"The path {path} is a directory, not a file")
+        # In the memory tool's words first; normalize_id below applies the store's rule.
         if not parts[-1].endswith(".md") or parts[-1] == ".md":
             raise MemoryToolError(f"Memory files are Markdown cards: name it with .md "
                                   f"(e.g. {ROOT}/notes.md), got: {path}")
@@ -220,7 +221,7 @@ class CardMemory:
                     continue
                 sub = f"{rel}/{e.name}" if rel else e.name
                 is_dir = e.is_dir(follow_symlinks=False)
-                if not is_dir and not (e.name.endswith(".md") and e.is_file(follow_symlinks=False)):
+                if not is_dir and not (is_card_name(e.name) and e.is_file(follow_symlinks=False)):
                     continue  # not a card
                 if len(items) >= MAX_LISTED:
                     more += 1

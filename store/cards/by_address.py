@@ -80,10 +80,9 @@ def list_recent(store: Store, card_type: str | None = None, since: str | None = 
     seen: set[str] = set()
     for commit in git.log(store.root, since=after.isoformat()):
         for rel in commit.paths:
-            if not rel.endswith(".md") or rel in seen or rel.startswith(".") or rel in paths.NOT_CARDS:
+            if rel in seen or (cid := paths.id_of_path(rel)) is None:
                 continue
             seen.add(rel)
-            cid = rel[:-3]
             entry: dict[str, Any] = {"id": cid, "commit": commit.commit[:10],
                                      "date": commit.date, "author": commit.author,
                                      "message": commit.message.splitlines()[0]}

@@ -331,22 +331,26 @@ def headings(text: str) -> list[tuple[int, int, str, int]]:
     return _headings(text)
 
 
-def _section_end(text: str, title: str) -> int | None:
-    """Offset just past the last non-blank line of the `## <title>` section, if present."""
+def section_span(text: str, title: str) -> tuple[int, int] | None:
+    """(start, stop) of the first `## <title>` section: its heading to the next level-1/2
+    heading (or the end), blank lines included; None without one."""
     heads = _headings(text)
     for n, (_, level, name, off) in enumerate(heads):
         if level == 2 and name.strip().lower() == title.lower():
-            stop = len(text)
-            for _, lvl, _, off2 in heads[n + 1:]:
-                if lvl <= 2:
-                    stop = off2
-                    break
-            # Past the last line with something on it (the heading at least), newline kept.
-            seg = _lines(text[off:stop])
-            while len(seg) > 1 and not seg[-1].strip():
-                seg.pop()
-            return off + sum(map(len, seg))
+            return off, next((o for _, lv, _, o in heads[n + 1:] if lv <= 2), len(text))
     return None
+
+
+def _section_end(text: str, title: str) -> int | None:
+    """Offset just past the last non-blank line of the `## <title>` section, if present."""
+    if (span := section_span(text, title)) is None:
+        return None
+    off, stop = span
+    # Past the last line with something on it (the heading at least), newline kept.
+    seg = _lines(text[off:stop])
+    while len(seg) > 1 and not seg[-1].strip():
+        seg.pop()
+    return off + sum(map(len, seg))
 
 
 def append_history(text: str, entry: str) -> str:

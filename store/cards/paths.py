@@ -12,6 +12,7 @@ import unicodedata
 from pathlib import Path
 
 from .. import where
+from ..git.head_file import is_repo
 from ..errors import BadId, CardmemError
 
 MAX_ID_LEN = 200
@@ -33,7 +34,7 @@ def require_store(root: Path) -> Path:
     """Refuse, with what to do, a folder that is not a store (no git call: cheap)."""
     if not root.is_dir():
         raise CardmemError(f"store {root}", f"does not exist; run `cardmem init {root}`")
-    if not (root / ".git").exists():
+    if not is_repo(root):
         raise CardmemError(f"store {root}", f"is not a git repository; run `cardmem init {root}`")
     return root
 

@@ -29,21 +29,17 @@ def card_files(root: Path, skipped: list[Problem] | None = None) -> Iterator[tup
     `skipped` gets the files that look like cards but no id can address (`x.md.md`)."""
     top_dir = str(root)
     for dirpath, dirnames, filenames in os.walk(top_dir):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        top = dirpath == top_dir
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(paths.HIDDEN_PREFIX))
+        folder = "" if dirpath == top_dir else \
+            os.path.relpath(dirpath, top_dir).replace(os.sep, "/") + "/"
         for name in sorted(filenames):
-            if not paths.is_card_name(name) or name.startswith("."):
+            if (cid := paths.id_of_path(folder + name)) is None:
                 if skipped is not None and name.endswith(".md.md") and name[0] != ".":
-                    path = Path(dirpath) / name
-                    rel = os.path.relpath(path, top_dir).replace(os.sep, "/")
-                    skipped.append(Problem(rel[:-3], str(path), "ends in .md.md, which no "
-                                           "id can address; rename it to end in one .md"))
+                    skipped.append(Problem(folder + name[:-3], str(Path(dirpath) / name),
+                                           "ends in .md.md, which no id can address; "
+                                           "rename it to end in one .md"))
                 continue
-            if top and name in paths.NOT_CARDS:
-                continue
-            path = Path(dirpath) / name
-            rel = os.path.relpath(path, top_dir).replace(os.sep, "/")
-            yield rel[:-3], path
+            yield cid, Path(dirpath) / name
 
 
 def scan(root: Path) -> tuple[list[cardlib.Card], list[Problem]]:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from ..index.pile_view import Holdings, active_rules, holdings
+from ..git.head_file import enclosing_repo
 from ..cards.paths import project_key, project_signals_id
 from ..wording import plural
 from .pile import (LESSON_LINES, MAP_RECENT_TITLES, MAP_SHARE,
@@ -43,14 +44,8 @@ def _add_map_brief(b: _Builder, lines: list[str]) -> None:
 def _git_toplevel(folder: Path) -> Path | None:
     """The nearest folder at or above this one holding `.git` (what `git rev-parse
     --show-toplevel` finds), without starting git: the hook's start-up counts."""
-    try:
-        here = folder.resolve()
-    except OSError:
-        return None
-    for d in (here, *here.parents):
-        if (d / ".git").exists():
-            return d
-    return None
+    found = enclosing_repo(folder)
+    return Path(found) if found is not None else None
 
 
 def project_for(store: Store, cwd: str | os.PathLike[str] | None) -> str | None:

@@ -1,19 +1,51 @@
-"""HEAD's commit read from the files under .git, without starting git.
+"""What `.git` says without starting git: whether a folder is a repository's top
+(is_repo), the nearest one at or above a folder (enclosing_repo), HEAD's commit.
 
+Speed trick, measured Dec 1 (bench/bench_tricks.py, 10k-card store): HEAD's commit read
+here in ~0.1 ms against 3.5-8 ms for `git rev-parse HEAD`, a process on every search.
 Only os is imported: the search command reads HEAD before it loads anything else
 (store/index/freshness.py), and a write reads the new HEAD right after its commit
-(store/git/runner.py).
+(store/git/runner.py). store/where.py and the PreToolUse hook's match.py inline the
+`.git` test rather than import this (they import os alone).
 """
 from __future__ import annotations
 
 import os
+
+DOT_GIT = ".git"
+
+
+def dot_git(root: str | os.PathLike[str], *names: str) -> str:
+    """A path under the repository's `.git` folder (`dot_git(root, "index.lock")`)."""
+    return os.path.join(root, DOT_GIT, *names)
+
+
+def is_repo(root: str | os.PathLike[str]) -> bool:
+    """A folder at the top of a git work tree: a `.git` folder, or a worktree's `.git` file."""
+    return os.path.exists(dot_git(root))
+
+
+def enclosing_repo(folder: str | os.PathLike[str]) -> str | None:
+    """The nearest folder at or above this one (symlinks resolved) holding `.git`: what
+    `git rev-parse --show-toplevel` finds, without starting git; None outside any."""
+    try:
+        d = os.path.realpath(folder)
+    except (OSError, ValueError):
+        return None
+    while True:
+        if is_repo(d):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
 
 
 def read_head(root: str) -> str | None:
     """What .git/HEAD says (`ref: refs/heads/x` or a commit), or None if it cannot be
     read (a worktree's .git is a file: ask git)."""
     try:
-        with open(os.path.join(root, ".git", "HEAD")) as fh:
+        with open(dot_git(root, "HEAD")) as fh:
             return fh.read().strip()
     except OSError:
         return None
@@ -22,7 +54,7 @@ def read_head(root: str) -> str | None:
 def head(root: str) -> str | None:
     """HEAD's commit, or None when only git can say (a worktree, an unborn branch, an
     unusual ref): callers then ask git or do without."""
-    git = os.path.join(root, ".git")
+    git = dot_git(root)
     ref = read_head(root)
     if ref is None:
         return None

@@ -58,7 +58,7 @@ def error(cmd: str, proc: subprocess.CompletedProcess) -> CardmemError:
 def commit_locks(root: Path) -> list[Path]:
     """The lock files a commit takes (index, HEAD, the branch's ref); any one of them
     left by a killed git stops every write."""
-    dot = root / ".git"
+    dot = Path(refs.dot_git(root))
     locks = [dot / "index.lock", dot / "HEAD.lock"]
     ref = refs.read_head(str(root))
     if ref and ref.startswith("ref: refs/"):
@@ -66,8 +66,7 @@ def commit_locks(root: Path) -> list[Path]:
     return locks
 
 
-def is_repo(root: Path) -> bool:
-    return (root / ".git").exists()
+is_repo = refs.is_repo  # the one `.git` test (head_file.py), under the name callers use
 
 
 def head(root: Path) -> str | None:

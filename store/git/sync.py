@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import runner as git
+from ..cards.paths import id_of_path
 from ..errors import CardmemError
 from .updates import (BEFORE_UPDATE, NET_ENV, Moved, UncommittedEdits, _locked,
                       blocking_edits, counts, fetch, is_ancestor, recorded_move,
@@ -38,7 +39,7 @@ class SyncConflict(CardmemError):
 
 def card_names(files: list[str]) -> list[str]:
     """Card ids for card files (path without .md), other paths as they are."""
-    return [f[:-3] if f.endswith(".md") else f for f in files]
+    return [id_of_path(f) or f for f in files]
 
 
 def _committer_env(root: Path) -> dict[str, str]:

@@ -211,7 +211,7 @@ def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", messa
 def _refuse_oversized(changes: "Changes") -> None:
     """Refuse a card over the size every reader skips, before anything is written: a card
     no search, context or map would ever show is a silent loss, not a write."""
-    for rel, data in changes.items():
+    for rel, data in changes.items():  # any .md, not only paths.id_of_path's: none so large
         if rel.endswith(".md") and isinstance(data, bytes) and len(data) > MAX_CARD_BYTES:
             raise CardmemError(f"card {rel[:-3]}", f"would be {len(data):,} bytes; the limit "
                                                    f"is {MAX_CARD_BYTES:,} (readers skip "

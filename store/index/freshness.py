@@ -38,7 +38,7 @@ from __future__ import annotations
 import os  # and only time at load: the search command spawns git before loading more
 import time
 
-from ..git.head_file import head
+from ..git.head_file import head, is_repo
 from ..git.spawn import Git
 
 TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
@@ -64,7 +64,7 @@ _TRACKED = ["--untracked-files=no"]
 
 def usable(root: str) -> bool:
     """A store root at the top of its own work tree (a `.git` folder or worktree file)."""
-    return os.path.exists(os.path.join(root, ".git"))
+    return is_repo(root)
 
 
 class Status:

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
     from .db import Index
     from .search import SearchResult
+    from .semantic import Similarities
 
 from . import confidence
 
@@ -30,14 +31,16 @@ SYNC_MAX = 50
 
 def run(idx: "Index", query: str, limit: int = 10, card_type: str | None = None,
         project: str | None = None) -> "SearchResult":
-    from . import embedding, semantic
+    from . import embedding  # semantic (hashlib: OpenSSL, ~11 M instructions) only with a model
     from .search import run as lexical
 
     limit = max(1, int(limit))
     res = lexical(idx, query, max(limit, POOL), card_type, project)
     model = embedding.embedder()
-    sims: dict[int, float] = {}
+    sims = None
     if model is not None:
+        from . import semantic
+
         try:
             pending = semantic.sync(idx, model, limit=SYNC_MAX)["pending"]
             sims = semantic.similarities(idx, model, query)
@@ -69,25 +72,24 @@ def _rows_sql() -> str:
             " ON f.id = c.n WHERE c.n IN (SELECT value FROM json_each(?))")
 
 
-def _fuse(idx: "Index", res: "SearchResult", sims: dict[int, float], limit: int,
+def _fuse(idx: "Index", res: "SearchResult", sims: "Similarities", limit: int,
           card_type: str | None, project: str | None) -> None:
     from .search import _filters, _json_ids, _order
 
     lex = res.results
-    rowid = dict(idx.conn.execute("SELECT id, n FROM cards WHERE id IN (SELECT value FROM"
-                                  " json_each(?))", (_json_strs([r["id"] for r in lex]),)))
     where, args = _filters(card_type, project)
-    ranked = sorted(sims.items(), key=lambda t: -t[1])
+    # The nearest cards that pass the filters: with a filter, from many more (most of
+    # the nearest may be of another type or project).
+    ranked = sims.top(POOL * (20 if where else 1))
     near: list[tuple[int, float]] = []
     if ranked:
-        wanted = [n for n, _ in ranked[:POOL * (20 if where else 1)]]
         ok = {n for (n,) in idx.conn.execute(
             f"SELECT n FROM cards c WHERE n IN (SELECT value FROM json_each(?)){where}",
-            (_json_ids(wanted), *args))}
+            (_json_ids([n for n, _ in ranked]), *args))}
         near = [(n, s) for n, s in ranked if n in ok][:POOL]
     fused: dict[int, dict[str, Any]] = {}
     for rank, r in enumerate(lex):
-        n = rowid[r["id"]]
+        n = res.rowids[r["id"]]
         r["match"] = "lexical"
         r["_rrf"] = 1 / (RRF_K + rank + 1)
         r["similarity"] = round(sims.get(n, 0.0), 4)
@@ -135,9 +137,3 @@ def _note_once(idx: "Index", key: str, line: str) -> str | None:
     except Exception:  # noqa: BLE001 - a busy index: say it again next time
         pass
     return line
-
-
-def _json_strs(values: list[str]) -> str:
-    import json
-
-    return json.dumps(values)

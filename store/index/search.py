@@ -49,6 +49,7 @@ class SearchResult:
         # query was never the problem
         self.empty_filter = empty_filter
         self.semantic: dict[str, Any] | None = None  # store/index/hybrid.py: model on or off, why
+        self.rowids: dict[str, int] = {}  # each result's rowid in cards (hybrid.py fuses by it)
         self.note: str | None = None  # a line for stderr (the semantic fallback, once)
 
     def as_dict(self) -> dict[str, Any]:
@@ -106,15 +107,18 @@ def run(idx: Index, query: str, limit: int = 10, card_type: str | None = None,
     results = results[:limit]
     if p.terms and results:
         _snippets(idx, p, results, texts, hits)
+    rowids = {}
     for r in results:
         desc = r.pop("_desc", "")
-        r.pop("_n", None)
+        rowids[r["id"]] = r.pop("_n")
         if not r.get("snippet"):
             r["snippet"] = " ".join(desc.split())[:200]
         r["match"] = "lexical"
     empty = None if results or not (card_type or project) else _empty_filter(idx, card_type,
                                                                              project)
-    return SearchResult(query, results, p.corrected, p.unknown, empty)
+    out = SearchResult(query, results, p.corrected, p.unknown, empty)
+    out.rowids = rowids
+    return out
 
 
 def _empty_filter(idx: Index, card_type: str | None, project: str | None) -> str | None:

@@ -26,17 +26,18 @@ sure, and leaves the live socket alone. A socket left by a killed server refuses
 connections at once, and the next server (holding the lock) replaces it.
 
 This module is the client and what both sides share (where the socket is, the protocol);
-it imports only os, json and socket: the lean search entry (tools/entry.py) must not
-load numpy or the model to ask.
+it imports only os and json, and socket only where a socket file is there: the lean
+search entry (tools/entry.py) must not load numpy or the model to ask, and a shell with
+no server running pays one stat for asking.
 """
 from __future__ import annotations
 
 import json
 import os
-import socket
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import socket
     from typing import Any, Callable
 
 PROTOCOL = 1
@@ -98,6 +99,8 @@ def socket_path(root: str, create: bool = False) -> str | None:
 
 def peer_uid(sock: socket.socket) -> int | None:
     """The uid of the process at the other end (Linux), None where it cannot be asked."""
+    import socket
+
     opt = getattr(socket, "SO_PEERCRED", None)
     if opt is None:
         return None
@@ -149,6 +152,8 @@ def ask(root: str, query: str, limit: int = 10, card_type: str | None = None,
         path = socket_path(root)
         if path is None:
             raise OSError("no private folder for the socket")
+        if not os.path.exists(path):  # no server: ask no further (importing socket is ~4 ms)
+            raise FileNotFoundError(2, "No such file or directory")
         got = _exchange(path, {"v": PROTOCOL, "root": os.path.realpath(root), "query": query,
                                "limit": limit, "type": card_type, "project": project})
         if not got.get("ok"):
@@ -166,6 +171,8 @@ def ask(root: str, query: str, limit: int = 10, card_type: str | None = None,
 
 
 def _exchange(path: str, request: dict[str, Any]) -> dict[str, Any]:
+    import socket
+
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         s.settimeout(CONNECT_S)

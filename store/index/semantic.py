@@ -78,11 +78,16 @@ def sync(idx: Any, model: "Embedder", limit: int | None = None) -> dict[str, int
     import json
 
     np = model._np
+    counts = {"embedded": 0, "reused": 0, "dropped": 0, "pending": 0}
+    state, done = _synced(idx, model.stamp)
+    if done:  # nothing changed since a sync here found nothing to do
+        return counts
     todo, extra = stale(idx, model.stamp)
-    pending = max(0, len(todo) - limit) if limit is not None else 0
+    pending = counts["pending"] = max(0, len(todo) - limit) if limit is not None else 0
     todo = todo[:len(todo) - pending]
-    counts = {"embedded": 0, "reused": 0, "dropped": 0, "pending": pending}
     if not todo and not extra:
+        if not pending:
+            _kept(idx)["synced"] = (state, model.stamp, idx.conn)
         return counts
     c = idx.conn
     # Vectors of this model by the text they were made from: a renamed card (new rowid,
@@ -105,21 +110,26 @@ def sync(idx: Any, model: "Embedder", limit: int | None = None) -> dict[str, int
         q = np.clip(np.rint(emb * SCALE), -127, 127).astype(np.int8)
         for r, v in zip(part, q):
             vecs[r[0]] = v.tobytes()
+    new = {n: old if old is not None else vecs[n] for n, _, _, old, _ in rows}
     c.execute("BEGIN IMMEDIATE")
     try:
-        cur = c.execute("DELETE FROM vectors WHERE model != ? OR n NOT IN (SELECT n FROM cards)",
-                        (model.stamp,))
-        counts["dropped"] = cur.rowcount
+        gone = [n for (n,) in c.execute("SELECT n FROM vectors WHERE model != ? OR n NOT IN"
+                                        " (SELECT n FROM cards)", (model.stamp,))]
+        c.execute("DELETE FROM vectors WHERE n IN (SELECT value FROM json_each(?))",
+                  (json.dumps(gone),))
         c.executemany("INSERT OR REPLACE INTO vectors(n, hash, key, model, vec) VALUES (?,?,?,?,?)",
-                      [(n, h, key, model.stamp, old if old is not None else vecs[n])
-                       for n, h, key, old, _ in rows])
+                      [(n, h, key, model.stamp, new[n]) for n, h, key, _, _ in rows])
         c.execute("COMMIT")
     except BaseException:
         c.execute("ROLLBACK")
+        _forget(idx)
         raise
+    counts["dropped"] = len(gone)
     counts["embedded"] = len(need)
     counts["reused"] = len(rows) - len(need)
-    _MATRIX.pop(id(c), None)
+    _patch(idx, model.stamp, gone, new)
+    if not pending:
+        _kept(idx)["synced"] = (state, model.stamp, c)
     return counts
 
 
@@ -133,7 +143,9 @@ def keep(idx: Any) -> list[tuple[str, str, bytes]]:
 
 def restore(idx: Any, kept: list[tuple[str, str, bytes]]) -> None:
     """Put kept vectors back as rows of no card: the next sync() takes each one a card's
-    text still matches (nothing re-embedded) and drops the rest."""
+    text still matches (nothing re-embedded) and drops the rest. Called after every
+    rebuild (even with nothing kept): it tells this process's caches the index changed."""
+    _forget(idx)
     if not kept:
         return
     c = idx.conn
@@ -148,36 +160,121 @@ def restore(idx: Any, kept: list[tuple[str, str, bytes]]) -> None:
         raise
 
 
-_MATRIX: dict[int, tuple[Any, ...]] = {}  # per connection: (generation, stamp, rowids, matrix)
+# What an open Index keeps between searches (a long-lived process: the MCP server, the
+# watcher), on the Index itself so that it goes with it: "synced", the state of the index
+# when a sync last left nothing to embed (a search then skips the join of cards and
+# vectors), and "matrix", this model's vectors as float32 (2 KB a card: the product costs
+# no per-query conversion; bench/RESULTS.md). The index's state is (generation, PRAGMA
+# data_version): a refresh in this process moves the first, a commit by any other
+# process the second. This process's own vector writes (sync, restore) update or drop
+# the entries themselves. Each entry names its connection: a reopened file starts afresh.
+
+def _kept(idx: Any) -> dict[str, tuple[Any, ...]]:
+    got = getattr(idx, "_semantic_cache", None)
+    if got is None:
+        got = idx._semantic_cache = {}
+    return got
+
+
+def _data_version(c: Any) -> int:
+    return c.execute("PRAGMA data_version").fetchone()[0]
+
+
+def _forget(idx: Any) -> None:
+    _kept(idx).clear()
+
+
+def _synced(idx: Any, stamp: str) -> tuple[Any, bool]:
+    """(the index's state now, whether a sync of this model already saw it and left
+    nothing to do)."""
+    c = idx.conn
+    state = (idx.generation(), _data_version(c))
+    got = _kept(idx).get("synced")
+    return state, bool(got and got[0] == state and got[1] == stamp and got[2] is c)
+
+
+def _patch(idx: Any, stamp: str, dropped: list[int], rows: dict[int, bytes]) -> None:
+    """Apply this process's own sync to the kept matrix (cheaper than reading every vector
+    again); drop it when another process wrote since it was read."""
+    import numpy as np
+
+    c, kept = idx.conn, _kept(idx)
+    got = kept.get("matrix")
+    if not got or got[1] != stamp or got[4] is not c or got[0] != _data_version(c):
+        kept.pop("matrix", None)
+        return
+    ids, mat = got[2], got[3]
+    gone = np.array(sorted(set(dropped) | set(rows)), dtype=np.int64)
+    keep = ~np.isin(ids, gone)
+    new_ids = np.array(sorted(rows), dtype=np.int64)
+    new = np.frombuffer(b"".join(rows[n] for n in new_ids.tolist()), dtype=np.int8)
+    ids = np.concatenate([ids[keep], new_ids])
+    mat = np.concatenate([mat[keep], new.reshape(len(new_ids), DIM).astype(np.float32)])
+    order = np.argsort(ids, kind="stable")
+    kept["matrix"] = (got[0], stamp, ids[order], mat[order], c)
 
 
 def matrix(idx: Any, model_stamp: str) -> tuple[Any, Any]:
-    """(rowids, int8 matrix) of this model's vectors; kept per connection until the index
-    changes (a long-lived process reads them once)."""
+    """(rowids ascending, float32 matrix: the int8 vectors as stored) of this model's
+    vectors; kept per connection until the vectors change (a long-lived process reads
+    them once)."""
     import numpy as np
 
     c = idx.conn
-    gen = (idx.generation(), c.execute("SELECT count(*), max(rowid) FROM vectors").fetchone())
-    got = _MATRIX.get(id(c))
-    if got and got[0] == gen and got[1] == model_stamp and got[4] is c:
+    version = _data_version(c)
+    got = _kept(idx).get("matrix")
+    if got and got[0] == version and got[1] == model_stamp and got[4] is c:
         return got[2], got[3]
+    _ensure(c)
     ns, blobs = [], []
-    for n, vec in c.execute("SELECT n, vec FROM vectors WHERE model = ?", (model_stamp,)):
+    for n, vec in c.execute("SELECT n, vec FROM vectors WHERE model = ? ORDER BY n",
+                            (model_stamp,)):
         ns.append(n)
         blobs.append(vec)
     ids = np.array(ns, dtype=np.int64)
     mat = (np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(len(ns), DIM)
-           if ns else np.zeros((0, DIM), dtype=np.int8))
-    _MATRIX[id(c)] = (gen, model_stamp, ids, mat, c)
+           .astype(np.float32) if ns else np.zeros((0, DIM), dtype=np.float32))
+    _kept(idx)["matrix"] = (version, model_stamp, ids, mat, c)
     return ids, mat
 
 
-def similarities(idx: Any, model: "Embedder", query: str) -> dict[int, float]:
-    """rowid -> cosine similarity of each card to the query ({} for an empty query)."""
+class Similarities:
+    """The query's cosine similarity to every card with a vector (rowids ascending):
+    the nearest are taken with a partial sort, so only a few leave numpy."""
+
+    def __init__(self, ids: Any, sims: Any) -> None:
+        self.ids, self.sims = ids, sims
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def top(self, k: int) -> list[tuple[int, float]]:
+        """The k nearest (rowid, similarity), nearest first, ties by rowid."""
+        import numpy as np
+
+        v = self.sims
+        if k <= 0 or not len(v):
+            return []
+        pos = np.arange(len(v))
+        if k < len(v):
+            kth = np.partition(v, len(v) - k)[len(v) - k]
+            pos = np.flatnonzero(v >= kth)  # every tie of the k-th too: the order is exact
+        pos = pos[np.lexsort((pos, -v[pos]))][:k]
+        return list(zip(self.ids[pos].tolist(), v[pos].tolist()))
+
+    def get(self, n: int, default: float = 0.0) -> float:
+        """One card's similarity (default: the card has no vector)."""
+        import numpy as np
+
+        at = int(np.searchsorted(self.ids, n))
+        return float(self.sims[at]) if at < len(self.ids) and self.ids[at] == n else default
+
+
+def similarities(idx: Any, model: "Embedder", query: str) -> Similarities:
+    """The query's similarity to each card (none for an empty query)."""
     np = model._np
     ids, mat = matrix(idx, model.stamp)
     if not len(ids) or not query.strip():
-        return {}
+        return Similarities(ids[:0], np.zeros(0, dtype=np.float32))
     q = model.encode([query])[0]
-    sims = (mat @ (q / SCALE).astype(np.float32))
-    return dict(zip(ids.tolist(), sims.tolist()))
+    return Similarities(ids, mat @ (q / SCALE).astype(np.float32))

@@ -26,6 +26,7 @@ from typing import Any, Iterable
 
 from ..cards import card as cardlib
 from ..errors import CardmemError
+from ..cards import paths
 from ..cards.paths import project_signals_id
 from .proposals import rule_card, rule_lines
 from ..cards.status import INACTIVE, is_active
@@ -459,6 +460,8 @@ def _recent_signal_lines(store: Store) -> list[str]:
     since = (date.today() - timedelta(days=SIGNAL_DAYS)).isoformat()
     out: list[str] = []
     for p in sorted(folder.glob("*.md")):
+        if paths.id_of_path(f"signals/{p.name}") is None:
+            continue
         if p.stem[:10] < since and re.match(r"\d{4}-\d{2}-\d{2}", p.stem):
             continue
         try:

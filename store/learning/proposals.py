@@ -205,7 +205,8 @@ def rule_lines(store: Store) -> dict[str, list[str]]:
     card under feedback/, in force or proposed: what a new `Rule:` might repeat."""
     out: dict[str, list[str]] = {}
     for p in sorted((store.root / RULE_FOLDER).rglob("*.md")):
-        cid = p.relative_to(store.root).with_suffix("").as_posix()
+        if (cid := paths.id_of_path(p.relative_to(store.root).as_posix())) is None:
+            continue
         try:
             c = cardlib.load(p, cid)
         except (cardlib.CardProblem, OSError):

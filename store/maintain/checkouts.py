@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from ..root import StoreRoot
+from ..git.head_file import enclosing_repo
 from ..git.writer import atomic_write
 
 FILE = "checkouts.json"
@@ -36,8 +37,7 @@ def record(store: StoreRoot, project: str | None, folder: str | os.PathLike[str]
     if not project or not folder:
         return
     try:
-        here = Path(folder).resolve()
-        folder = next((d for d in (here, *here.parents) if (d / ".git").exists()), here)
+        folder = Path(enclosing_repo(folder) or Path(folder).resolve())
         seen = _read(store)
         folders = [str(folder)] + [f for f in seen.get(project, []) if f != str(folder)]
         if seen.get(project) == folders[:KEEP]:

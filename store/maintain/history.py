@@ -25,16 +25,6 @@ def limits(store) -> tuple[int, int]:
     return fold_at, max(0, min(int(cfg.get("history_keep", 20)), fold_at - 1))
 
 
-def _section(text: str, name: str) -> tuple[int, int] | None:
-    """(start, end) of the `## name` section: heading to the next level-1/2 heading."""
-    heads = cardlib._headings(text)
-    for n, (_, level, title, off) in enumerate(heads):
-        if level == 2 and title.strip().lower() == name.lower():
-            end = next((o for _, lv, _, o in heads[n + 1:] if lv <= 2), len(text))
-            return off, end
-    return None
-
-
 def parts(text: str) -> tuple[str, str, list[str], list[str]]:
     """(frontmatter, body without its History and Folded history sections, History lines,
     the lines of Folded history as they are)."""
@@ -43,7 +33,7 @@ def parts(text: str) -> tuple[str, str, list[str], list[str]]:
     head, body = text[:start], text[start:]
     lines, prior = cardlib.history(text), []
     for name in (FOLDED, "History"):
-        if sec := _section(body, name):
+        if sec := cardlib.section_span(body, name):
             if name == FOLDED:
                 prior = [ln.rstrip("\r\n") for ln in body[sec[0]:sec[1]].splitlines(True)[1:]
                          if ln.strip()]

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..cards import card as cardlib
 from ..git import runner as git
+from ..cards.paths import id_of_path
 from ..cards.status import is_active
 from ..store import Problem, Store
 
@@ -58,9 +59,8 @@ class Survey:
             head, *files = rec.strip().splitlines()
             stamp, _, author = head.partition(" ")
             for f in files:
-                f = f.strip()
-                if f.endswith(".md"):
-                    out.setdefault(f[:-3], (float(stamp), author))
+                if (cid := id_of_path(f.strip())) is not None:
+                    out.setdefault(cid, (float(stamp), author))
         return out
 
     @property
@@ -83,9 +83,9 @@ class Survey:
         moved: dict[str, str] = {}
         for line in reversed(log.splitlines()):  # oldest first: later renames win
             parts = line.split("\t")
-            if len(parts) == 3 and parts[0].startswith("R") and parts[1].endswith(".md") \
-                    and parts[2].endswith(".md"):
-                moved[parts[1][:-3]] = parts[2][:-3]
+            if len(parts) == 3 and parts[0].startswith("R") and (old := id_of_path(parts[1])) \
+                    and (new := id_of_path(parts[2])):
+                moved[old] = new
         out = {}
         for old in moved:
             new, seen = moved[old], {old}

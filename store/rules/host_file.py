@@ -280,6 +280,7 @@ def after_write(root: Path, changes: dict[str, Any]) -> None:
         if not files:
             return
         known = {cid for f in files for cid in f.get("rules", {})}
+        # Any .md (not only paths.id_of_path's cards): a refresh too many costs little.
         if not any(rel.startswith("feedback/") or rel[:-3] in known
                    or (isinstance(data, bytes) and b"feedback" in data)
                    or not isinstance(data, (bytes, type(None)))

@@ -57,7 +57,8 @@ def fnmatchcase(text: str, glob: str) -> bool:
     fnmatch compiles one per pattern (and imports `re`): the dearest step of a hook's
     call. A pattern whose literal ends do not fit the text cannot match, and one whose
     only wildcard is `*` (most of them) is matched by finding its literal parts in order;
-    fnmatch itself sees only the rest."""
+    fnmatch itself sees only the rest. (Measured Dec 1, bench/bench_tricks.py: 4 commands
+    against 10 rule globs 26 us here, 72 us through fnmatch with its cache cold.)"""
     head = len(glob)
     for i, ch in enumerate(glob):
         if ch in "*?[":
@@ -254,7 +255,7 @@ def project_of(cwd: str | None, mapping: dict[str, str]) -> str | None:
     here = os.path.realpath(cwd)
     folder, d = here, here
     while True:
-        if os.path.exists(os.path.join(d, ".git")):
+        if os.path.exists(os.path.join(d, ".git")):  # git/head_file.is_repo, inlined: os only
             folder = d
             break
         parent = os.path.dirname(d)

@@ -9,6 +9,7 @@ from typing import Any
 from ..cards import card as cardlib
 from ..errors import CardmemError
 from ..git import runner as git
+from ..git.head_file import dot_git
 from ..git.writer import AS_IS, Message, commit_changes
 
 COMMIT_LOCK_S = 2.0  # how long an autocommit waits for the store's write lock
@@ -26,9 +27,8 @@ class Autocommit:
         return max(self._dirty_t + self.quiet_s, self._commit_retry_at)
 
     def _git_busy(self) -> str | None:
-        gitdir = os.path.join(self.root, ".git")
         for name in GIT_BUSY:
-            if os.path.exists(os.path.join(gitdir, name)):
+            if os.path.exists(dot_git(self.root, name)):
                 return name
         return None
 

@@ -9,6 +9,7 @@ import os
 import time
 from typing import Any, Iterable
 
+from ..git.head_file import dot_git
 from .names import _rel_parts, card_id
 
 TYPE_CHECKING = False
@@ -223,6 +224,6 @@ class Intake:
         now = time.monotonic()
         due = min(self._last_t + quiet, self._first_t + cap)
         if (due <= now and quiet > self.debounce_s and now < self._first_t + GIT_WAIT_MAX_S
-                and os.path.exists(os.path.join(self.root, ".git", "index.lock"))):
+                and os.path.exists(dot_git(self.root, "index.lock"))):
             due = now + 0.05  # look again soon: git's lock going away is no event we see
         return max(due, self._retry_at)

@@ -49,12 +49,9 @@ def card_id(root: str, path: str | bytes) -> str | None:
     parts = _rel_parts(root, path)
     if parts is None:
         return None
-    name = parts[-1]
-    if not name.endswith(".md") or is_editor_artefact(name):
+    if paths.id_of_path("/".join(parts)) is None or is_editor_artefact(parts[-1]):
         return None
-    if len(parts) == 1 and name in paths.NOT_CARDS:
-        return None
-    try:
+    try:  # and the id gate's own checks (control characters, lengths)
         return paths.normalize_id("/".join(parts))
     except BadId:
         return None

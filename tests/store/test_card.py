@@ -68,10 +68,10 @@ def test_title_ignores_comments_in_code_fences() -> None:
     assert parse("```sh\n# not a title\n```\n", "reference/setup").title == "setup"
     # The index's fast frontmatter path names the card the same way.
     from cardmem.store.index import fastmeta
-    from cardmem.store.index import db as indexmod
+    from cardmem.store.index import rows as indexmod
 
     assert fastmeta.quick_meta("type: reference\n") is not None  # the fast path is taken
-    assert indexmod._text_row(cardlib, fastmeta, text, "reference/setup")[0][1] == "Real"
+    assert indexmod.text_row(cardlib, fastmeta, text, "reference/setup")[0][1] == "Real"
 
 
 @pytest.mark.parametrize("card_id, expected", [

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from cardmem.store.cards import card as cardlib
 from cardmem.store.index import fastmeta
-from cardmem.store.index import db as indexmod
+from cardmem.store.index import rows as indexmod
 
 # Characters YAML or str.splitlines treat specially (indicators, escapes, line breaks), and
 # a no-break space (not YAML white space, but str.strip() removes it).
@@ -82,11 +82,11 @@ def test_the_card_free_row_is_the_row_of_the_card(pairs: list[tuple[str, str]],
                                                   body: str) -> None:
     text = "---\n" + "".join(f"{k}: {v}\n" for k, v in pairs) + "---\n" + body
     try:
-        slow = indexmod._row(cardlib.parse(text, "reference/x"))
+        slow = indexmod.card_row(cardlib.parse(text, "reference/x"))
     except cardlib.CardProblem:
         slow = None
     try:
-        fast = indexmod._text_row(cardlib, fastmeta, text, "reference/x")
+        fast = indexmod.text_row(cardlib, fastmeta, text, "reference/x")
     except cardlib.CardProblem:
         fast = None
     assert fast == slow
@@ -95,7 +95,7 @@ def test_the_card_free_row_is_the_row_of_the_card(pairs: list[tuple[str, str]],
 def test_rows_agree_on_the_example_store(example_store) -> None:
     for cid, path in example_store.card_files():
         text = path.read_text(encoding="utf-8")
-        assert indexmod._text_row(cardlib, fastmeta, text, cid) == indexmod._row(
+        assert indexmod.text_row(cardlib, fastmeta, text, cid) == indexmod.card_row(
             cardlib.parse(text, cid, path))
 
 
@@ -103,7 +103,7 @@ def test_a_file_is_read_whole_whatever_its_stat_said(tmp_path: Path) -> None:
     path = tmp_path / "c.md"
     data = os.urandom(300_000) + b"end"
     path.write_bytes(data)
-    assert indexmod._read_bytes(str(path), len(data)) == data
-    assert indexmod._read_bytes(str(path), 10) == data  # grew since the stat
-    assert indexmod._read_bytes(str(path), len(data) + 50) == data  # shrank
-    assert indexmod._read_bytes(str(path), 0) == data
+    assert indexmod.read_bytes(str(path), len(data)) == data
+    assert indexmod.read_bytes(str(path), 10) == data  # grew since the stat
+    assert indexmod.read_bytes(str(path), len(data) + 50) == data  # shrank
+    assert indexmod.read_bytes(str(path), 0) == data

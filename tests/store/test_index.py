@@ -353,7 +353,7 @@ def test_a_big_store_stays_quick_to_check(tmp_path) -> None:
 
 def test_the_parallel_pipeline_indexes_exactly_like_the_plain_path(example_store, tmp_path,
                                                                    monkeypatch) -> None:
-    from cardmem.store.index import db as indexmod
+    from cardmem.store.index import refresh as indexmod
 
     write(example_store.root, "reference/bad", "---\ntitle: [x\n---\n")
     with Index(root=example_store.root, db_path=tmp_path / "plain.sqlite") as plain:

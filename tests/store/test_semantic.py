@@ -4,6 +4,7 @@ broken model falls back to lexical search, says so once, and still answers."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import pytest
@@ -284,3 +285,89 @@ def test_body_words_the_vectors_see_as_unrelated_are_not_vouched_for(cards) -> N
     # Body words the vectors do relate to keep their label.
     kept = search(cards, "preamble sentences", limit=3).results[0]
     assert kept["similarity"] >= confidence.SIM_UNRELATED and kept["confidence"] == "medium"
+
+
+def test_a_card_only_the_vectors_find_is_marked_stale_and_ranked_lower(cards) -> None:
+    import time
+
+    from cardmem.store.index.search import _order
+    from cardmem.store.maintain import record
+
+    q, cid = "Antworte kurz, ohne Einleitung", "feedback/short-answers"
+    before = search(cards, q, limit=3).results
+    assert before[0]["id"] == cid and before[0]["match"] == "semantic" and "stale" not in before[0]
+    record.save(cards.root, {"stale": [{"kind": "stale", "ids": [cid]}]}, time.time() + 5)
+    after = search(cards, q, limit=3).results
+    got = next(r for r in after if r["id"] == cid)
+    assert got["match"] == "semantic" and got["stale"] is True
+    # Counted a level lower and after the active cards of that level, as lexical search does.
+    assert after[0]["id"] != cid
+    assert [r["id"] for r in after] == [r["id"] for r in sorted(after, key=_order)]
+
+
+def test_an_open_index_skips_the_sync_until_something_changes(cards, model, monkeypatch) -> None:
+    q = "Am Freitag wird nichts veröffentlicht"
+    calls = []
+    real = semantic.stale
+    monkeypatch.setattr(semantic, "stale", lambda *a: calls.append(1) or real(*a))
+    with Index(cards) as idx:
+        idx.refresh()
+        first = idx.search(q, limit=3, semantic=True)
+        assert calls == [1]
+        idx.search(q, limit=3, semantic=True)
+        idx.refresh()  # nothing changed: still nothing to check
+        idx.search(q, limit=3, semantic=True)
+        assert calls == [1]
+        old = next(r["similarity"] for r in first.results if r["id"] == "feedback/short-answers")
+
+        # An edit this process indexes: the next search embeds it and uses the new vector.
+        write(cards.root, "feedback/short-answers", "No releases on Fridays",
+              "Nothing is published on a Friday afternoon.")
+        idx.refresh()
+        res = idx.search(q, limit=3, semantic=True)
+        assert len(calls) == 2
+        top = res.results[0]
+        assert top["id"] == "feedback/short-answers" and top["similarity"] > old + 0.2
+        assert_matrix_as_stored(idx, model)
+
+        # An edit another process indexes and embeds (its own connection): seen too.
+        write(cards.root, "reference/docker-digests", "Friday freeze",
+              "Am Freitag wird nichts veröffentlicht, keine Releases.")
+        with Index(cards) as other:
+            other.refresh()
+            semantic.sync(other, model)
+        res = idx.search(q, limit=3, semantic=True)
+        got = {r["id"]: (r["match"], r["similarity"]) for r in res.results}
+        assert got["reference/docker-digests"][0] == "both"  # not found by words alone
+        assert got["reference/docker-digests"][1] > 0.4
+        fresh = search(cards, q, limit=3).results  # an Index of its own: reads every vector
+        assert got == {r["id"]: (r["match"], r["similarity"]) for r in fresh}
+        assert_matrix_as_stored(idx, model)
+
+
+def assert_matrix_as_stored(idx: Index, model) -> None:
+    """The matrix the open Index keeps is the one a fresh read of the vectors gives."""
+    import numpy as np
+
+    ids, mat = semantic.matrix(idx, model.stamp)
+    rows = idx.conn.execute("SELECT n, vec FROM vectors WHERE model = ? ORDER BY n",
+                            (model.stamp,)).fetchall()
+    assert ids.tolist() == [n for n, _ in rows]
+    want = np.frombuffer(b"".join(v for _, v in rows), dtype=np.int8).reshape(len(rows), -1)
+    assert np.array_equal(mat, want.astype(np.float32))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or (os.cpu_count() or 1) < 2,
+                    reason="counts the BLAS's threads in /proc on a machine of 2+ cores")
+@pytest.mark.parametrize("env, want", [({}, "1 None"), ({"OPENBLAS_NUM_THREADS": "2"}, "2 2")])
+def test_numpy_is_loaded_with_one_blas_thread_unless_the_user_set_a_count(env, want) -> None:
+    import subprocess
+
+    code = ("import os; from cardmem.store.index import embedding as e;"
+            " np = e._numpy_one_blas_thread(); np.ones((256, 256)) @ np.ones((256, 256));"
+            " print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))")
+    base = {k: v for k, v in os.environ.items() if k not in embedding.BLAS_THREADS}
+    done = subprocess.run([sys.executable, "-c", code], env={**base, **env},
+                          capture_output=True, text=True, timeout=60)
+    # Threads of the process (the BLAS's own, one without), and what its children inherit.
+    assert done.stdout.split() == want.split(), done.stderr

@@ -100,12 +100,14 @@ def test_a_missing_store_is_one_clear_error(tmp_path: Path) -> None:
 
 
 def test_the_search_process_stays_lean(example_store) -> None:
-    """A fresh index and a plain query: no YAML, frontmatter or rapidfuzz imported."""
+    """A fresh index and a plain query, semantic layer off: no YAML, frontmatter, rapidfuzz,
+    numpy, the semantic module (hashlib loads OpenSSL) or socket (no server) imported."""
     s = str(example_store.root)
     cardmem("index", "--store", s)
-    code = ("import sys\nfrom cardmem.tools.cli import main\nsys.argv=['cardmem','search',"
+    code = ("import sys\nfrom cardmem.tools.cli.group import main\nsys.argv=['cardmem','search',"
             f"'pytest fixtures','--store',{s!r}]\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('yaml','frontmatter','rapidfuzz','anthropic','mcp')"
+            "print(sorted(m for m in ('yaml','frontmatter','rapidfuzz','anthropic','mcp','numpy',"
+            "'hashlib','socket','cardmem.store.index.semantic')"
             " if m in sys.modules), file=sys.stderr)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert PYTEST_CARD in p.stdout

@@ -335,3 +335,16 @@ def test_a_bad_reply_means_the_client_searches_itself(tmp_path, monkeypatch, rep
     finally:
         t.join(5)
         liar.close()
+
+
+def test_with_no_server_running_asking_costs_a_stat_not_a_socket(tmp_path, monkeypatch) -> None:
+    """No socket file: the client says so and returns without importing socket (~4 ms)."""
+    root = tmp_path / "store"
+    root.mkdir()
+    monkeypatch.delenv("CARDMEM_SEMANTIC", raising=False)
+    code = ("import sys; from cardmem.store.index import searchd; said = [];"
+            "got = searchd.ask(%r, 'zod', say=said.append);"
+            "print(got, 'socket' in sys.modules, said)" % str(root))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("None False ") and "No such file" in r.stdout, r.stdout

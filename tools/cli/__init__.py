@@ -7,8 +7,17 @@
                  review, maintain, context, doctor, demo
 
 `python -m cardmem.tools.cli` runs it (__main__.py): users' MCP settings name that path.
-The names below are re-exported for code written before this was a package; new code
-imports from group and options themselves.
+Code imports from group and options themselves; this package's own namespace stays empty
+so that importing options (every command module does) does not load group.
 """
-from .group import cli, main  # noqa: F401
-from .options import emit_json, json_option, open_store, store_option, store_value  # noqa: F401
+from __future__ import annotations
+
+
+def __getattr__(name: str) -> object:
+    # `cardmem = "cardmem.tools.cli:main"` was the console script before tools/entry.py;
+    # a wrapper pip wrote then still imports `main` from here, loaded only when asked for.
+    if name in ("cli", "main"):
+        from . import group
+
+        return getattr(group, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

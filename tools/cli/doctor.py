@@ -10,6 +10,7 @@ from typing import Callable
 import click
 
 from cardmem.store import config
+from cardmem.store.cards.paths import id_of_path
 from cardmem.store.git import runner as git
 from cardmem.store.errors import CardmemError
 from cardmem.store.store import Store
@@ -32,7 +33,7 @@ def check_repo(store: Store) -> list[tuple[bool, str]]:
     else:
         out.append((True, f"git: on branch {branch}"))
     dirty = [ln[3:] for ln in git.run(store.root, "status", "--porcelain").splitlines()
-             if ln[3:].endswith(".md")]
+             if id_of_path(ln[3:])]
     if dirty:
         out.append((True, f"{plural(len(dirty), 'card')} with uncommitted edits (e.g. {dirty[0]}); "
                           "`cardmem watch` or git commits them"))

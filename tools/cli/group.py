@@ -162,7 +162,7 @@ def init(path: str | None, as_json: bool, store_path: Path | None) -> None:
         cardmem init ~/notes
         cardmem --store ~/notes init --json
     """
-    from cardmem.store.cards.paths import default_store
+    from cardmem.store.cards.paths import default_store, id_of_path
     from cardmem.store.store import init_store
 
     root = given_path(path, "init PATH") if path is not None else store_path
@@ -172,7 +172,7 @@ def init(path: str | None, as_json: bool, store_path: Path | None) -> None:
                    "adopted": done.adopted, "left_out": done.left_out})
         return
     click.echo(f"{'initialized' if done.created else 'already a store:'} {done.store.root}")
-    notes = [p for p in done.adopted if p.endswith(".md")]
+    notes = [p for p in done.adopted if id_of_path(p)]
     if done.adopted:
         click.echo(f"adopted {plural(len(notes), 'note')}: {_some(notes) or '(none)'}")
     if done.left_out:
