@@ -16,8 +16,8 @@ demo: $(STAMP)
 	$(VENV)/bin/cardmem demo --cards cards
 
 # Two workers (pytest-xdist): the suite waits mostly on one CPU at a time (Python, then a
-# git or cardmem child), so a second worker about halves it on a 2-CPU machine.
-# `python -m pytest` alone runs it in one process.
+# git or cardmem child), so a second worker shortens it on a 2-CPU machine (figures in
+# bench/RESULTS.md). `python -m pytest` alone runs it in one process.
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -n 2
 
