@@ -15,8 +15,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/cardmem demo --cards cards
 
+# Two workers (pytest-xdist): the suite waits mostly on one CPU at a time (Python, then a
+# git or cardmem child), so a second worker shortens it on a 2-CPU machine (figures in
+# bench/RESULTS.md). `python -m pytest` alone runs it in one process.
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -n 2
 
 # Benchmarks (not tests): each prints its figures beside a baseline run in the same go.
 # Bytecode is compiled first, since start-up times are part of what they measure.

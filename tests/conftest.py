@@ -79,24 +79,50 @@ GIT_ID = {"GIT_AUTHOR_NAME": "Tess Tester", "GIT_AUTHOR_EMAIL": "tess@example.co
           "GIT_COMMITTER_NAME": "Tess Tester", "GIT_COMMITTER_EMAIL": "tess@example.com"}
 
 
+# Stores are built once a session and copied for each test: a copy of the example store
+# costs about half its `init` (55 cards through git add and commit), an empty one a fifth.
+# A copy is the same commit, files, mtimes and state; git re-reads the stat data it has not
+# seen (inode, ctime), so the copy's first `git status` hashes its files again.
+
+class StoreTemplates:
+    """Stores built once a session ("store": empty; "example": cards/ committed)."""
+
+    def __init__(self, base: Path) -> None:
+        import shutil
+
+        from cardmem.store.store import init
+
+        self.base = base
+        init(base / "store")
+        shutil.copytree(EXAMPLE_CARDS, base / "example")
+        init(base / "example")
+
+    def copy(self, name: str, root: Path):
+        """A Store at root: a copy of the template name."""
+        import shutil
+
+        from cardmem.store.store import Store
+
+        shutil.copytree(self.base / name, root, symlinks=True)
+        return Store(root)
+
+
+@pytest.fixture(scope="session")
+def store_templates(tmp_path_factory: pytest.TempPathFactory,
+                    hermetic_git: None) -> StoreTemplates:
+    return StoreTemplates(tmp_path_factory.mktemp("store-templates"))
+
+
 @pytest.fixture
-def store(tmp_path: Path):
+def store(tmp_path: Path, store_templates: StoreTemplates):
     """An empty, initialised store in a temp dir."""
-    from cardmem.store.store import init
-
-    return init(tmp_path / "store")[0]
+    return store_templates.copy("store", tmp_path / "store")
 
 
 @pytest.fixture
-def example_store(tmp_path: Path):
+def example_store(tmp_path: Path, store_templates: StoreTemplates):
     """A committed copy of the example store in cards/."""
-    import shutil
-
-    from cardmem.store.store import init
-
-    root = tmp_path / "example"
-    shutil.copytree(EXAMPLE_CARDS, root)
-    return init(root)[0]
+    return store_templates.copy("example", tmp_path / "example")
 
 
 @pytest.fixture(autouse=True)

@@ -22,6 +22,16 @@ def claude_code() -> Path:
 
 
 def claude_binary() -> Path:
+    """The pinned CLI, installed first if need be. Under pytest-xdist every worker asks: a
+    lock beside the cache lets one install while the others wait, then find it there."""
+    from filelock import FileLock
+
+    CACHE.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(CACHE.parent / "claude-code.lock")):
+        return _installed()
+
+
+def _installed() -> Path:
     exe = CACHE / "node_modules" / ".bin" / "claude"
     pkg = CACHE / "node_modules" / "@anthropic-ai" / "claude-code" / "package.json"
     try:

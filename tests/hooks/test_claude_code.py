@@ -1,4 +1,6 @@
-"""The Claude Code hooks as the host runs them: separate processes, JSON in and out."""
+"""The Claude Code hooks as the host runs them, JSON in and out: the hook's main() in this
+process (tests/clikit.py), and separate processes where the boundary is the point (the pile
+a session starts with, what a start imports, detaching, the `cardmem hook` route)."""
 from __future__ import annotations
 
 import json
@@ -10,6 +12,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+from clikit import Ran, call
 from fakeapi import reply
 
 from cardmem.hooks import hooklog
@@ -19,8 +22,21 @@ TODAY = date.today().isoformat()
 SESSION = "5e55104d-aaaa-4bbb-8ccc-123456789abc"
 
 
-def hook(event: str, payload: dict | str, store: Path | None, env: dict | None = None,
-         timeout: float = 60) -> subprocess.CompletedProcess:
+def hook(event: str, payload: dict | str, store: Path | None, env: dict | None = None) -> Ran:
+    """The hook's main() in-process, with no ANTHROPIC_* of ours; main() sets CARDMEM_AGENT,
+    which is put back afterwards."""
+    from cardmem.hooks.claude_code import main
+
+    args = ["--store", str(store)] if store is not None else []
+    data = payload if isinstance(payload, str) else json.dumps(payload)
+    full: dict[str, str | None] = {k: None for k in os.environ if k.startswith("ANTHROPIC_")}
+    full["CARDMEM_AGENT"] = os.environ.get("CARDMEM_AGENT")  # as it was, afterwards
+    return call(main, "claude_code", *args, event, input=data, env={**full, **(env or {})})
+
+
+def hook_process(event: str, payload: dict | str, store: Path | None, env: dict | None = None,
+                 timeout: float = 60) -> subprocess.CompletedProcess:
+    """The hook as Claude Code runs it: `python -m cardmem.hooks.claude_code`."""
     args = [sys.executable, "-m", "cardmem.hooks.claude_code"]
     if store is not None:
         args += ["--store", str(store)]
@@ -31,7 +47,7 @@ def hook(event: str, payload: dict | str, store: Path | None, env: dict | None =
                           env=full, timeout=timeout)
 
 
-def context_of(proc: subprocess.CompletedProcess) -> str:
+def context_of(proc: Ran | subprocess.CompletedProcess) -> str:
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert set(out) <= {"hookSpecificOutput", "systemMessage"}
@@ -43,10 +59,10 @@ def test_session_start_prints_the_pile(example_store, tmp_path):
     proj = tmp_path / "acme-api"
     proj.mkdir()
     subprocess.run(["git", "init", "-q", str(proj)], check=True)
-    text = context_of(hook("session-start", {"session_id": SESSION, "cwd": str(proj),
-                                             "source": "startup",
-                                             "hook_event_name": "SessionStart"},
-                           example_store.root))
+    text = context_of(hook_process("session-start", {"session_id": SESSION, "cwd": str(proj),
+                                                     "source": "startup",
+                                                     "hook_event_name": "SessionStart"},
+                                   example_store.root))
     assert "## Rules (9, always in force)" in text
     assert "## Project acme-api (7 cards)" in text
     assert len(text) <= 9500
@@ -186,9 +202,9 @@ def test_stop_hook_detaches_and_learns_in_the_background(example_store, tmp_path
     transcript = write_transcript(tmp_path / "t.jsonl", CONVERSATION)
     before = git.head(example_store.root)
     start = time.monotonic()
-    proc = hook("stop", {"session_id": SESSION, "transcript_path": str(transcript)},
-                example_store.root, env={"ANTHROPIC_API_KEY": "k",
-                                         "ANTHROPIC_BASE_URL": fake_api.base_url})
+    proc = hook_process("stop", {"session_id": SESSION, "transcript_path": str(transcript)},
+                        example_store.root, env={"ANTHROPIC_API_KEY": "k",
+                                                 "ANTHROPIC_BASE_URL": fake_api.base_url})
     took = time.monotonic() - start
     assert proc.returncode == 0 and took < 1.5  # back before the model even answered
     assert git.head(example_store.root) == before

@@ -120,6 +120,30 @@ def _blocks_ok(text: str) -> None:
     assert n == 1, "torn card (no block or two)"
 
 
+def _wait_for_no_git_in(root: Path, limit_s: float = 30) -> None:
+    """Until no `git -C root ...` runs (store/git/runner.py starts each in a session of its
+    own, so a killed writer's last git call finishes by itself); half a second was once the
+    wait, too short for a busy machine. Without /proc, that half second."""
+    if not Path("/proc/self/cmdline").exists():
+        time.sleep(0.5)
+        return
+    want = f"git\0-C\0{root}\0".encode()
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        running = False
+        for cmd in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                running = cmd.read_bytes().startswith(want)
+            except OSError:
+                continue
+            if running:
+                break
+        if not running:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"git still running in {root} after {limit_s} s")
+
+
 @pytest.mark.storm
 def test_a_sigkill_storm_of_4_writers_loses_tears_and_leaves_nothing(store: Store,
                                                                       tmp_path: Path) -> None:
@@ -158,7 +182,7 @@ def test_a_sigkill_storm_of_4_writers_loses_tears_and_leaves_nothing(store: Stor
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
         kills += 1
-    time.sleep(0.5)  # git processes run in their own sessions: let the last ones finish
+    _wait_for_no_git_in(store.root)  # git runs in its own session: the kills spare it
 
     root = store.root
     left_staged = staged(root)

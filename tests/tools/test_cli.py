@@ -1,4 +1,5 @@
-"""The core commands of the CLI contract (DESIGN §10), run as a user runs them."""
+"""The core commands of the CLI contract (DESIGN §10), run as a user runs them: the console
+script's main in-process (tests/clikit.py), and as processes where the boundary is the point."""
 from __future__ import annotations
 
 import json
@@ -10,6 +11,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+from clikit import Ran, run
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -23,16 +25,21 @@ CLI = _cli()
 
 
 def cm(*args: str, input: str | None = None, env: dict[str, str] | None = None,
-       ok: bool = True) -> subprocess.CompletedProcess:
-    """Run `cardmem ARGS`; with ok, it must succeed."""
-    proc = subprocess.run([*CLI, *args], capture_output=True, text=True, input=input,
-                          env={**os.environ, **(env or {})})
+       ok: bool = True) -> Ran | subprocess.CompletedProcess:
+    """`cardmem ARGS`, the console script's main in this process; with ok, it must succeed."""
+    proc = run(*args, input=input, env=env, script=True)
     if ok:
         assert proc.returncode == 0, proc.stderr
     return proc
 
 
-def one_error_line(proc: subprocess.CompletedProcess, *parts: str) -> str:
+def cm_process(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`cardmem ARGS` as a process, where the boundary (exit code, stderr) is the point."""
+    return subprocess.run([*CLI, *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
+
+
+def one_error_line(proc: Ran | subprocess.CompletedProcess, *parts: str) -> str:
     assert proc.returncode != 0
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("cardmem: "), proc.stderr
     for part in parts:
@@ -293,20 +300,23 @@ def test_revert_that_conflicts_changes_nothing(root: Path) -> None:
 
 
 def test_errors_are_one_line(tmp_path: Path) -> None:
+    """As processes: the exit code and the one stderr line are what a script sees."""
     missing = tmp_path / "missing"
-    err = cm("map", "--store", str(missing), ok=False)
+    err = cm_process("map", "--store", str(missing))
+    assert err.returncode == 1
     assert err.stderr == f"cardmem: store {missing}: does not exist; run `cardmem init {missing}`\n"
     plain = tmp_path / "plain"
     plain.mkdir()
-    one_error_line(cm("new", "reference/x", "--store", str(plain), ok=False),
+    one_error_line(cm_process("new", "reference/x", "--store", str(plain)),
                    "is not a git repository")
-    one_error_line(cm("show", "x", ok=False, env={"CARDMEM_STORE": str(missing)}),
+    one_error_line(cm_process("show", "x", env={"CARDMEM_STORE": str(missing)}),
                    "does not exist")
     assert not missing.exists()
 
 
-def test_demo_runs_and_shows_the_map() -> None:
-    proc = cm("demo")
+def test_demo_runs_and_shows_the_map(demo_without_a_key: Ran) -> None:
+    proc = demo_without_a_key
+    assert proc.returncode == 0, proc.stderr
     assert "feedback/run-tests-with-x" in proc.stdout
     assert "$ cardmem map" in proc.stdout
     assert "Traceback" not in proc.stdout + proc.stderr

@@ -1,23 +1,21 @@
-"""`cardmem ask / receipts / judge` and the demo step, as a user runs them (subprocesses)."""
+"""`cardmem ask / receipts / judge` and the demo step, as a user runs them: `python -m
+cardmem.tools.cli`'s main in-process (tests/clikit.py), with no ANTHROPIC_* of ours."""
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
+from clikit import Ran, run
 from fakeapi import FakeAPI, reply
 from walkkit import CHAIN, HONEST, spiral_model
 
 from cardmem.tools.cli import demo
 
 
-def cardmem(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "cardmem.tools.cli", *args],
-                          capture_output=True, text=True, env=full, timeout=120)
+def cardmem(*args: str, env: dict[str, str] | None = None) -> Ran:
+    unset: dict[str, str | None] = {k: None for k in os.environ if k.startswith("ANTHROPIC_")}
+    return run(*args, env={**unset, **(env or {})})
 
 
 def api_env(api: FakeAPI) -> dict[str, str]:
@@ -83,13 +81,14 @@ def test_judge_bad_receipt(example_store, bad: str, code: int, msg: str) -> None
     assert p.returncode == code and p.stderr.startswith(msg) and len(p.stderr.splitlines()) == 1
 
 
-def test_demo_shows_a_walk_with_a_key_and_says_how_without(fake_api: FakeAPI) -> None:
+def test_demo_shows_a_walk_with_a_key_and_says_how_without(fake_api: FakeAPI,
+                                                          demo_without_a_key: Ran) -> None:
     assert any(step[1] == "ask" for step in demo.STEPS)
     fake_api.handler = spiral_model(HONEST)
     with_key = cardmem("demo", env=api_env(fake_api))
     assert with_key.returncode == 0, with_key.stderr
     assert HONEST in with_key.stdout
     assert "4 reads of 5 tool calls asked, floor hit: walk-budget" in with_key.stdout
-    without = cardmem("demo")
+    without = demo_without_a_key
     assert without.returncode == 0
     assert "cardmem: ask: needs a model: no ANTHROPIC_API_KEY set" in without.stdout

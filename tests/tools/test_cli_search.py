@@ -1,4 +1,6 @@
-"""`cardmem search` and `cardmem index` as a user and a host run them (subprocesses)."""
+"""`cardmem search` and `cardmem index` as a user and a host run them: `python -m
+cardmem.tools.cli`'s main in-process (tests/clikit.py); a process where what it imports is
+the point."""
 from __future__ import annotations
 
 import json
@@ -7,13 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from clikit import Ran, run
 
 PYTEST_CARD = "projects/acme-api/pytest-fixtures"
 
 
-def cardmem(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cardmem.tools.cli", *args],
-                          capture_output=True, text=True, timeout=120)
+def cardmem(*args: str) -> Ran:
+    return run(*args)
 
 
 def test_search_json_has_the_contract_shape(example_store) -> None:

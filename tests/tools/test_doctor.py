@@ -4,12 +4,14 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from clikit import Ran, run
+
 from cardmem.store.store import Store
 
 
-def doctor(store: Store) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cardmem.tools.cli", "doctor", "--store",
-                           str(store.root)], capture_output=True, text=True)
+def doctor(store: Store) -> Ran:
+    """`cardmem doctor` in-process (tests/clikit.py)."""
+    return run("doctor", "--store", str(store.root))
 
 
 def test_a_healthy_store_passes_with_its_index_checked(example_store: Store) -> None:
@@ -58,8 +60,9 @@ def test_the_retry_backlog_fails_doctor_when_old_or_given_up(example_store: Stor
                        "(ANTHROPIC_API_KEY, [model] in cardmem.toml) and .cardmem/hooks.log"]
     # Given up: said until a person deals with it.
     retry.remove(example_store.root, "old")
-    monkeypatch.setattr(retry, "MAX_ATTEMPTS", 1)
-    retry.fail(example_store.root, "young", turns, "HTTP 400: prompt is too long")
+    with monkeypatch.context() as m:  # the learner's limit, not the doctor's (run in-process)
+        m.setattr(retry, "MAX_ATTEMPTS", 1)
+        retry.fail(example_store.root, "young", turns, "HTTP 400: prompt is too long")
     proc = doctor(example_store)
     assert proc.returncode == 1
     assert "PROBLEM  1 session(s) given up after failed extraction (last error: HTTP 400: " \

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -249,24 +251,27 @@ def test_only_this_user_can_reach_the_socket_and_a_second_server_leaves_it(
 
 def test_a_store_too_deep_for_a_socket_path_uses_a_private_short_folder(
         tmp_path, fake_model, monkeypatch) -> None:
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
-    (tmp_path / "run").mkdir()
+    # A short runtime folder of its own: below tmp_path (deeper under pytest-xdist, by
+    # popen-gwN/) the socket's path can pass the limit in the folder meant to avoid that.
+    run = Path(tempfile.mkdtemp(prefix="run-", dir="/tmp"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(run))
     store = make_store(tmp_path / ("deep-" * 20) / "store")
     server = searchd_server.Server(str(store.root), answer)
     assert server.start()
     try:
-        assert server.path.startswith(str(tmp_path / "run" / "cardmem") + "/")
+        assert server.path.startswith(str(run / "cardmem") + "/")
         assert len(os.fsencode(server.path)) <= searchd.SUN_PATH_MAX
-        assert stat.S_IMODE(os.stat(tmp_path / "run" / "cardmem").st_mode) == 0o700
+        assert stat.S_IMODE(os.stat(run / "cardmem").st_mode) == 0o700
         assert searchd.ask(str(store.root), "x") is not None
         # A short folder others can enter is not used, by the client either.
-        os.chmod(tmp_path / "run" / "cardmem", 0o755)
+        os.chmod(run / "cardmem", 0o755)
         said: list[str] = []
         assert searchd.ask(str(store.root), "x", say=said.append) is None
         assert "no private folder" in said[0]
     finally:
-        os.chmod(tmp_path / "run" / "cardmem", 0o700)
+        os.chmod(run / "cardmem", 0o700)
         server.stop()
+        shutil.rmtree(run, ignore_errors=True)
 
 
 def test_a_server_that_never_answers_costs_the_client_one_bounded_wait(
