@@ -100,6 +100,9 @@ def main() -> None:
                 child([CARDMEM, "search", "--store", str(a), q]))
             server_cpu += cpu_s(watch.pid) - before
         assert served(a, TERMS[0]), "the last searches were not served"
+        hwm = next(line.split()[1] for line in
+                   Path(f"/proc/{watch.pid}/status").read_text().splitlines()
+                   if line.startswith("VmHWM"))
     finally:
         watch.terminate()
         watch.wait(30)
@@ -116,6 +119,7 @@ def main() -> None:
     print(f"  the watcher's CPU over the served searches: {server_cpu / args.runs * 1000:.0f} ms"
           f" a search (mean; its git included; /proc ticks of 10 ms); idle, it spends"
           f" {idle * 1000:.0f} ms a second")
+    print(f"  the watcher's peak RSS (model and vectors held): {int(hwm) / 1024:.0f} MB")
 
 
 if __name__ == "__main__":

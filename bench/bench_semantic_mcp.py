@@ -35,6 +35,24 @@ def children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def servers_peak_rss() -> dict[str, float]:
+    """VmHWM (peak RSS) MB of this process's `cardmem mcp` children, by CARDMEM_SEMANTIC."""
+    out: dict[str, float] = {}
+    for proc in Path("/proc").iterdir():
+        try:
+            status = (proc / "status").read_text()
+            if f"\nPPid:\t{os.getpid()}\n" not in status:
+                continue
+            env = (proc / "environ").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        mode = next((e.split(b"=", 1)[1].decode() for e in env
+                     if e.startswith(b"CARDMEM_SEMANTIC=")), "?")
+        hwm = next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM"))
+        out[mode] = int(hwm) / 1024
+    return out
+
+
 def run(root: Path, qs: list[str]) -> dict[str, list[float]]:
     import anyio
     from mcp import Client
@@ -77,6 +95,8 @@ def run(root: Path, qs: list[str]) -> dict[str, list[float]]:
                         if mode == "fused" and any(r.get("match") != "lexical"
                                                    for r in got["results"]):
                             times.setdefault("semantic-used", []).append(1)
+                for mode, mb in sorted(servers_peak_rss().items()):
+                    print(f"peak RSS of the server with CARDMEM_SEMANTIC={mode}: {mb:.0f} MB")
                 return times
 
     return anyio.run(go)
