@@ -144,6 +144,17 @@ def test_new_show_and_refusals(root: Path) -> None:
     assert commits(root) == base
 
 
+def test_remember_with_the_text_as_a_second_argument_says_where_it_goes(root: Path) -> None:
+    """`cardmem remember "Title" "text"` (the first thing people type) names --body; nothing
+    is written."""
+    base = commits(root)
+    for args in (["Release process", "Cut from main."], ["Release", "process", "--body", "x"]):
+        r = cm("remember", *args, "--store", str(root), ok=False)
+        assert r.returncode == 2 and r.stdout == ""
+        assert "unexpected extra argument" in r.stderr and "--body TEXT" in r.stderr, r.stderr
+    assert commits(root) == base
+
+
 def test_remember_creates_appends_and_protects(root: Path) -> None:
     s = ["--store", str(root)]
     assert cm("remember", "Deploy steps", "--body", "Run make deploy.", *s).stdout == \

@@ -148,7 +148,21 @@ def new(card_id: str, title: str | None, card_type: str | None, project: str | N
         click.echo(f"created {cid}")
 
 
-@click.command()
+class _TitleOnly(click.Command):
+    """`cardmem remember "Title" "text"` is the first thing people type: say where the
+    text goes instead of click's bare "unexpected extra argument"."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            if "unexpected extra argument" in exc.message:
+                exc.message += (": the text goes in --body TEXT (or --body - to read standard"
+                                " input), and a title of several words in quotes")
+            raise
+
+
+@click.command(cls=_TitleOnly)
 @click.argument("title")
 @click.option("--type", "card_type", type=click.Choice(TYPES),
               help="The card's type: project with --project, else reference by default.")
