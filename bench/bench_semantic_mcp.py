@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import sys
 import time
 from pathlib import Path
@@ -24,15 +23,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from bench_mcp import children_cpu  # noqa: E402
 from bench_search import CARDMEM, machine, pct, queries  # noqa: E402
 
 OTHER = ["Как выкатить в прод?", "¿Cómo se despliega a producción?", "pytets fixtrues",
          "Wie rolle ich ein Deployment zurück?", "comment lancer les tests"]
 
-
-def children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
 
 
 def servers_peak_rss() -> dict[str, float]:

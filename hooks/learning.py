@@ -24,11 +24,11 @@ STOP_MIN_GROWTH = 4_000
 
 
 def _mark_path(store: Any, session: str) -> Path:
-    import re
+    from cardmem.store.learning.retry import session_file_name
 
     d = store.state_dir / "sessions"
     d.mkdir(exist_ok=True)
-    return d / (re.sub(r"[^A-Za-z0-9_-]", "", session)[:64] or "nosession")
+    return d / session_file_name(session)
 
 
 def learn(event: str, payload: dict[str, Any], store_path: str | None = None) -> str:
@@ -152,7 +152,6 @@ def _file(store: Any, lines: list[str], session: str, project: str | None = None
             f"{f', {len(r.duplicates)} duplicate(s) skipped' if r.duplicates else ''}"
             f"{f', {r.from_spool} from the spool' if r.from_spool else ''}"
             f"{f', commit {r.commit[:10]}' if r.commit else ''}")
-
 
 
 def learn_logged(event: str, payload: dict[str, Any], store_path: str | None) -> int:

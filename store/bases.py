@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .git import runner as git
+from .git.head_file import is_repo
 from .cards import paths
 from .errors import CardmemError, NotFound
 from .git.writer import atomic_write, write_lock
@@ -42,7 +42,7 @@ class Base:
 
     @property
     def is_git(self) -> bool:
-        return git.is_repo(self.path)
+        return is_repo(self.path)
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "path": str(self.path), "attached": self.attached,

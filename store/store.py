@@ -16,7 +16,7 @@ from .cards import scan as cardscan
 from .cards.scan import Problem
 from .errors import CardmemError, NotFound
 from .root import StoreRoot
-from .git.head_file import dot_git
+from .git.head_file import dot_git, is_repo
 from .git.writer import Message, check_writable, commit_changes, write_lock
 
 GITIGNORE = ".cardmem/\n"
@@ -65,10 +65,6 @@ class Store(StoreRoot):
                 return path.read_bytes().decode(errors="replace"), exc.why
             except OSError:
                 raise exc from None
-
-    def scan(self) -> tuple[list[cardlib.Card], list[Problem]]:
-        """Every readable card, and every file that could not be read as one."""
-        return cardscan.scan(self.root)
 
     def map(self) -> tuple[list[dict[str, str]], list[Problem]]:
         cards, problems = self.scan()
@@ -292,7 +288,7 @@ def init_store(root: Path | str) -> Initialized:
     if r.exists() and not r.is_dir():
         raise CardmemError(f"store {r}", "exists and is not a folder")
     r.mkdir(parents=True, exist_ok=True)
-    created = not git.is_repo(r)
+    created = not is_repo(r)
     adopting = created and any(r.iterdir())
     if created:
         git.run(r, "init", "-q", "-b", "main")

@@ -13,6 +13,7 @@ codes and signals, several processes at once) still start real processes.
 """
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -43,10 +44,10 @@ def call(main: Callable[[], object], prog: str, *args: str, input: str | None = 
          env: Mapping[str, str | None] | None = None) -> Ran:
     """Run a process's main() here with sys.argv [prog, *args], env's entries set (None unsets
     one), input on stdin; its return value or SystemExit is the exit code. The environment is
-    as it was afterwards, also for variables main() sets itself: name those in env."""
+    as it was afterwards, also for variables main() sets itself (LESS, the BLAS threads)."""
     from click.testing import CliRunner
 
-    argv = sys.argv
+    argv, environ = sys.argv, dict(os.environ)
     code = 0
     with CliRunner().isolation(input=input, env=dict(env or {})) as (out, err, _):
         sys.argv = [prog, *args]
@@ -59,6 +60,8 @@ def call(main: Callable[[], object], prog: str, *args: str, input: str | None = 
                 sys.stderr.write(exc.code + "\n")
         finally:
             sys.argv = argv
+            os.environ.clear()
+            os.environ.update(environ)
             sys.stdout.flush()
             sys.stderr.flush()
     return Ran([prog, *args], code, out.getvalue().decode(), err.getvalue().decode())

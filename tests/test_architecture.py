@@ -121,7 +121,9 @@ def layer(name: str) -> int:
 
 
 def test_no_import_cycles() -> None:
-    assert cycles(graph()) == []
+    g = graph()
+    assert "cardmem.store.index.db" in g and len(g) > 50  # the checks below see the real code
+    assert cycles(g) == []
 
 
 def test_imports_run_hooks_to_tools_to_store() -> None:

@@ -10,8 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 
-
-
 def bounded(fn: Callable[[], Any], timeout: float) -> tuple[Any, BaseException | None, bool]:
     """fn() in a daemon thread, waited for at most timeout: (value, error, timed_out).
 
@@ -32,7 +30,6 @@ def bounded(fn: Callable[[], Any], timeout: float) -> tuple[Any, BaseException |
     if t.is_alive():
         return None, None, True
     return box.get("value"), box.get("error"), False
-
 
 
 class WallTimeout(Exception):

@@ -26,7 +26,8 @@ NOT_CARDS = {"README.md"}
 
 
 def default_store() -> Path:
-    """$CARDMEM_STORE, else $XDG_DATA_HOME/cardmem, else ~/.local/share/cardmem."""
+    """where.default_store() as a Path: $CARDMEM_STORE, else the store the current folder
+    is in, else $XDG_DATA_HOME/cardmem, else ~/.local/share/cardmem."""
     return Path(where.default_store())
 
 

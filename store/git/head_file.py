@@ -6,7 +6,8 @@ here in ~0.1 ms against 3.5-8 ms for `git rev-parse HEAD`, a process on every se
 Only os is imported: the search command reads HEAD before it loads anything else
 (store/index/freshness.py), and a write reads the new HEAD right after its commit
 (store/git/runner.py). store/where.py and the PreToolUse hook's match.py inline the
-`.git` test rather than import this (they import os alone).
+`.git` test rather than import this: each loads as few modules as it can (the lean
+search entry, and the hook run on every tool call).
 """
 from __future__ import annotations
 

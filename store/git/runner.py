@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import head_file as refs
+from . import head_file
 from .spawn import LITERAL
 from ..errors import CardmemError
 
@@ -58,15 +58,12 @@ def error(cmd: str, proc: subprocess.CompletedProcess) -> CardmemError:
 def commit_locks(root: Path) -> list[Path]:
     """The lock files a commit takes (index, HEAD, the branch's ref); any one of them
     left by a killed git stops every write."""
-    dot = Path(refs.dot_git(root))
+    dot = Path(head_file.dot_git(root))
     locks = [dot / "index.lock", dot / "HEAD.lock"]
-    ref = refs.read_head(str(root))
+    ref = head_file.read_head(str(root))
     if ref and ref.startswith("ref: refs/"):
         locks.append(dot / (ref[5:] + ".lock"))
     return locks
-
-
-is_repo = refs.is_repo  # the one `.git` test (head_file.py), under the name callers use
 
 
 def head(root: Path) -> str | None:
@@ -83,7 +80,7 @@ def branch(root: Path) -> str | None:
 
 def detached(root: Path) -> bool:
     """Whether HEAD is detached (read from .git/HEAD: a write needs no git call for it)."""
-    ref = refs.read_head(str(root))
+    ref = head_file.read_head(str(root))
     if ref is not None:
         return not ref.startswith("ref: ")
     # a worktree's .git is a file
@@ -92,7 +89,7 @@ def detached(root: Path) -> bool:
 
 def head_fast(root: Path) -> str | None:
     """HEAD's commit right after a commit: read from the ref files, else rev-parse."""
-    return refs.head(str(root)) or head(root)
+    return head_file.head(str(root)) or head(root)
 
 
 AGENT_ENV = {"GIT_AUTHOR_NAME": AGENT_NAME, "GIT_AUTHOR_EMAIL": AGENT_EMAIL,

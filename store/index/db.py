@@ -270,6 +270,7 @@ class Index(Refreshing):
             "SELECT id, hash FROM cards UNION ALL SELECT id, hash FROM problems"))
 
     def count(self) -> int:
+        self._follow_swap()
         return self.conn.execute("SELECT count(*) FROM cards").fetchone()[0]
 
     def matching_rowids(self, expr: str) -> list[int]:

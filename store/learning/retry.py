@@ -41,9 +41,13 @@ def queue_dir(root: Path | str) -> Path:
     return Path(root) / ".cardmem" / QUEUE
 
 
+def session_file_name(session: str | None, limit: int = 64) -> str:
+    """A session id as a safe file name (the queue, the spool, the session marks)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "", session or "")[:limit] or "nosession"
+
+
 def _name(session: str) -> str:
-    # the same file-name rule as the session marks in .cardmem/sessions/
-    return (re.sub(r"[^A-Za-z0-9_-]", "", session or "")[:64] or "nosession") + ".json"
+    return session_file_name(session) + ".json"
 
 
 def entry_path(root: Path | str, session: str) -> Path:

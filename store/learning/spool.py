@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from pathlib import Path
 from typing import Any
 
 from ..git.writer import atomic_write
 from ..store import Store
+from .retry import session_file_name
 
 SPOOL = "spool"
 
@@ -33,7 +33,7 @@ def spool(store: Store, batch: dict[str, Any]) -> Path:
 
 
 def _safe(s: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]", "", s)[:40] or "nosession"
+    return session_file_name(s, 40)
 
 
 def spooled_batches(store: Store) -> list[tuple[Path, dict[str, Any]]]:

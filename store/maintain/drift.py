@@ -24,6 +24,7 @@ from functools import cached_property
 from pathlib import Path
 
 from ..git import runner as git
+from ..git.head_file import is_repo
 from .checkouts import checkouts
 from .survey import Finding, Survey
 
@@ -103,7 +104,7 @@ class Checkout:
     @cached_property
     def entries(self) -> set[str]:
         files: list[str] = []
-        if git.is_repo(self.root):
+        if is_repo(self.root):
             files = git.run(self.root, "ls-files", "-z", check=False).split("\0")
         if not files or files == [""]:
             for dirpath, dirnames, names in os.walk(self.root):
@@ -124,7 +125,7 @@ class Checkout:
         for all of them (tracked files of a repository, every file of a plain folder)."""
         if not names:
             return set()
-        where = ["--no-index"] if not git.is_repo(self.root) else []
+        where = ["--no-index"] if not is_repo(self.root) else []
         found: set[str] = set()
         chunks: list[list[str]] = [[]]
         size = 0

@@ -39,8 +39,8 @@ def save(root: str | os.PathLike[str], kinds: dict[str, list[dict]], at: float) 
     """Record the findings of each kind checked (others keep their record); never raises."""
     from pathlib import Path
 
-    from ..root import write_cache as atomic_write  # derived, rebuildable: no fsync; and
-    # lean imports nothing of the index, so search -> record stays free of cycles
+    from ..root import write_cache  # derived, rebuildable: no fsync; and root
+    # imports nothing of the index, so search -> record stays free of cycles
 
     data = load(root)
     for kind, found in kinds.items():
@@ -49,8 +49,8 @@ def save(root: str | os.PathLike[str], kinds: dict[str, list[dict]], at: float) 
         os.makedirs(os.path.dirname(_path(root)), exist_ok=True)
         if "stale" in kinds:
             ids = sorted({f["ids"][0] for f in kinds["stale"] if f.get("ids")})
-            atomic_write(Path(_path(root, STALE_FILE)), json.dumps({"at": at, "ids": ids}).encode())
-        atomic_write(Path(_path(root)), json.dumps({"kinds": data}, indent=1,
+            write_cache(Path(_path(root, STALE_FILE)), json.dumps({"at": at, "ids": ids}).encode())
+        write_cache(Path(_path(root)), json.dumps({"kinds": data}, indent=1,
                                                    sort_keys=True).encode())
     except OSError:
         pass

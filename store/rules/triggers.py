@@ -32,7 +32,6 @@ import marshal
 import os
 import sys
 
-from ..cards.frontmatter import body_of
 from .match import THRESHOLD  # noqa: F401 - the relevance threshold's one home
 
 TYPE_CHECKING = False
@@ -142,6 +141,8 @@ def rule_text(root: str, card_id: str) -> str:
             text = f.read(MAX_RULE_CHARS * 4)
     except (OSError, UnicodeDecodeError):
         return ""
+    from ..cards.frontmatter import body_of  # only when a rule fires: not on every call
+
     text = body_of(text).strip()
     at = text.find("\n## History")
     if at >= 0:
