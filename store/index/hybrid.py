@@ -35,25 +35,24 @@ def run(idx: "Index", query: str, limit: int = 10, card_type: str | None = None,
     from .search import run as lexical
 
     limit = max(1, int(limit))
-    res = lexical(idx, query, max(limit, POOL), card_type, project)
     model = embedding.embedder()
     sims = None
     if model is not None:
         from . import semantic
 
+        res = lexical(idx, query, max(limit, POOL), card_type, project)  # the fusion's pool
         try:
             pending = semantic.sync(idx, model, limit=SYNC_MAX)["pending"]
             sims = semantic.similarities(idx, model, query)
         except Exception as exc:  # noqa: BLE001 - a failing model must not fail the search
             embedding.fail(f"{type(exc).__name__}: {exc}")  # lexical from now on
             model = None
-    if model is None:
-        res.results = res.results[:limit]
+    if model is None:  # the lexical search itself: its pool follows the limit (search.run)
+        res = lexical(idx, query, limit, card_type, project)
         res.semantic = {"status": "off", "reason": embedding.reason()}
         if not embedding.turned_off():  # the user's own choice needs no telling
             why = f"semantic search unavailable ({embedding.reason()})"
             res.note = _note_once(idx, why, f"{why}; lexical results only")
-        res.no_confident_results = not any(r["confidence"] != "low" for r in res.results)
         return res
     res.semantic = {"status": "on", "model": model.stamp}
     if pending:

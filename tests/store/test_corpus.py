@@ -77,3 +77,20 @@ def test_search_finds_real_cards(corpus_store, query: str, expected: str) -> Non
 
 def test_nonsense_is_not_confident_on_the_corpus(corpus_store) -> None:
     assert search(corpus_store, "zxqv blorfle quonk").no_confident_results
+
+
+def test_search_without_the_model_is_the_lexical_search_at_every_limit(corpus_store) -> None:
+    """The fused search's fallback (model off, missing or loading) ranks as lexical search
+    does: it must not ask FTS5 for the fused pool and cut it, which lets weaker tiers in."""
+    from cardmem.store.index import hybrid, search as lexical
+    from cardmem.store.index.db import Index
+
+    questions = ["config file", "use uv", "run the tests", "release process", "lint rules",
+                 "database migrations", "how to add a dependency", "code style"]
+    with Index(corpus_store) as idx:
+        idx.refresh()
+        for q in questions:
+            for limit in (1, 3, 5, 10):
+                want = [r["id"] for r in lexical.run(idx, q, limit).results]
+                got = [r["id"] for r in hybrid.run(idx, q, limit).results]
+                assert got == want, (q, limit)
