@@ -17,11 +17,12 @@ in a few tens of milliseconds of CPU.
 from __future__ import annotations
 
 import os
-import threading
+import _thread  # its lock alone: threading's import (~3-9 ms) waits for a load
 from pathlib import Path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import threading
     from typing import Any
 
 MODEL = "use-multilingual-v3"
@@ -36,7 +37,7 @@ class Unavailable(Exception):
     """The model cannot be used here: not installed, or broken."""
 
 
-_LOCK = threading.Lock()
+_LOCK = _thread.allocate_lock()
 _MODEL: "Embedder | None" = None
 _FAILED: str | None = None  # why the model is unusable in this process
 # Tests point this at a loader that fails, to see the fallback.
@@ -56,7 +57,7 @@ def stamp() -> str:
 # A server (`cardmem mcp`) sets this: a model not loaded yet is loaded in a background
 # thread and searches stay lexical meanwhile, so no request waits seconds for it.
 BACKGROUND = False
-_LOADING: threading.Thread | None = None
+_LOADING: "threading.Thread | None" = None
 
 
 def embedder() -> "Embedder | None":
@@ -70,6 +71,8 @@ def embedder() -> "Embedder | None":
     if BACKGROUND:
         with _LOCK:
             if _LOADING is None:
+                import threading
+
                 _LOADING = threading.Thread(target=_load, name="cardmem-model", daemon=True)
                 _LOADING.start()
         return _MODEL
@@ -135,10 +138,9 @@ def cached() -> bool:
 
 # numpy's BLAS (OpenBLAS) runs each product on a thread per core. Ours are small (a
 # sentence through the model, one matrix-vector product over the cards' vectors), and on
-# a busy machine those threads wait on each other: measured here under load, one thread
-# made a query's forward pass ~5 ms against 36-50 ms, embedding 256 texts 0.4 s of CPU
-# against 1.9-2.2 s, and fused search at 10k cards 22-25 ms against 148 ms
-# (bench/RESULTS.md). The BLAS reads these when numpy loads; a user's own setting wins,
+# a busy machine those threads wait on each other: one thread against two, fused search
+# p50 at 10k cards 13.6 against 105.2 ms wall (7.2 against 45.9 ms CPU), at 100k 52.7
+# against 130.2 ms (bench/RESULTS.md, "Step 5"). The BLAS reads these when numpy loads; a user's own setting wins,
 # and the variables are put back, so processes cardmem starts do not inherit them.
 BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -258,7 +260,7 @@ class _Prefixes:
 
         self._conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
         self._seen: dict[str, int | None] = {}
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
 
     def get(self, key: str, default: Any = None) -> Any:
         got = self._seen.get(key, self._MISS)

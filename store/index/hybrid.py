@@ -19,12 +19,13 @@ from . import confidence
 
 # Fitted on the calib half of bench/questions/agents-md.jsonl (bench_quality.py): the
 # usual RRF constant, the semantic ranking weighed 0.7 of the lexical one, similarity
-# added as a tie-breaker, better confidence first.
+# added on top (SIM_WEIGHT: 0.01 of similarity outweighs one rank step, so among cards
+# both sides found it orders them), better confidence first.
 RRF_K = 60
 SEMANTIC_WEIGHT = 0.7
 SIM_WEIGHT = 0.03
 POOL = 20  # candidates taken from each side before fusing
-# Cards a search embeds at most (~40 ms each here): a store new to the model is embedded
+# Cards a search embeds at most (~9 ms of CPU each here, bench/RESULTS.md): a store new to the model is embedded
 # by `cardmem index`, the watcher or the MCP server, not by one shell search.
 SYNC_MAX = 50
 
@@ -112,7 +113,7 @@ def _fuse(idx: "Index", res: "SearchResult", sims: "Similarities", limit: int,
         r["confidence"] = confidence.fused_label(r["confidence"], r["similarity"], r["match"],
                                                  r["matched"] == ["body"])
         rrf = r.pop("_rrf") + SIM_WEIGHT * r["similarity"]
-        r["score"] = round(rrf * (RRF_K + 1) / (1 + SEMANTIC_WEIGHT), 4)  # ~1: first on both
+        r["score"] = round(rrf * (RRF_K + 1) / (1 + SEMANTIC_WEIGHT), 4)  # rank terms ~1 at first on both; the similarity adds up to ~1
     from ..maintain.record import stale
 
     for cid in stale(idx.root, {r["id"] for r in fused.values() if r["match"] == "semantic"}):
