@@ -194,7 +194,15 @@ class Index(Refreshing):
         The new file is copied over the live one with SQLite's backup API: one
         transaction, so readers and the watcher (WAL, open connections) see the old index
         or the new one, never a mix. A live file too broken for that is replaced instead.
+        Vectors outlive it, matched to cards by text (semantic.keep/restore), and this
+        process's caches learn of it.
         """
+        from . import semantic
+
+        try:
+            kept = semantic.keep(self)
+        except sqlite3.DatabaseError:  # too broken to read: the vectors are made anew too
+            kept = []
         tmp = self.db_path.with_name(f"{self.db_path.name}.new-{os.getpid()}")
         _remove_db(tmp)
         fresh = Index(root=self.root, db_path=tmp, files=self._files, as_text=self._as_text)
@@ -214,6 +222,7 @@ class Index(Refreshing):
         finally:
             fresh.close()
             _remove_db(tmp)
+        semantic.restore(self, kept)
         return counts
 
     def verify(self, deep: bool = False) -> list[str]:

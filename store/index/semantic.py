@@ -143,8 +143,8 @@ def keep(idx: Any) -> list[tuple[str, str, bytes]]:
 
 def restore(idx: Any, kept: list[tuple[str, str, bytes]]) -> None:
     """Put kept vectors back as rows of no card: the next sync() takes each one a card's
-    text still matches (nothing re-embedded) and drops the rest. Called after every
-    rebuild (even with nothing kept): it tells this process's caches the index changed."""
+    text still matches (nothing re-embedded) and drops the rest. Index.rebuild() calls it
+    (even with nothing kept): it tells this process's caches the index changed."""
     _forget(idx)
     if not kept:
         return

@@ -371,3 +371,19 @@ def test_numpy_is_loaded_with_one_blas_thread_unless_the_user_set_a_count(env, w
                           capture_output=True, text=True, timeout=60)
     # Threads of the process (the BLAS's own, one without), and what its children inherit.
     assert done.stdout.split() == want.split(), done.stderr
+
+
+def test_an_index_rebuilt_through_the_library_keeps_its_vectors_too(cards, model) -> None:
+    """Index.rebuild() keeps the vectors itself (not only `cardmem index --full`), and the
+    open Index's kept matrix learns of the new file."""
+    from cardmem.store.index import semantic
+    from cardmem.store.index.db import Index
+
+    with Index(cards) as idx:
+        idx.refresh()
+        assert semantic.sync(idx, model)["embedded"] == 3
+        before = semantic.similarities(idx, model, "zod release").top(3)
+        idx.rebuild()
+        got = semantic.sync(idx, model)
+        assert got["embedded"] == 0 and got["reused"] == 3, got
+        assert semantic.similarities(idx, model, "zod release").top(3) == before

@@ -107,9 +107,7 @@ def index(full: bool, as_json: bool, store_path: Path | None) -> None:
             click.echo(f"cardmem: index: was damaged ({damage[0]}); rebuilt", err=True)
         from cardmem.store.index import embedding, semantic
 
-        kept = semantic.keep(idx) if full else []  # vectors outlive the rebuild, by text
         counts = idx.rebuild() if full else idx.refresh(walk=True)
-        semantic.restore(idx, kept)
         from cardmem.store.index.terms import vocabulary
 
         vocabulary(idx, force=True)  # the typo-correction vocabulary, so searches need not
