@@ -124,7 +124,7 @@ class CardTools:
         from cardmem.store.index import embedding
 
         if embedding.cached():  # cheap from the cache: ready before the first question
-            embedding.BACKGROUND = True
+            embedding.BACKGROUND = True  # (set again, harmlessly, by the first search)
             embedding.embedder()  # loads in a background thread
 
     def search(self, query: str, limit: int = 5, type: str | None = None,

@@ -74,7 +74,7 @@ def _rows_sql() -> str:
 
 def _fuse(idx: "Index", res: "SearchResult", sims: "Similarities", limit: int,
           card_type: str | None, project: str | None) -> None:
-    from .search import _filters, _json_ids, _order
+    from .search import _filters, _json_ids, _order, mark_stale
 
     lex = res.results
     where, args = _filters(card_type, project)
@@ -114,12 +114,7 @@ def _fuse(idx: "Index", res: "SearchResult", sims: "Similarities", limit: int,
                                                  r["matched"] == ["body"])
         rrf = r.pop("_rrf") + SIM_WEIGHT * r["similarity"]
         r["score"] = round(rrf * (RRF_K + 1) / (1 + SEMANTIC_WEIGHT), 4)  # rank terms ~1 at first on both; the similarity adds up to ~1
-    from ..maintain.record import stale
-
-    for cid in stale(idx.root, {r["id"] for r in fused.values() if r["match"] == "semantic"}):
-        for r in fused.values():
-            if r["id"] == cid:
-                r["stale"] = True  # as search.run marks the cards it found by words
+    mark_stale(idx, [r for r in fused.values() if r["match"] == "semantic"])  # as search.run
     out = sorted(fused.values(), key=_order)[:limit]
     res.results = out
     res.no_confident_results = not any(r["confidence"] != "low" for r in out)

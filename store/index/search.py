@@ -96,13 +96,7 @@ def run(idx: Index, query: str, limit: int = 10, card_type: str | None = None,
     if (p.unknown or not results) and query.strip():
         _merge(results, _fuzzy_names(idx, query, limit, card_type, project))
     _calibrate(idx, p, results)
-    if results:
-        from ..maintain.record import stale
-
-        for cid in stale(idx.root, {r["id"] for r in results}):
-            for r in results:
-                if r["id"] == cid:
-                    r["stale"] = True  # `cardmem maintain` found it stale, and it is unchanged
+    mark_stale(idx, results)
     results.sort(key=_order)
     results = results[:limit]
     if p.terms and results:
@@ -144,6 +138,18 @@ def _calibrate(idx: Index, p: Plan, results: list[dict[str, Any]]) -> None:
         if "title~" not in r["matched"] or CONFIDENCE.index(label) > CONFIDENCE.index(r["confidence"]):
             r["confidence"] = label
 
+
+
+def mark_stale(idx: "Index", results: list[dict[str, Any]]) -> None:
+    """Mark the results `cardmem maintain` found stale (and unchanged since): they rank lower."""
+    if not results:
+        return
+    from ..maintain.record import stale
+
+    found = stale(idx.root, {r["id"] for r in results})
+    for r in results:
+        if r["id"] in found:
+            r["stale"] = True
 
 def _order(r: dict[str, Any]) -> tuple[Any, ...]:
     """Better confidence first; a superseded, archived, proposed or stale card counts one
