@@ -29,12 +29,13 @@ FAILURES = ("error", "degraded", "no store", "no model", "extraction failed",
 
 def _interpreter_ok(command: str) -> tuple[bool, str]:
     try:
-        exe = shlex.split(command)[0]
+        words = shlex.split(command)
+        exe = words[0]
     except (ValueError, IndexError):
         return False, "unparsable command"
     if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
         return False, f"its interpreter {exe} does not exist (a removed virtualenv?)"
-    script = shlex.split(command)[1:3]
+    script = words[1:3]
     if script[:1] == ["-S"] and len(script) == 2 and not os.path.isfile(script[1]):
         return False, f"its script {script[1]} does not exist (cardmem moved or removed?)"
     return True, exe

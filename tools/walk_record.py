@@ -37,7 +37,7 @@ class Limits:
     def from_config(cls, walk: Mapping[str, Any]) -> "Limits":
         """From a checked `[walk]` section; the two extra keys are checked here."""
         reserve = walk.get("compose_reserve_s")
-        retries = walk.get("retries", 2)
+        retries = walk.get("retries", cls.retries)
         if reserve is not None and (isinstance(reserve, bool) or not isinstance(reserve, (int, float))
                                     or reserve < 0):
             raise CardmemError("[walk] compose_reserve_s", f"expected seconds, got {reserve!r}")
