@@ -7,6 +7,7 @@ import shlex
 import tomllib
 from pathlib import Path
 
+import pytest
 from gitremote import cli
 
 from cardmem.tools.cli import demo
@@ -68,11 +69,10 @@ def test_exit_codes_are_documented_and_kept(tmp_path: Path, monkeypatch) -> None
     import re
 
     import click
-    import pytest
 
     from cardmem.tools.cli import group as cli_module
 
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "cards.md").read_text()
     table = dict(re.findall(r"^\| (\d+) \| (.+) \|$", readme, re.M))
     assert set(table) == {"0", "1", "2", "3", "4", "130"}
     store = tmp_path / "s"
@@ -103,9 +103,14 @@ def _prose(text: str) -> str:
     return re.sub(r"`[^`]*`", "", text)
 
 
-def test_the_readme_defines_its_own_words_where_they_first_appear() -> None:
-    prose = _prose((REPO / "README.md").read_text()).lower()
-    for term in ("rung 1", "pile", "floor", "signal"):
+@pytest.mark.parametrize("page,terms", [
+    ("docs/internals.md", ("rung 1", "pile")),
+    ("docs/ask-and-slack.md", ("walk", "floor")),
+    ("docs/hooks-and-rules.md", ("signal",)),
+])
+def test_the_docs_define_their_own_words_where_they_first_appear(page: str, terms) -> None:
+    prose = _prose((REPO / page).read_text()).lower()
+    for term in terms:
         first = prose.find(term)
         assert first >= 0, term
         assert prose[first - 2:first] == "**", f"{term!r} is first used undefined: " \
@@ -124,5 +129,5 @@ def test_outside_git_the_project_is_the_folders_name_as_the_readme_says(tmp_path
     assert project_for(store, folder) == "acme-api"
     (folder / ".git").mkdir()
     assert project_for(store, folder / "src") == "acme-api"
-    readme = " ".join((REPO / "README.md").read_text().split())
+    readme = " ".join((REPO / "docs" / "hooks-and-rules.md").read_text().split())
     assert "or, outside git, of the current folder" in readme
