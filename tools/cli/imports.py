@@ -48,8 +48,12 @@ def import_(kind: str, path: Path, project: str | None, dry_run: bool, keep_secr
 
     # An agent shelling out (hooks, MCP set CARDMEM_AGENT=1) gets proposals, never rules.
     agent = os.environ.get(AGENT_ENV) == "1"
-    report = run(open_store(store_path), kind, str(path), project=project, dry_run=dry_run,
-                 keep_secrets=keep_secrets, as_proposals=as_proposals, agent=agent)
+    from .progress import bar
+
+    with bar(as_json) as progress:
+        report = run(open_store(store_path), kind, str(path), project=project, dry_run=dry_run,
+                     keep_secrets=keep_secrets, as_proposals=as_proposals, agent=agent,
+                     progress=progress)
     if report.secrets:
         what = ", ".join(f"{k} ({n})" for k, n in sorted(report.secrets.items()))
         click.echo(f"cardmem: warning: kept secrets as written: {what}" if report.kept_secrets else

@@ -1,0 +1,98 @@
+"""Progress of long work on a terminal (tools/cli/progress.py): a bar on stderr when it is
+a terminal (a real pty, a real process: the terminal is the boundary tested), nothing extra
+when stderr is piped or with --json."""
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+from pathlib import Path
+
+from gitremote import cli
+
+from cardmem.tools.cli.progress import Bars, bar, shown
+
+GIT_ENV = {"GIT_AUTHOR_NAME": "Tess", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "Tess", "GIT_COMMITTER_EMAIL": "t@example.com"}
+
+
+def on_terminal(*args: str, env: dict[str, str] | None = None,
+                timeout: float = 60) -> tuple[int, str, str]:
+    """`cardmem ARGS` with stderr on a pty (a terminal) and stdout on a pipe: its exit code,
+    stdout and what the terminal showed."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "cardmem.tools.cli", *args],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower,
+                            env={**os.environ, **GIT_ENV, **(env or {})})
+    os.close(follower)
+    shown_, chunks = b"", []
+    while True:
+        ready, _, _ = select.select([leader], [], [], timeout)
+        if not ready:
+            proc.kill()
+            raise AssertionError("no end within the timeout")
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # EIO: the process closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    shown_ = b"".join(chunks)
+    os.close(leader)
+    out = proc.stdout.read().decode()
+    return proc.wait(timeout=timeout), out, shown_.decode(errors="replace")
+
+
+def piped(*args: str) -> tuple[int, str, str]:
+    ran = subprocess.run([sys.executable, "-m", "cardmem.tools.cli", *args], text=True,
+                         capture_output=True, env={**os.environ, **GIT_ENV}, timeout=60)
+    return ran.returncode, ran.stdout, ran.stderr
+
+
+def _memory_json(tmp: Path, n: int) -> Path:
+    src = tmp / "memory.json"
+    src.write_text("\n".join(json.dumps({"type": "entity", "name": f"Service {i}",
+                                         "entityType": "service",
+                                         "observations": [f"runs job {i}"]})
+                             for i in range(n)) + "\n")
+    return src
+
+
+def test_import_draws_a_bar_on_a_terminal_and_nothing_when_piped(tmp_path: Path) -> None:
+    src = _memory_json(tmp_path, 40)
+    for name in ("a", "b", "c"):
+        assert cli("init", str(tmp_path / name))[0] == 0
+    code, out, term = on_terminal("import", "mcp-memory", str(src), "--store", str(tmp_path / "a"))
+    assert code == 0, term
+    assert "cardmem: writing cards" in term and "40/40" in term, term
+    assert "import mcp-memory" in out
+
+    code, _, err = piped("import", "mcp-memory", str(src), "--store", str(tmp_path / "b"))
+    assert code == 0 and err == ""
+
+    code, out, term = on_terminal("import", "mcp-memory", str(src), "--json",
+                                  "--store", str(tmp_path / "c"))
+    assert code == 0 and "cardmem: writing" not in term and "reading" not in term, term
+    assert len(json.loads(out)["cards"]) == 40
+
+
+def test_the_drawer_follows_phases_and_is_silent_when_off(capsys) -> None:
+    with Bars(False) as progress:
+        progress("indexing", 0, 3)
+        progress("indexing", 3, 3)
+    assert capsys.readouterr().err == ""
+    assert shown(as_json=True) is False and shown(wanted=True) is True
+    assert bar(as_json=True).on is False
+    drawn = Bars(True)
+    drawn("embedding", 0, None)  # no total yet: a counter
+    assert drawn._bar is not None and drawn._bar.length is None
+    drawn("embedding", 5, 10)  # a total now: a new bar
+    assert drawn._bar.length == 10
+    drawn("embedding", 10, 10)  # done: closed
+    assert drawn._bar is None
+    err = capsys.readouterr().err
+    assert "cardmem: embedding" in err
