@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import date
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from .cards import card as cardlib
 from . import config
@@ -19,12 +19,19 @@ from .root import StoreRoot
 from .git.head_file import dot_git, is_repo
 from .git.writer import Message, check_writable, commit_changes, write_lock
 
+if TYPE_CHECKING:
+    from .progress import Progress
+
 GITIGNORE = ".cardmem/\n"
 
 
 class Store(StoreRoot):
     """StoreRoot (where it is, how it is opened, its state folder and card paths) with
     the card parser, the writer and git. Store.open(root) refuses what is no store."""
+
+    # store/progress.py's callback for waits inside a write (the write lock held by
+    # another); the CLI sets its drawer here, library callers leave it quiet.
+    progress: "Progress | None" = None
 
     @cached_property
     def config(self) -> dict[str, dict[str, Any]]:
@@ -78,7 +85,8 @@ class Store(StoreRoot):
     def commit(self, changes, message: Message, *, agent: bool) -> str | None:
         """Commit changes (a dict, or a function computing one under the write lock)."""
         timeout = float(self.config["store"]["lock_timeout_s"])
-        return commit_changes(self.root, changes, message, agent=agent, lock_timeout_s=timeout)
+        return commit_changes(self.root, changes, message, agent=agent, lock_timeout_s=timeout,
+                              progress=self.progress)
 
     def rel(self, card_id: str) -> str:
         return self.path(card_id).relative_to(self.root).as_posix()

@@ -96,3 +96,29 @@ def test_the_drawer_follows_phases_and_is_silent_when_off(capsys) -> None:
     assert drawn._bar is None
     err = capsys.readouterr().err
     assert "cardmem: embedding" in err
+
+
+def test_a_write_waiting_for_the_lock_says_who_holds_it(tmp_path: Path) -> None:
+    import fcntl
+    import threading
+
+    from cardmem.store.git.writer import LOCK_FILE, _mark_holder
+
+    store = tmp_path / "s"
+    assert cli("init", str(store))[0] == 0
+    fd = os.open(store / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    _mark_holder(fd)
+    threading.Timer(1.5, os.close, [fd]).start()  # closing releases the lock
+    code, out, term = on_terminal("new", "reference/waited", "--body", "x", "--store", str(store))
+    assert code == 0, term
+    assert f"waiting for the store's lock, held by pid {os.getpid()} (cardmem" in term, term
+    assert "created reference/waited" in out
+
+    fd = os.open(store / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    threading.Timer(1.5, os.close, [fd]).start()
+    code, out, term = on_terminal("new", "reference/waited-json", "--body", "x", "--json",
+                                  "--store", str(store))
+    assert code == 0 and "waiting" not in term, term
+    assert json.loads(out)["id"] == "reference/waited-json"
