@@ -122,6 +122,10 @@ def _search_here(spot: str, opts: dict[str, object], status: object) -> None:
         store = StoreRoot.open(spot)  # the folder git status runs in, by the same rule
         from cardmem.store.index.db import Index
 
+        if sys.stderr.isatty() and not opts["as_json"]:  # a person waits: say a first load
+            from cardmem.tools.cli.progress import model_note
+
+            model_note()
         with Index(store) as idx:
             idx.refresh(status=status)
             res = idx.search(str(opts["query"]), limit=int(str(opts["limit"])),

@@ -19,12 +19,13 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "Tess", "GIT_AUTHOR_EMAIL": "t@example.com",
            "GIT_COMMITTER_NAME": "Tess", "GIT_COMMITTER_EMAIL": "t@example.com"}
 
 
-def on_terminal(*args: str, env: dict[str, str] | None = None,
-                timeout: float = 60) -> tuple[int, str, str]:
-    """`cardmem ARGS` with stderr on a pty (a terminal) and stdout on a pipe: its exit code,
-    stdout and what the terminal showed."""
+def on_terminal(*args: str, env: dict[str, str] | None = None, timeout: float = 60,
+                python: bool = False) -> tuple[int, str, str]:
+    """`cardmem ARGS` (python: `python ARGS`) with stderr on a pty (a terminal) and stdout
+    on a pipe: its exit code, stdout and what the terminal showed."""
     leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "cardmem.tools.cli", *args],
+    argv = [sys.executable, *args] if python else [sys.executable, "-m", "cardmem.tools.cli", *args]
+    proc = subprocess.Popen(argv,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower,
                             env={**os.environ, **GIT_ENV, **(env or {})})
     os.close(follower)
@@ -122,3 +123,29 @@ def test_a_write_waiting_for_the_lock_says_who_holds_it(tmp_path: Path) -> None:
                                   "--store", str(store))
     assert code == 0 and "waiting" not in term, term
     assert json.loads(out)["id"] == "reference/waited-json"
+
+
+def test_the_first_model_load_is_said_on_a_terminal_only(tmp_path: Path) -> None:
+    """The console script's lean search (tools/entry.py) with no model cache yet: one line
+    before the seconds of the first load; none with --json, none once the cache is built."""
+    store = tmp_path / "s"
+    assert cli("init", str(store))[0] == 0
+    said = "loading the search model, once"
+
+    def search(cache: Path, *more: str) -> tuple[int, str, str]:
+        env = {"XDG_CACHE_HOME": str(cache), "CARDMEM_SEMANTIC": "on"}
+        return on_terminal_script("search", "deploy", "--store", str(store), *more, env=env)
+
+    code, out, term = search(tmp_path / "cache-a", "--json")
+    assert code == 0 and said not in term, term
+    assert json.loads(out)["semantic"]["status"] == "on"  # the model did load
+    code, _, term = search(tmp_path / "cache-a")
+    assert code == 0 and said not in term, term  # cached now: no seconds to warn of
+    code, _, term = search(tmp_path / "cache-b")
+    assert code == 0 and said in term, term
+
+
+def on_terminal_script(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
+    """As on_terminal, through the console script's main (tools/entry.py)."""
+    code = "import sys; from cardmem.tools.entry import main; sys.argv[0] = 'cardmem'; main()"
+    return on_terminal("-c", code, *args, env=env, python=True)

@@ -98,6 +98,26 @@ def note(text: str, as_json: bool = False) -> None:
         sys.stderr.flush()
 
 
+MODEL_FIRST_LOAD = "loading the search model, once: ~4 s (later searches read its cache)"
+
+
+def model_note(as_json: bool = False) -> None:
+    """Before a search loads the model: a line when this machine has no model cache yet
+    (the first load builds it: seconds; store/index/embedding.py)."""
+    if not shown(as_json):
+        return
+    from cardmem.store.index import embedding
+
+    if embedding.turned_off() or embedding.loaded():
+        return
+    try:
+        embedding.stamp()  # the package is there (else search says it is unavailable)
+    except embedding.Unavailable:
+        return
+    if not embedding.cached():
+        note(MODEL_FIRST_LOAD)
+
+
 def for_command() -> Bars:
     """The bar for the click command running now, --json and --progress read from its
     parameters (for code that opens the store for a command, far from its options)."""

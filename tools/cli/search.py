@@ -62,6 +62,9 @@ def search(query: tuple[str, ...], limit: int, card_type: str | None, project: s
         store = StoreRoot.open(store_path)
         res = _served(store, text, limit, card_type, project, verbose)
         if res is None:
+            from .progress import model_note
+
+            model_note(as_json)
             res = run_search(store, text, limit=limit, card_type=card_type, project=project)
         store.note_reads(r["id"] for r in res.results[:SEARCH_READS])
         if res.note:
