@@ -153,7 +153,7 @@ def floors(receipt: dict[str, Any]) -> list[str]:
     """Every floor the receipt shows, named for a person."""
     out = [str(f.get("floor")) for f in receipt.get("floors") or [] if isinstance(f, dict)]
     if receipt.get("walk"):  # the claude-code route: rung 1 only
-        out.append("walk skipped (rung 1 only)")
+        out.append("walk skipped (the first cards only)")
     for c in receipt.get("tool_calls") or []:
         if "took longer than" in str(c.get("error") or ""):
             out.append(f"per-call timeout (call {c.get('n')})")

@@ -29,7 +29,8 @@ UNGRADED_EXIT = 4
 @store_option
 def ask(question: str, asker: str | None, progress: bool | None, as_json: bool,
         store_path: Path | None) -> None:
-    """Answer QUESTION from memory: the pile at its addresses, then a metered walk.
+    """Answer QUESTION from memory: the model starts from the rules, the asker's card and
+    the cards the question names, then may read up to 4 more cards (the walk).
 
     With `[judge] auto = true` in cardmem.toml the answer is judged in the background once
     it is printed; `cardmem receipts` shows the verdict.
@@ -77,7 +78,7 @@ def ask(question: str, asker: str | None, progress: bool | None, as_json: bool,
                    f"{how}; receipt {answer.receipt_id}", err=True)
         raise SystemExit(NO_ANSWER_EXIT)
     if not as_json and answer.receipt.get("walk"):  # the claude-code route: no walk
-        click.secho(f"receipt {answer.receipt_id}: rung 1 only; walk {answer.receipt['walk']}",
+        click.secho(f"receipt {answer.receipt_id}: no walk ({answer.receipt['walk']})",
                     err=True, dim=True)
     elif not as_json:
         floors = ", ".join(f["floor"] for f in answer.floors)

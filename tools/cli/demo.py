@@ -47,11 +47,11 @@ STEPS: list[tuple[str, ...]] = [
     ("search, typo-tolerant", "search", "pytets fixtrues"),
     ("search by meaning, in another language (the semantic layer: labels stay honest)",
      "search", "¿Cómo ejecuto las pruebas?", "--limit", "3"),
-    ("answer a question: rung 1, then a walk of at most 4 reads (needs ANTHROPIC_API_KEY;"
-     " a Claude Code login answers from rung 1 only)",
+    ("answer a question: the cards it starts from, then at most 4 reads the model asks for"
+     " (needs ANTHROPIC_API_KEY; a Claude Code login answers from the first cards only)",
      "ask", "Who approves a billing migration?", "--asker", "@priya"),
     ("what that answer read and spent: its receipt", "receipts", "--last", "1"),
-    ("what a coding session starts with (rung 1): rules, user, project, map, recent changes;"
+    ("what a coding session starts with: rules, user, project, map, recent changes;"
      " the SessionStart hook hands this to Claude Code", "context", "--project", "acme-api",
      "--budget", "4000"),
 ]
