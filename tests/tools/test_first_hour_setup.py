@@ -131,3 +131,37 @@ def test_outside_git_the_project_is_the_folders_name_as_the_readme_says(tmp_path
     assert project_for(store, folder / "src") == "acme-api"
     readme = " ".join((REPO / "docs" / "hooks-and-rules.md").read_text().split())
     assert "or, outside git, of the current folder" in readme
+
+
+def test_an_interrupted_demo_leaves_no_store_behind(tmp_path: Path, monkeypatch) -> None:
+    import tempfile
+
+    made = tmp_path / "demo-tmp"
+
+    def mkdtemp(prefix: str = "") -> str:
+        made.mkdir()
+        return str(made)
+
+    def interrupted(*_a, **_k) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+    monkeypatch.setattr(demo, "STEPS", [("map", "map")])
+    monkeypatch.setattr(demo, "_step", interrupted)
+    code, _, _ = cli("demo")
+    assert code == 130
+    assert not made.exists()
+
+
+def test_the_demo_says_the_first_model_load_its_search_step_waits_on(tmp_path: Path,
+                                                                     monkeypatch) -> None:
+    """The steps run as children with stderr captured, so the tour itself says it."""
+    from cardmem.tools.cli import progress
+
+    monkeypatch.setattr(progress, "shown", lambda *a, **k: True)  # as on a terminal
+    monkeypatch.setattr(demo, "STEPS", [("search", "search", "tests")])
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "no-cache-yet"))
+    monkeypatch.setenv("CARDMEM_SEMANTIC", "on")
+    code, out, err = cli("demo")
+    assert code == 0, err
+    assert progress.MODEL_FIRST_LOAD in err
