@@ -160,9 +160,11 @@ class Store(StoreRoot):
 
     def remember(self, title: str, body: str, *, card_type: str | None = None,
                  project: str | None = None, source: str = "cli", agent: bool = False,
-                 session: str | None = None) -> tuple[str, bool]:
+                 session: str | None = None,
+                 meta: dict[str, list[str]] | None = None) -> tuple[str, bool]:
         """Append a dated section to the card of this title (or alias), anywhere in the
-        store, or create one. Returns (id, created).
+        store, or create one. Returns (id, created). meta: tags and aliases the card gets
+        (added to an existing card's own, the rest of its frontmatter untouched).
 
         Several cards of that title: refused, naming them. An agent never appends to a
         protected card (callers make a proposal instead: store/learning/proposals.py); a
@@ -184,7 +186,17 @@ class Store(StoreRoot):
                     raise CardmemError(f"card {cid}", f"is a {kind or card_type} card an agent "
                                        "may not change; it must be a proposal")
                 today = date.today().isoformat()
-                self.update_text(cid, lambda t: cardlib.append_section(t, today, body),
+
+                def append(text: str) -> str:
+                    text = cardlib.append_section(text, today, body)
+                    for key, more in (meta or {}).items():
+                        had = cardlib.parse(text, cid).meta.get(key) or []
+                        had = had if isinstance(had, list) else [had]
+                        if new := [m for m in more if m not in had]:
+                            text = cardlib.set_key(text, key, [*had, *new])
+                    return text
+
+                self.update_text(cid, append,
                                  f"remember: {cid}", source=source, agent=agent,
                                  session=session, lines=[f"{cid}  appended a {today} section"])
                 return cid, False
@@ -199,7 +211,7 @@ class Store(StoreRoot):
                 cid, n = f"{base}-{n}", n + 1
             try:
                 self.new(cid, title=title, card_type=card_type, project=project, body=body,
-                         source=source, agent=agent, session=session)
+                         source=source, agent=agent, session=session, meta=meta)
                 return cid, True
             except CardmemError as exc:
                 # Another writer made this card between our look and our lock: decide again.

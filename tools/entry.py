@@ -132,19 +132,22 @@ def _search_here(spot: str, opts: dict[str, object], status: object) -> None:
                              card_type=opts["card_type"] or None,  # type: ignore[arg-type]
                              project=opts["project"] or None,  # type: ignore[arg-type]
                              semantic=True)
-        _emit(store, res, bool(opts["as_json"]))
+            problems = idx.problems()
+        _emit(store, res, bool(opts["as_json"]), problems)
     except CardmemError as exc:
         sys.stderr.write(f"cardmem: {exc}\n")
         sys.exit(exc.exit_code)
 
 
-def _emit(store: object, res: object, as_json: bool) -> None:
+def _emit(store: object, res: object, as_json: bool, problems: list | None = None) -> None:
     from cardmem.store.root import SEARCH_READS
-    from cardmem.tools.search_text import json_text, lines
+    from cardmem.tools.search_text import json_text, lines, unreadable
 
     store.note_reads(r["id"] for r in res.results[:SEARCH_READS])  # type: ignore[attr-defined]
     if res.note:  # type: ignore[attr-defined]
         sys.stderr.write(f"cardmem: {res.note}\n")  # type: ignore[attr-defined]
+    for line in unreadable(problems or []):
+        sys.stderr.write(line + "\n")
     out = json_text(res.as_dict()) if as_json else "\n".join(  # type: ignore[attr-defined]
         lines(res, tty=sys.stdout.isatty()))
     if out:

@@ -17,6 +17,16 @@ def json_text(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, indent=2, default=str)
 
 
+def unreadable(problems: list[dict[str, str]], shown: int = 5) -> list[str]:
+    """The stderr lines naming card files the search could not read (they do not parse),
+    so a card missing from the results is not missing in silence."""
+    out = [f"cardmem: {p['path']}: unreadable, not searched: {p['reason']}"
+           for p in problems[:shown]]
+    if len(problems) > shown:
+        out.append(f"cardmem: and {len(problems) - shown} more unreadable (`cardmem doctor`)")
+    return out
+
+
 BOLD = re.compile(r"\*\*(.+?)\*\*")
 
 

@@ -20,9 +20,10 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "Tess", "GIT_AUTHOR_EMAIL": "t@example.com",
 
 
 def on_terminal(*args: str, env: dict[str, str] | None = None, timeout: float = 60,
-                python: bool = False) -> tuple[int, str, str]:
+                python: bool = False, shown=None) -> tuple[int, str, str]:
     """`cardmem ARGS` (python: `python ARGS`) with stderr on a pty (a terminal) and stdout
-    on a pipe: its exit code, stdout and what the terminal showed."""
+    on a pipe: its exit code, stdout and what the terminal showed. shown(text) is called
+    with what the terminal showed so far, as it grows."""
     leader, follower = pty.openpty()
     argv = [sys.executable, *args] if python else [sys.executable, "-m", "cardmem.tools.cli", *args]
     proc = subprocess.Popen(argv,
@@ -42,6 +43,8 @@ def on_terminal(*args: str, env: dict[str, str] | None = None, timeout: float = 
         if not data:
             break
         chunks.append(data)
+        if shown is not None:
+            shown(b"".join(chunks).decode(errors="replace"))
     shown_ = b"".join(chunks)
     os.close(leader)
     out = proc.stdout.read().decode()
@@ -110,15 +113,23 @@ def test_a_write_waiting_for_the_lock_says_who_holds_it(tmp_path: Path) -> None:
     fd = os.open(store / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(fd, fcntl.LOCK_EX)
     _mark_holder(fd)
-    threading.Timer(1.5, os.close, [fd]).start()  # closing releases the lock
-    code, out, term = on_terminal("new", "reference/waited", "--body", "x", "--store", str(store))
+    released = threading.Event()
+
+    def release(term: str = "waiting") -> None:  # closing the file releases the lock
+        if "waiting" in term and not released.is_set():
+            released.set()
+            os.close(fd)
+
+    threading.Timer(8, release).start()  # at the latest (the store waits 10 s)
+    code, out, term = on_terminal("new", "reference/waited", "--body", "x", "--store", str(store),
+                                  shown=release)
     assert code == 0, term
     assert f"waiting for the store's lock, held by pid {os.getpid()} (cardmem" in term, term
     assert "created reference/waited" in out
 
     fd = os.open(store / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(fd, fcntl.LOCK_EX)
-    threading.Timer(1.5, os.close, [fd]).start()
+    threading.Timer(3, os.close, [fd]).start()  # --json: nothing to see, so a fixed wait
     code, out, term = on_terminal("new", "reference/waited-json", "--body", "x", "--json",
                                   "--store", str(store))
     assert code == 0 and "waiting" not in term, term

@@ -13,16 +13,15 @@ import click
 
 from cardmem.store.root import SEARCH_READS, StoreRoot
 from cardmem.store.errors import CardmemError
-from cardmem.store.cards.paths import CARD_TYPES
-from cardmem.tools.cli.options import emit_json, json_option, store_option
-from cardmem.tools.search_text import lines
+from cardmem.tools.cli.options import emit_json, json_option, store_option, type_option
+from cardmem.tools.search_text import lines, unreadable
 from cardmem.store.wording import plural
 
 
 @click.command()
 @click.argument("query", nargs=-1, required=True)
 @click.option("--limit", type=click.IntRange(min=1, max=1000), default=10, show_default=True)
-@click.option("--type", "card_type", type=click.Choice(CARD_TYPES), help="Only cards of this type.")
+@type_option()
 @click.option("--project", help="Only cards of this project.")
 @click.option("--base", "base_name", metavar="NAME",
               help="Search the attached base NAME (`cardmem base list`) instead of the cards.")
@@ -48,6 +47,7 @@ def search(query: tuple[str, ...], limit: int, card_type: str | None, project: s
     """
     from cardmem.store.index.db import search as run_search
 
+    problems: list[dict[str, str]] = []
     text = " ".join(query)
     if not text.strip():  # as the MCP search tool refuses it
         raise CardmemError("query", "is empty; say what to look for", exit_code=2)
@@ -66,13 +66,25 @@ def search(query: tuple[str, ...], limit: int, card_type: str | None, project: s
 
             model_note(as_json)
             res = run_search(store, text, limit=limit, card_type=card_type, project=project)
+            problems = _problems(store)
+        else:
+            problems = []  # a server's answer: its index, not read here
         store.note_reads(r["id"] for r in res.results[:SEARCH_READS])
         if res.note:
             click.echo(f"cardmem: {res.note}", err=True)
+        for line in unreadable(problems):
+            click.echo(line, err=True)
     if as_json:
         emit_json(res.as_dict())
         return
     _print(res)
+
+
+def _problems(store: StoreRoot) -> list[dict[str, str]]:
+    from cardmem.store.index.db import Index
+
+    with Index.open(store) as idx:
+        return idx.problems()
 
 
 def _served(store: StoreRoot, text: str, limit: int, card_type: str | None,
