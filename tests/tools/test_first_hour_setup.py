@@ -165,3 +165,32 @@ def test_the_demo_says_the_first_model_load_its_search_step_waits_on(tmp_path: P
     code, out, err = cli("demo")
     assert code == 0, err
     assert progress.MODEL_FIRST_LOAD in err
+
+
+@pytest.mark.parametrize("args,code", [
+    (["receipts", "--since", "yesterday"], 2),
+    (["recent", "--since", "yesterday"], 2),
+    (["log", "reference/none"], 1),
+    (["show", "reference/none"], 1),
+    (["rm", "reference/none"], 1),
+    (["mv", "reference/none", "reference/x"], 1),
+    (["new", "Reference/Upper"], 2),
+    (["remember", "Empty", "--body", ""], 2),
+    (["list", "--type", "nosuchtype"], 2),
+    (["receipts", "--limit", "0"], 2),
+])
+def test_exit_codes_command_by_command_as_the_table_says(tmp_path: Path, args, code) -> None:
+    store = tmp_path / "s"
+    assert cli("init", str(store))[0] == 0
+    got, out, err = cli(*args, "--store", str(store))
+    assert got == code, err
+    assert err.startswith(("cardmem: ", "Usage:", "Error:")) and "Traceback" not in err
+
+
+def test_receipts_takes_limit_and_still_the_older_last(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    assert cli("init", str(store))[0] == 0
+    for flag in ("--limit", "--last"):
+        assert cli("receipts", flag, "2", "--json", "--store", str(store))[:2] == (0, "[]\n")
+    code, out, _ = cli("receipts", "--help")
+    assert "--limit" in out and "--last" not in out

@@ -351,6 +351,10 @@ def log(card_id: str | None, limit: int | None, as_json: bool, store_path: Path 
     """
     store = open_store(store_path)
     commits = store.log(card_id, limit=limit)
+    if card_id is not None and not commits and not store.exists(card_id):
+        from cardmem.store.errors import NotFound
+
+        raise NotFound(f"card {card_id}", "no such card, and none ever had that id")
     if as_json:
         emit_json([c.as_dict() for c in commits])
         return

@@ -54,7 +54,7 @@ STEPS: list[tuple[str, ...]] = [
     ("answer a question: the cards it starts from, then at most 4 reads the model asks for"
      " (needs ANTHROPIC_API_KEY; a Claude Code login answers from the first cards only)",
      "ask", "Who approves a billing migration?", "--asker", "@priya"),
-    ("what that answer read and spent: its receipt", "receipts", "--last", "1"),
+    ("what that answer read and spent: its receipt", "receipts", "--limit", "1"),
     ("what a coding session starts with: rules, user, project, map, recent changes;"
      " the SessionStart hook hands this to Claude Code", "context", "--project", "acme-api",
      "--budget", "4000"),
