@@ -201,3 +201,14 @@ def test_new_and_remember_place_a_project_card_alike(store) -> None:
     assert store.read("projects/acme-api/release").type == "project"
     code, _, err = c(store, "new", "reference/ci", "--project", "acme-api", "--body", "z")
     assert code == 2 and "did you mean projects/acme-api/ci?" in err, err
+
+
+def test_where_says_when_no_store_is_there_yet(tmp_path: Path) -> None:
+    missing = tmp_path / "nothing-here"
+    code, out, err = cli("where", "--store", str(missing))
+    assert code == 0 and out == f"{missing}\n"
+    assert err == (f"cardmem: note: {missing} does not exist yet; `cardmem init {missing}` "
+                   "makes it a store\n")
+    assert json.loads(cli("where", "--json", "--store", str(missing))[1])["exists"] is False
+    assert cli("init", str(missing))[0] == 0
+    assert cli("where", "--store", str(missing))[2] == ""

@@ -194,3 +194,14 @@ def test_receipts_takes_limit_and_still_the_older_last(tmp_path: Path) -> None:
         assert cli("receipts", flag, "2", "--json", "--store", str(store))[:2] == (0, "[]\n")
     code, out, _ = cli("receipts", "--help")
     assert "--limit" in out and "--last" not in out
+
+
+def test_the_settings_init_writes_spell_out_every_default(tmp_path: Path) -> None:
+    """Every section and key cardmem reads is in the cardmem.toml `init` writes, at its
+    default (the docs say so: [store], [maintain], [projects], [slack] were missing)."""
+    from cardmem.store import config
+
+    store = tmp_path / "s"
+    assert cli("init", str(store))[0] == 0
+    written = tomllib.loads((store / "cardmem.toml").read_text())
+    assert written == config.DEFAULTS

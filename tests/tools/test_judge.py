@@ -178,3 +178,15 @@ def test_the_liar_fails_on_the_rule_alone_with_no_model(monkeypatch: pytest.Monk
 
 def test_system_prompt_is_what_walkkit_recognises() -> None:
     assert "grade" in SYSTEM and "unsupported-but-plausible" in SYSTEM
+
+
+@pytest.mark.parametrize("reply", [
+    "Mara approves. I would need more reads to be complete.",
+    "To be complete I would need to read more cards.",
+    "A complete answer would need more reads.",
+])
+def test_a_completeness_wanted_is_no_claim_of_it(reply: str) -> None:
+    """Saying what a complete answer would need is saying it stopped short (issue 31)."""
+    from cardmem.tools.completeness import judge_text
+
+    assert judge_text(reply, ["walk-budget"]).verdict == "pass"

@@ -135,11 +135,16 @@ def where(as_json: bool, store_path: Path | None) -> None:
     """
     from cardmem.store.cards.paths import default_store
 
-    where_to = str((store_path or default_store()).expanduser().absolute())
+    where_to = (store_path or default_store()).expanduser().absolute()
+    exists = (where_to / "cardmem.toml").is_file()
     if as_json:
-        emit_json({"store": where_to})
+        emit_json({"store": str(where_to), "exists": exists})
     else:
-        click.echo(where_to)
+        click.echo(str(where_to))
+    if not exists:  # the path is still the answer; say what is (not yet) there
+        there = "is a folder but no store" if where_to.exists() else "does not exist yet"
+        click.echo(f"cardmem: note: {where_to} {there}; `cardmem init {where_to}` makes it "
+                   "a store", err=True)
 
 
 @click.command()
