@@ -212,3 +212,23 @@ def test_where_says_when_no_store_is_there_yet(tmp_path: Path) -> None:
     assert json.loads(cli("where", "--json", "--store", str(missing))[1])["exists"] is False
     assert cli("init", str(missing))[0] == 0
     assert cli("where", "--store", str(missing))[2] == ""
+
+
+def test_index_counts_add_up_with_unreadable_files(store) -> None:
+    (store.root / "reference").mkdir(exist_ok=True)
+    (store.root / "reference" / "bad.md").write_text("---\ntitle: [x\n---\nb\n")
+    c(store, "new", "reference/good", "--body", "x")
+    c(store, "index")
+    code, out, _ = c(store, "index")
+    assert code == 0
+    assert out.startswith("index: 1 card, 1 unreadable (0 added, 0 updated, 0 removed, "
+                          "2 unchanged)"), out
+
+
+def test_a_query_in_another_language_is_not_spell_corrected_into_english(store) -> None:
+    c(store, "new", "reference/migrations", "--title", "Migration approval",
+      "--body", "Mara gives the approval for every production migration.")
+    code, out, _ = c(store, "search", "qui approuve les migrations", "--json")
+    assert code == 0 and json.loads(out)["corrected"] == {}, out
+    code, out, _ = c(store, "search", "who gives approvel for migrations", "--json")  # English
+    assert json.loads(out)["corrected"] == {"approvel": "approval"}, out

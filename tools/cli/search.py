@@ -134,7 +134,8 @@ def index(full: bool, as_json: bool, store_path: Path | None) -> None:
         emit_json({**counts, "cards": total, "full": full, "problem_files": problems,
                    "vectors": vectors, "semantic_off": embedding.reason()})
         return
-    click.echo(f"index: {plural(total, 'card')} ({counts['added']} added, {counts['updated']} updated, "
+    unread = f", {len(problems)} unreadable" if problems else ""  # counted as files below
+    click.echo(f"index: {plural(total, 'card')}{unread} ({counts['added']} added, {counts['updated']} updated, "
                f"{counts['removed']} removed, {counts['unchanged']} unchanged"
                f"{', rebuilt' if full else ''})")
     if vectors is not None:
