@@ -232,3 +232,19 @@ def test_a_query_in_another_language_is_not_spell_corrected_into_english(store) 
     assert code == 0 and json.loads(out)["corrected"] == {}, out
     code, out, _ = c(store, "search", "who gives approvel for migrations", "--json")  # English
     assert json.loads(out)["corrected"] == {"approvel": "approval"}, out
+
+
+def test_doctor_says_each_check_once_when_cardmem_is_on_the_path_twice(store, monkeypatch) -> None:
+    import importlib.metadata as md
+
+    real = md.entry_points
+
+    def twice(**kw):
+        found = list(real(**kw))
+        return found + found
+
+    monkeypatch.setattr(md, "entry_points", twice)
+    code, out, _ = c(store, "doctor")
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    assert len(lines) == len(set(lines)), out
+    assert any("Claude Code" in ln for ln in lines)

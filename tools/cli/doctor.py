@@ -180,7 +180,10 @@ CHECK_GROUP = "cardmem.checks"
 def _plugin_checks() -> list[Check]:
     from importlib.metadata import entry_points
 
-    return [ep.load() for ep in sorted(entry_points(group=CHECK_GROUP), key=lambda e: e.name)]
+    # Once per name: cardmem's metadata seen twice on the path (an installed copy and a
+    # clone's egg-info, say) lists every check twice, and doctor said each line twice.
+    once = {ep.name: ep for ep in entry_points(group=CHECK_GROUP)}
+    return [once[name].load() for name in sorted(once)]
 
 
 def check_secrets(store: Store) -> list[tuple[bool, str]]:
