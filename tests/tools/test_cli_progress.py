@@ -77,6 +77,9 @@ def test_import_draws_a_bar_on_a_terminal_and_nothing_when_piped(tmp_path: Path)
 
     code, _, err = piped("import", "mcp-memory", str(src), "--store", str(tmp_path / "b"))
     assert code == 0 and err == ""
+    code, _, err = piped("import", "mcp-memory", str(src), "--store", str(tmp_path / "b"),
+                         "--progress")  # asked for: drawn on a pipe too (the label, once)
+    assert code == 0 and "cardmem: reading mcp-memory" in err, err
 
     code, out, term = on_terminal("import", "mcp-memory", str(src), "--json",
                                   "--store", str(tmp_path / "c"))
