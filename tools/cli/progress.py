@@ -98,7 +98,8 @@ def note(text: str, as_json: bool = False) -> None:
         sys.stderr.flush()
 
 
-MODEL_FIRST_LOAD = "loading the search model, once: ~4 s (later searches read its cache)"
+MODEL_FIRST_LOAD = ("loading the search model, once: ~3 s of CPU, longer on a busy machine "
+                    "(later searches read its cache)")
 
 
 def model_note(as_json: bool = False) -> None:
