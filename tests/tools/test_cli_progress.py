@@ -163,3 +163,13 @@ def on_terminal_script(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
     """As on_terminal, through the console script's main (tools/entry.py)."""
     code = "import sys; from cardmem.tools.entry import main; sys.argv[0] = 'cardmem'; main()"
     return on_terminal("-c", code, *args, env=env, python=True)
+
+
+def test_doctor_draws_its_checks_on_a_terminal_only(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    assert cli("init", str(store))[0] == 0
+    env = {"HOME": str(tmp_path)}
+    code, out, term = on_terminal("doctor", "--store", str(store), env=env)
+    assert "cardmem: checking" in term and "ok       git" in out, term
+    code, out, term = on_terminal("doctor", "--json", "--store", str(store), env=env)
+    assert "checking" not in term and json.loads(out)
