@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cardmem.hooks.install import (MATCHERS, MODULE, MODULES, PRETOOL_START, command, install,
+from cardmem.hosts.claude_code.install import (MATCHERS, MODULE, MODULES, PRETOOL_START, command, install,
                                    uninstall)
 from cardmem.store.errors import CardmemError
 
@@ -199,7 +199,7 @@ def test_an_install_of_the_pretool_hook_by_module_is_updated_in_place(tmp_path):
     install(path)
     data = json.loads(path.read_text())
     ours_now = data["hooks"]["PreToolUse"][1]["hooks"][0]
-    ours_now["command"] = f"{sys.executable} -m cardmem.hooks.pretool"  # as installed before
+    ours_now["command"] = f"{sys.executable} -m cardmem.hosts.pretool"  # as installed before
     path.write_text(json.dumps(data))
     install(path)
     pre = json.loads(path.read_text())["hooks"]["PreToolUse"]

@@ -5,8 +5,8 @@ import json
 import time
 from pathlib import Path
 
-from cardmem.hooks import checks
-from cardmem.hooks.install import install, rules_path
+from cardmem.hosts.claude_code import checks
+from cardmem.hosts.claude_code.install import install, rules_path
 from cardmem.store.rules.host_file import deliver
 from cardmem.store.store import init
 
