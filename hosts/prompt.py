@@ -3,7 +3,7 @@
 Hosts that run a hook on each prompt and add its text to the model's next request
 (Claude Code's and Codex's UserPromptSubmit, Gemini CLI's BeforeAgent) get, within a
 small budget, the cards a lexical search of the prompt finds with more than low
-confidence, minus those already shown this session (at session start or for an earlier
+confidence or names by title, minus those already shown this session (at session start or for an earlier
 prompt). Session start then needs to carry only the rules and a short digest.
 
 What was shown is kept per session in .cardmem/shown-sessions.json (the newest
@@ -77,7 +77,10 @@ def prompt_context(root: Path, session: str, prompt: str,
     finally:
         idx.close()
     seen = shown(root, session)
-    picks = [r for r in found if r.get("confidence") != "low" and r["id"] not in seen][:LIMIT]
+    # A prompt is a sentence, not a query: most of its words match nothing, so a card it
+    # names by title counts as much as one the search is confident of.
+    picks = [r for r in found if r["id"] not in seen and (
+        r.get("confidence") != "low" or {"title", "title~"} & set(r.get("matched") or []))][:LIMIT]
     if not picks:
         return "", f"nothing new: {len(found)} found, {len(seen)} already shown"
     head = "cardmem memory, cards about this prompt (`cardmem show ID` has the whole card):\n"
