@@ -61,9 +61,19 @@ def note_shown(root: Path, session: str, ids: list[str]) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def own_context_out(prompt: str) -> str:
+    """The prompt without the hooks' context a host put in front of it: in `gemini -p`
+    Gemini CLI prepends session start's (ours) inside <hook_context> … </hook_context>."""
+    while "<hook_context>" in prompt:
+        head, _, rest = prompt.partition("<hook_context>")
+        prompt = head + rest.partition("</hook_context>")[2]
+    return prompt
+
+
 def prompt_context(root: Path, session: str, prompt: str,
                    budget: int = BUDGET) -> tuple[str, str]:
     """(the text to add to this prompt, "" for none; the outcome for the hook log)."""
+    prompt = own_context_out(prompt)
     if not prompt.strip():
         return "", "nothing: empty prompt"
     from cardmem.store.cards.paths import require_store
