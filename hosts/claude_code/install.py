@@ -36,6 +36,7 @@ MODULES = (MODULE, "cardmem.hosts.pretool", "hosts/pretool_start.py",
 # event in settings.json -> (our event name, extra keys of the hook entry)
 HOOKS: dict[str, tuple[str, dict[str, Any]]] = {
     "SessionStart": ("session-start", {"timeout": 10}),
+    "UserPromptSubmit": ("prompt", {"timeout": 10}),  # the cards this prompt is about
     "Stop": ("stop", {"async": True, "timeout": 30}),
     "SessionEnd": ("session-end", {"async": True, "timeout": 30}),
     "PreToolUse": ("pre-tool-use", {"timeout": 10}),

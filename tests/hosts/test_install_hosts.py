@@ -80,3 +80,23 @@ def test_a_file_that_is_not_json_is_refused_and_left_alone(store, tmp_path):
     r = CliRunner().invoke(install, ["codex", "--settings", str(path), "--store", str(store.root)])
     assert r.exit_code != 0 and "not valid JSON" in str(r.exception)  # the group says it in one line
     assert path.read_text() == "{not json" and not backup_path(path).exists()
+
+
+def test_doctor_checks_each_installed_host(store, tmp_path, monkeypatch):
+    from cardmem.hosts.checks import check_host, checks
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert checks(store) == []  # nothing installed: nothing to say
+    run(install, "gemini", "--store", str(store.root))
+    assert check_host("gemini", store) == [(True, f"Gemini CLI: hooks installed in "
+                                                  f"{tmp_path / '.gemini' / 'settings.json'}")]
+    path = tmp_path / ".gemini" / "settings.json"
+    data = json.loads(path.read_text())
+    del data["hooks"]["BeforeAgent"]
+    data["hooks"]["SessionStart"][0]["hooks"][0]["command"] = \
+        data["hooks"]["SessionStart"][0]["hooks"][0]["command"].replace(
+            __import__("sys").executable, str(tmp_path / "gone" / "python"))
+    path.write_text(json.dumps(data))
+    found = checks(store)
+    assert (False, f"Gemini CLI: prompt hook(s) missing in {path}; run `cardmem install gemini`") in found
+    assert any(ok is False and "does not exist (a removed virtualenv?)" in m for ok, m in found)

@@ -80,6 +80,6 @@ def test_install_over_the_previous_release_moves_every_entry(store, tmp_path):
     assert r.exit_code == 0, r.output
     data = json.loads(settings.read_text())
     cmds = [h["command"] for groups in data["hooks"].values() for g in groups for h in g["hooks"]]
-    assert len(cmds) == 4  # updated in place, none added twice
+    assert len(cmds) == 5  # updated in place, none added twice, UserPromptSubmit added
     assert not any("cardmem.hooks" in c or "/hooks/pretool_start.py" in c for c in cmds), cmds
     assert any("/hosts/pretool_start.py" in c for c in cmds)
