@@ -214,3 +214,34 @@ def test_hookjson_reads_and_writes_as_json_does():
         except ValueError:
             continue
         raise AssertionError(f"accepted {bad!r}")
+
+
+def test_every_hosts_installed_pretool_command_stays_lean(store):
+    """The same fast start for the other hosts' installed PreToolUse command (hosts/install.py):
+    an ungoverned call and a refusal import no site, json, re or pathlib, and only the
+    host's own adapter."""
+    import os
+    import shlex
+
+    from cardmem.hosts.install import command
+    from cardmem.store.rules import triggers
+
+    make_rules(store)
+    triggers.build(store)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    calls = {"codex": ("Bash", "command"), "gemini": ("run_shell_command", "command"),
+             "cursor": ("Shell", "command"), "copilot": ("bash", "command")}
+    for host, (tool, field) in calls.items():
+        for line, decided in (("ls -la", False), ("git push -f origin main", True)):
+            args = shlex.split(command(host, "pre-tool-use", store.root))
+            args[1:1] = ["-X", "importtime"]
+            payload = {"session_id": "s", "cwd": "/tmp", "tool_name": tool,
+                       "tool_input": {field: line}}
+            done = subprocess.run(args, input=json.dumps(payload), capture_output=True,
+                                  text=True, env=env, cwd=store.root.parent)
+            assert done.returncode == 0, done.stderr
+            loaded = {x.rsplit("|", 1)[-1].strip() for x in done.stderr.splitlines()}
+            assert bool(done.stdout) == decided, (host, line, done.stdout)
+            assert f"cardmem.hosts.{host}.protocol" in loaded
+            assert not loaded & {"site", "json", "re", "pathlib", "dataclasses", "typing",
+                                 "cardmem.hosts.claude_code.protocol"}, (host, loaded & {"site", "json", "re", "pathlib", "typing"})
