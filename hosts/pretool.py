@@ -33,6 +33,10 @@ import time
 
 from . import hookjson
 
+TYPE_CHECKING = False  # typing's own constant would cost the hook the typing module
+if TYPE_CHECKING:
+    from .event import Event
+
 CHILD_ENV = "CARDMEM_HOOK_CHILD"  # as hosts/claude_code.py: idle inside our own claude -p
 SESSIONS = "pretool-sessions.json"  # in .cardmem/: session -> last relevance reminder
 MAX_SESSIONS = 200

@@ -190,3 +190,23 @@ def test_per_prompt_cards_once_a_session(host, store, capsys):
     text = out["hookSpecificOutput"]["additionalContext"]
     assert "entities/frobnicator" in text and len(text) <= 1_500
     assert answer(host, event, payload, store, capsys) in (None, {})  # not shown twice
+
+
+def test_the_cli_route_with_host(store):
+    """`cardmem hook EVENT --host HOST` (and the host's own event name) as a process."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    rule(store, *DENY)
+    exe = Path(sys.executable).with_name("cardmem")
+    event, payload = SHELL["gemini"]
+    for args in (["hook", "pre-tool-use", "--host", "gemini"], ["hook", event, "--host", "gemini"]):
+        proc = subprocess.run([str(exe), *args, "--store", str(store.root)], input=json.dumps(payload),
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["decision"] == "deny"
+    proc = subprocess.run([str(exe), "hook", "prompt", "--host", "gemini", "--store", str(store.root)],
+                          input="][", capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "{}"
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("cardmem: hook gemini prompt: ")
