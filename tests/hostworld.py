@@ -3,9 +3,12 @@ cardmem's hooks, as a person would after `cardmem install HOST`."""
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
 from hostkit import cardmem, host_env
+
+from cardmem.store.git import runner as git
 
 RULE_MARK = "QUOKKA-RULE-7731"
 CARD_MARK = "WOMBAT-CARD-4412"
@@ -39,3 +42,23 @@ def make_world(tmp_path: Path, host: str) -> dict:
                     "commit", "-qm", "cards"], capture_output=True)
     cardmem("install", host, env=env)
     return {"home": home, "store": store, "proj": proj, "env": env}
+
+
+def extract(body: dict):
+    """The learner's model call (tools/extract.py) on the fake Messages API: the lesson."""
+    from fakeapi import reply
+
+    from cardmem.tools.extract import SYSTEM
+
+    assert body.get("system") == SYSTEM
+    return reply(f"Here is what the session taught:\n{SIGNAL}\n")
+
+
+def wait_for_commit(store: Path, before: str, timeout: float = 60) -> str:
+    """The hook log, once the detached learner has committed (or the time is up)."""
+    deadline = time.monotonic() + timeout
+    while git.head(store) == before and time.monotonic() < deadline:
+        time.sleep(0.25)
+    log = (store / ".cardmem" / "hooks.log").read_text()
+    assert git.head(store) != before, f"no commit after the session; hook log:\n{log}"
+    return log

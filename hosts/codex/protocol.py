@@ -18,29 +18,14 @@ TOOLS = {"Bash": ("Bash", "command"), "shell": ("Bash", "command"),
          "exec_command": ("Bash", "cmd"), "apply_patch": ("Edit", "patch")}
 CAP = 7_500  # characters: 2,500 tokens at three characters a token, with room to spare
 EMPTY = ""
-HOOK_NAMES = {"session-start": "SessionStart", "prompt": "UserPromptSubmit",
-              "pre-tool-use": "PreToolUse"}
 
 
 def answer(kind: str, reply: dict) -> dict | None:
-    out: dict = {"hookEventName": HOOK_NAMES.get(kind, kind)}
-    if kind == "pre-tool-use":
-        if reply.get("decision"):
-            out["permissionDecision"] = "deny"
-            out["permissionDecisionReason"] = reply["reason"] if reply["decision"] == "deny" else (
-                reply["reason"] + "\nCodex cannot ask the person from a hook, so the call was "
-                "refused: ask the user whether to run it, and let them run it.")
-        elif reply.get("context"):
-            out["additionalContext"] = reply["context"]
-        else:
-            return None
-    elif kind in ("session-start", "prompt"):
-        if not reply.get("context") and kind == "prompt":
-            return None
-        out["additionalContext"] = reply.get("context", "")
-    else:
-        return None
-    result: dict = {"hookSpecificOutput": out}
-    if reply.get("user"):
-        result["systemMessage"] = reply["user"]
-    return result
+    """Claude Code's fields, but `ask` refuses, saying why (Codex does not honour it)."""
+    from ..claude_code.protocol import answer as claude
+
+    if kind == "pre-tool-use" and reply.get("decision") == "ask":
+        reply = {**reply, "decision": "deny", "reason": reply["reason"] + (
+            "\nCodex cannot ask the person from a hook, so the call was refused: ask the "
+            "user whether to run it, and let them run it.")}
+    return claude(kind, reply)

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 
-from fakeapi import FakeAPI, reply
+from fakeapi import FakeAPI
 from fakemodels import FakeModels
-from hostworld import CARD_MARK, PROMPT, RULE_MARK, SIGNAL, make_world
+from hostworld import CARD_MARK, PROMPT, RULE_MARK, SIGNAL, extract, make_world, wait_for_commit
 
 from cardmem.store.git import runner as git
-from cardmem.tools.extract import SYSTEM as EXTRACT_SYSTEM
 
 DENIED = "touch ran-before-push && git push --force origin main"
 
@@ -33,10 +31,6 @@ def test_codex_session_reads_is_refused_and_teaches(tmp_path, codex):
 
     def answer(kind, body, n):
         return [("shell", DENIED)] if n == 1 else [("text", "Done: the retry limit is five.")]
-
-    def extract(body):
-        assert body.get("system") == EXTRACT_SYSTEM
-        return reply(f"Here is what the session taught:\n{SIGNAL}\n")
 
     with FakeModels(answer) as fake, FakeAPI(handler=extract) as api:
         env = {**world["env"], "K": "fake-key", "ANTHROPIC_BASE_URL": api.base_url,
@@ -66,11 +60,7 @@ def test_codex_session_reads_is_refused_and_teaches(tmp_path, codex):
         assert "Force-pushing rewrites history" in out[0]
         assert not (proj / "ran-before-push").exists()
         # 4. The lesson, filed after the session by the detached learner.
-        deadline = time.monotonic() + 60
-        while git.head(store) == before and time.monotonic() < deadline:
-            time.sleep(0.25)
-        log = (store / ".cardmem" / "hooks.log").read_text()
-        assert git.head(store) != before, f"no commit after the session; hook log:\n{log}"
+        log = wait_for_commit(store, before)
     commit = git.log(store, limit=1)[0]
     assert commit.paths == ["entities/frobnicator.md"], commit.message
     assert SIGNAL.split(": ", 1)[1][:40] in (store / "entities" / "frobnicator.md").read_text()

@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 
-from fakeapi import FakeAPI, reply
+from fakeapi import FakeAPI
 from fakemodels import FakeModels
-from hostworld import CARD_MARK, PROMPT, RULE_MARK, SIGNAL, make_world
+from hostworld import CARD_MARK, PROMPT, RULE_MARK, extract, make_world, wait_for_commit
 
 from cardmem.store.git import runner as git
-from cardmem.tools.extract import SYSTEM as EXTRACT_SYSTEM
 
 DENIED = "touch ran-before-push && git push --force origin main"
 
@@ -39,10 +37,6 @@ def test_gemini_session_reads_is_refused_and_teaches(tmp_path, gemini_cli):
 
     def answer(kind, body, n):
         return [("shell", DENIED)] if n == 1 else [("text", "Done: the retry limit is five.")]
-
-    def extract(body):
-        assert body.get("system") == EXTRACT_SYSTEM
-        return reply(f"Here is what the session taught:\n{SIGNAL}\n")
 
     with FakeModels(answer) as fake, FakeAPI(handler=extract) as api:
         env = {**world["env"], "GEMINI_API_KEY": "fake-key", "GOOGLE_GEMINI_BASE_URL": fake.base_url,
@@ -72,11 +66,7 @@ def test_gemini_session_reads_is_refused_and_teaches(tmp_path, gemini_cli):
         assert "Force-pushing rewrites history" in json.dumps(responses[0])
         assert not (proj / "ran-before-push").exists()
         # 4. The lesson, filed after the session by the detached learner.
-        deadline = time.monotonic() + 60
-        while git.head(store) == before and time.monotonic() < deadline:
-            time.sleep(0.25)
-        log = (store / ".cardmem" / "hooks.log").read_text()
-        assert git.head(store) != before, f"no commit after the session; hook log:\n{log}"
+        log = wait_for_commit(store, before)
     commit = git.log(store, limit=1)[0]
     assert commit.paths == ["entities/frobnicator.md"], commit.message
     assert "pre-tool-use/gemini" in log and "deny feedback/no-force-push" in log
