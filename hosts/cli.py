@@ -25,7 +25,7 @@ HOOK_HOSTS = ["claude", "claude-code", "codex", "gemini", "cursor", "copilot"]
               help="session-start: keep every rule whole in this file the host loads.")
 def hook(words: tuple[str, ...], host: str | None, store_path: Path | None,
          rules_file: Path | None) -> None:
-    """A host's hook: the host's JSON on stdin, its answer on stdout; always exits 0.
+    """A host hook: the host's JSON on stdin, its answer on stdout; always exits 0.
 
     EVENT is session-start, prompt, pre-tool-use, stop or session-end, or the host's own
     name for it (SessionStart, BeforeAgent, preToolUse, ...). `hook claude-code EVENT`
