@@ -25,7 +25,7 @@ from typing import Any
 from cardmem.store.errors import CardmemError
 from cardmem.store.git.writer import atomic_write
 
-from .settings import backup, read_json_object, record_path
+from .settings import backup, read_json_object, record_path, write_back
 
 HOOK_MODULE = "cardmem.hosts.hook"
 START = str(Path(__file__).resolve().parent / "pretool_start.py")
@@ -230,20 +230,10 @@ def uninstall(host: str, settings: Path | None = None) -> dict[str, Any]:
     if "hooks" in data and not data["hooks"] and "hooks" in created:
         del data["hooks"]
     changed = json.dumps(data, sort_keys=True) != before
-    original = rec.get("original")
     if not data and "file" in created:
         path.unlink()
         changed = True
     elif changed:
-        saved_text = None
-        if isinstance(original, str):
-            try:
-                if json.loads(original or "{}") == data:
-                    saved_text = original  # nothing else changed: the very bytes come back
-            except ValueError:
-                pass
-        backup(path)
-        atomic_write(path, saved_text.encode("utf-8") if saved_text is not None else
-                     (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
+        write_back(path, data, rec.get("original"))
     record_path(path).unlink(missing_ok=True)
     return {"changed": changed, "path": str(path)}

@@ -54,3 +54,29 @@ def backup(path: Path) -> Path | None:
         return None
     shutil.copy2(path, backup_path(path))  # keeps the mode: ~/.claude.json stays 0600
     return backup_path(path)
+
+
+def original(path: Path) -> str | None:
+    """The file's text before cardmem's first install, as recorded (None: none kept)."""
+    try:
+        text = json.loads(record_path(path).read_text()).get("original")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return text if isinstance(text, str) else None
+
+
+def write_back(path: Path, data: dict[str, Any], before: str | None) -> None:
+    """Write what is left after uninstall: the very bytes of `before` (the file before
+    install) when nothing else changed since, else the data as JSON."""
+    from cardmem.store.git.writer import atomic_write
+
+    text = None
+    if before is not None:
+        try:
+            if json.loads(before or "{}") == data:
+                text = before
+        except ValueError:
+            pass
+    backup(path)
+    atomic_write(path, (text if text is not None else
+                        json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))

@@ -22,7 +22,7 @@ from typing import Any
 from cardmem.store.errors import CardmemError
 from cardmem.store.git.writer import atomic_write
 
-from ..settings import backup, read_json_object, record_path, recorded
+from ..settings import backup, original, read_json_object, record_path, recorded, write_back
 
 MODULE = "cardmem.hosts.claude_code"
 # ... the PreToolUse hook started as a script without `site`: see hosts/pretool_start.py.
@@ -134,8 +134,11 @@ def install(settings: Path | None = None, store: Path | None = None) -> dict[str
     if json.dumps(data, sort_keys=True) == before:
         return {"changed": False, "path": str(path), "backup": None}
     path.parent.mkdir(parents=True, exist_ok=True)
+    kept = original(path) if record_path(path).exists() else (
+        path.read_text(encoding="utf-8") if path.exists() else None)
     saved = _write(path, data)
-    atomic_write(record_path(path), json.dumps({"created": sorted(set(created))}).encode())
+    atomic_write(record_path(path), json.dumps({"created": sorted(set(created)),
+                                                "original": kept}).encode())
     # The MCP server (`cardmem mcp`) is registered next to this call, by its own module:
     # Claude Code keeps user-scope MCP servers in ~/.claude.json ("mcpServers"), not here.
     return {"changed": True, "path": str(path), "backup": str(saved) if saved else None}
@@ -194,6 +197,6 @@ def uninstall(settings: Path | None = None) -> dict[str, Any]:
         path.unlink()  # install made this file; nothing else is in it
         changed = True
     elif changed:
-        _write(path, data)
+        write_back(path, data, original(path))
     record_path(path).unlink(missing_ok=True)
     return {"changed": changed, "path": str(path)}

@@ -206,3 +206,13 @@ def test_an_install_of_the_pretool_hook_by_module_is_updated_in_place(tmp_path):
     assert len(pre) == 2 and pre[1]["hooks"][0]["command"] == command("pre-tool-use")
     uninstall(path)
     assert json.loads(path.read_text()) == USER_SETTINGS
+
+
+def test_uninstall_gives_the_file_back_byte_for_byte(tmp_path):
+    path = tmp_path / "settings.json"
+    theirs = '{\n\t"model": "opus",   "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}'
+    path.write_text(theirs)
+    install(path)
+    install(path, store=tmp_path / "team-store")  # a second install keeps the first original
+    uninstall(path)
+    assert path.read_text() == theirs
