@@ -25,7 +25,7 @@ from typing import Any
 from cardmem.store.errors import CardmemError
 from cardmem.store.git.writer import atomic_write
 
-from .settings import backup, read_json_object, record_path, write_back
+from .settings import backup, read_hooks_file as _load, record_path, write_back
 
 HOOK_MODULE = "cardmem.hosts.hook"
 START = str(Path(__file__).resolve().parent / "pretool_start.py")
@@ -62,14 +62,6 @@ def _ours(entry: Any, key: str) -> bool:
 
 def settings_path(host: str, settings: Path | None) -> Path:
     return Path(settings).expanduser() if settings else spec(host)["default"]()
-
-
-def _load(path: Path) -> dict[str, Any]:
-    data = read_json_object(path, "--settings")
-    hooks = data.get("hooks", {})
-    if not isinstance(hooks, dict) or any(not isinstance(v, list) for v in hooks.values()):
-        raise CardmemError(f"{path}: hooks", "is not an object of event -> list of hooks")
-    return data
 
 
 def _entry(sp: dict[str, Any], host: str, kind: str, store: Path | None,

@@ -30,6 +30,16 @@ def read_json_object(path: Path, hint: str) -> dict[str, Any]:
     return data
 
 
+def read_hooks_file(path: Path) -> dict[str, Any]:
+    """A host's settings with hooks in it ({} if absent): `hooks` must map each event to a
+    list (of matcher groups, or of hooks); anything else is one clear error."""
+    data = read_json_object(path, "--settings")
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict) or any(not isinstance(v, list) for v in hooks.values()):
+        raise CardmemError(f"{path}: hooks", "is not an object of event -> list of hooks")
+    return data
+
+
 def record_path(path: Path) -> Path:
     """Where install records what it created (the file, containers) next to a host file."""
     return path.with_name(path.name + ".cardmem.json")

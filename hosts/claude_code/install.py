@@ -22,7 +22,7 @@ from typing import Any
 from cardmem.store.errors import CardmemError
 from cardmem.store.git.writer import atomic_write
 
-from ..settings import backup, original, read_json_object, record_path, recorded, write_back
+from ..settings import backup, original, read_hooks_file as _load, record_path, recorded, write_back
 
 MODULE = "cardmem.hosts.claude_code"
 # ... the PreToolUse hook started as a script without `site`: see hosts/pretool_start.py.
@@ -79,14 +79,6 @@ def command(event: str, store: Path | None = None, python: str | None = None,
 
 def _ours(entry: Any) -> bool:
     return isinstance(entry, dict) and any(m in str(entry.get("command", "")) for m in MODULES)
-
-
-def _load(path: Path) -> dict[str, Any]:
-    data = read_json_object(path, "--settings")
-    hooks = data.get("hooks", {})
-    if not isinstance(hooks, dict) or any(not isinstance(v, list) for v in hooks.values()):
-        raise CardmemError(f"{path}: hooks", "is not an object of event -> list of matchers")
-    return data
 
 
 def _write(path: Path, data: dict[str, Any]) -> Path | None:
