@@ -26,7 +26,7 @@ test: $(STAMP)
 # Benchmarks (not tests): each prints its figures beside a baseline run in the same go.
 # Bytecode is compiled first, since start-up times are part of what they measure.
 bench: $(STAMP)
-	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/python -m compileall -q store tools hooks $(VENV)/lib
+	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/python -m compileall -q store tools hosts hooks $(VENV)/lib
 	for b in write search hook mcp watch; do \
 		env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/python bench/bench_$$b.py || exit 1; done
 

@@ -1,4 +1,6 @@
-"""The house's shape: imports run hooks -> tools -> store, and no module imports itself back.
+"""The house's shape: imports run hosts -> tools -> store, and no module imports itself back.
+
+hooks/ (the 0.1.0 paths kept for users' settings) sits above hosts/: it only runs it.
 
 Every module's imports are read with ast, including those inside functions (lazy imports
 run too, just later) and the "module:attribute" strings of a lazy command table (the CLI's
@@ -11,7 +13,7 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-LAYERS = ("store", "tools", "hooks")  # each may import only those before it
+LAYERS = ("store", "tools", "hosts", "hooks")  # each may import only those before it
 
 
 def modules() -> dict[str, Path]:
@@ -126,7 +128,7 @@ def test_no_import_cycles() -> None:
     assert cycles(g) == []
 
 
-def test_imports_run_hooks_to_tools_to_store() -> None:
+def test_imports_run_hosts_to_tools_to_store() -> None:
     against = sorted(f"{a} imports {b}" for a, targets in graph().items()
                      for b in targets if layer(b) > layer(a))
     assert against == []
@@ -143,7 +145,7 @@ def test_the_checks_can_fail(tmp_path: Path) -> None:
     edges = {n: imports(n, p, known) for n, p in list(known.items())[:2]}
     assert edges == {"cardmem.store.a": {"cardmem.store.b"}, "cardmem.store.b": {"cardmem.store.a"}}
     assert cycles(edges) == [["cardmem.store.a", "cardmem.store.b"]]
-    assert layer("cardmem.hooks.x") > layer("cardmem.tools.x") > layer("cardmem.store.x")
+    assert layer("cardmem.hooks.x") > layer("cardmem.hosts.x") > layer("cardmem.tools.x") > layer("cardmem.store.x")
 
 
 def test_every_package_is_listed_in_pyproject() -> None:

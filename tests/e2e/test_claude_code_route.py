@@ -88,7 +88,7 @@ def test_stop_hook_learns_through_the_claude_code_login(subscriber: dict) -> Non
         before = git.head(store)
         payload = {"session_id": "5e55104a-route", "transcript_path":
                    str(subscriber["transcript"]), "hook_event_name": "Stop"}
-        proc = subprocess.run([sys.executable, "-m", "cardmem.hooks.claude_code", "stop"],
+        proc = subprocess.run([sys.executable, "-m", "cardmem.hosts.claude_code", "stop"],
                               input=json.dumps(payload), env=env, capture_output=True,
                               text=True, timeout=120, cwd=subscriber["home"])
         assert proc.returncode == 0, proc.stderr

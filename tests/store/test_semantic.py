@@ -192,9 +192,9 @@ def test_the_session_start_hook_never_loads_the_model(cards, monkeypatch) -> Non
     import subprocess
 
     monkeypatch.delenv("CARDMEM_SEMANTIC", raising=False)
-    code = ("import sys, io, json; from cardmem.hooks import claude_code; "
+    code = ("import sys, io, json; from cardmem.hosts import hook; "
             "sys.stdin = io.StringIO(json.dumps({'session_id': 's1', 'cwd': '.'})); "
-            f"claude_code.main(['--store', {str(cards.root)!r}, 'session-start']); "
+            f"hook.main(['--store', {str(cards.root)!r}, 'session-start']); "
             "sys.stderr.write(' '.join(sorted(sys.modules)))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)

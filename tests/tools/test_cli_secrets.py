@@ -96,7 +96,7 @@ def test_doctor_names_cards_and_kinds_never_values(store):
 
 
 def test_hooks_and_mcp_entry_mark_the_caller_as_an_agent():
-    from cardmem.hooks.mcp_install import server_entry
+    from cardmem.hosts.claude_code.mcp_install import server_entry
 
     assert server_entry()["env"]["CARDMEM_AGENT"] == "1"
 

@@ -73,7 +73,7 @@ def test_mcp_read_card_and_search_note_reads(aged) -> None:
 
 
 def test_the_session_start_context_notes_the_cards_it_delivers(aged, tmp_path) -> None:
-    from cardmem.hooks.claude_code import session_start_context
+    from cardmem.hosts.session_start import session_start_context
 
     cwd = tmp_path / "temporal"
     cwd.mkdir()
@@ -86,7 +86,7 @@ def test_the_session_start_context_notes_the_cards_it_delivers(aged, tmp_path) -
 
 
 def test_cards_the_session_start_cuts_to_a_title_are_not_read(aged, tmp_path) -> None:
-    from cardmem.hooks.claude_code import session_start_context
+    from cardmem.hosts.session_start import session_start_context
 
     (aged.root / "feedback").mkdir(exist_ok=True)
     for i in range(40):

@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from cardmem.hooks.transcript import read_excerpt
+from cardmem.hosts.transcript import read_excerpt
 from cardmem.tools.redact import redact, redact_with_counts
 from secrets_corpus import FORMATS, RENDERINGS, cases, leaked, non_secrets
 

@@ -173,7 +173,7 @@ def check_model(store: Store) -> list[tuple[bool | None, str]]:
     return [(ok, line)]
 
 
-# Host adapters (hooks/) sit above tools/: they offer their checks as entry points.
+# Host adapters (hosts/) sit above tools/: they offer their checks as entry points.
 CHECK_GROUP = "cardmem.checks"
 
 

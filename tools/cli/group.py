@@ -44,7 +44,7 @@ LAZY: dict[str, str] = {
 }
 
 
-# Host adapters (hooks/) sit above tools/ and may not be imported from here: they offer
+# Host adapters (hosts/) sit above tools/ and may not be imported from here: they offer
 # their commands as entry points of this group instead (see pyproject.toml).
 PLUGIN_GROUP = "cardmem.commands"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cardmem.hooks.mcp_install import NAME, default_config, register, server_entry, unregister
+from cardmem.hosts.claude_code.mcp_install import NAME, default_config, register, server_entry, unregister
 from cardmem.store.errors import CardmemError
 
 CARDMEM = str(Path(sys.executable).with_name("cardmem"))

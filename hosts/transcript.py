@@ -1,4 +1,5 @@
-"""Read a bounded excerpt of a Claude Code session transcript (JSONL).
+"""Read a bounded excerpt of a session transcript (JSONL): Claude Code's, Codex's rollout or
+Gemini CLI's chat.
 
 Claude Code appends one JSON object per line to
 `~/.claude/projects/<project>/<session>.jsonl`: `{"type": "user" | "assistant" |
@@ -39,6 +40,12 @@ _HARNESS_TAGS = (
     "local-command-caveat",
     "system-reminder",
     "task-notification",
+    # Codex writes these into user messages (hosts/codex): the harness's, not the person's
+    "environment_context",
+    "user_instructions",
+    # ... and Gemini CLI these (hosts/gemini): its own preamble, and hooks' context
+    "session_context",
+    "hook_context",
 )
 _HARNESS_RE = re.compile(
     r"<(" + "|".join(_HARNESS_TAGS) + r")(?:\s[^>]*)?>[\s\S]*?(?:</\1\s*>|\Z)"
@@ -141,6 +148,12 @@ def _records(lines: list[str]) -> Iterator[tuple[Literal["user", "assistant"], s
             continue
         if not isinstance(obj, dict):
             continue
+        if obj.get("type") == "response_item":  # a Codex rollout line (hosts/codex)
+            obj = _codex_line(obj.get("payload"))
+        elif obj.get("type") in ("user", "gemini") and "message" not in obj:
+            obj = _gemini_line(obj)  # a Gemini CLI chat line (hosts/gemini)
+        if obj is None:
+            continue
         role = obj.get("type")
         if role not in ("user", "assistant"):
             continue  # summary, system, file-history-snapshot, progress, ...
@@ -157,6 +170,35 @@ def _records(lines: list[str]) -> Iterator[tuple[Literal["user", "assistant"], s
             continue
         msg_id = message.get("id")
         yield role, text, msg_id if isinstance(msg_id, str) else None
+
+
+def _codex_line(item: Any) -> dict[str, Any] | None:
+    """A Codex rollout's `response_item` message in Claude Code's shape (None: not talk).
+    Codex keeps a session in ~/.codex/sessions/…/rollout-*.jsonl, one
+    `{"type": "response_item", "payload": {"type": "message", "role", "content": [{"type":
+    "input_text" | "output_text", "text"}]}}` per message; developer messages (the
+    harness's, cardmem's own context among them), tool calls and events are not talk."""
+    if not isinstance(item, dict) or item.get("type") != "message":
+        return None
+    role = item.get("role")
+    if role not in ("user", "assistant") or not isinstance(item.get("content"), list):
+        return None
+    blocks = [{"type": "text", "text": b.get("text")} for b in item["content"]
+              if isinstance(b, dict) and b.get("type") in ("input_text", "output_text")]
+    return {"type": role, "message": {"role": role, "content": blocks, "id": item.get("id")}}
+
+
+def _gemini_line(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """A Gemini CLI chat line (~/.gemini/tmp/<project>/chats/session-*.jsonl: `{"id",
+    "type": "user" | "gemini", "content": "…" | [{"text"}, {"functionCall"}, …]}`) in
+    Claude Code's shape. A reply is written again as it grows, under the same id, so its
+    id is not kept: the merge of one reply's blocks would repeat it."""
+    content = obj.get("content")
+    if isinstance(content, list):
+        content = [{"type": "text", "text": b["text"]} for b in content
+                   if isinstance(b, dict) and isinstance(b.get("text"), str)]
+    role = "assistant" if obj["type"] == "gemini" else "user"
+    return {"type": role, "message": {"role": role, "content": content}}
 
 
 def _text_of(content: Any) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 from cardmem.store.errors import CardmemError
 from cardmem.store.git.writer import atomic_write
 
-from .install import backup, read_json_object, record_path, recorded
+from ..settings import backup, read_json_object, record_path, recorded
 
 NAME = "cardmem"
 MODULE = "cardmem.tools.cli"

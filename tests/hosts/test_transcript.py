@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cardmem.hooks.transcript import Turn, read_excerpt, should_skip
+from cardmem.hosts.transcript import Turn, read_excerpt, should_skip
 
 SESSION = "0a6a12f4-3b1e-4c2d-9e8f-7a6b5c4d3e2f"
 _uuids = (f"{i:08x}-1111-4222-8333-444455556666" for i in itertools.count(1))

@@ -7,7 +7,8 @@ import io
 import json
 from pathlib import Path
 
-from cardmem.hooks.claude_code import MAX_CONTEXT, fit_host, host_len, run
+from cardmem.hosts.hook import run
+from cardmem.hosts.session_start import MAX_CONTEXT, fit_host, host_len
 from cardmem.store.store import init
 
 

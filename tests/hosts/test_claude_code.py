@@ -15,7 +15,7 @@ import pytest
 from clikit import Ran, call
 from fakeapi import reply
 
-from cardmem.hooks import hooklog
+from cardmem.hosts import hooklog
 from cardmem.store.git import runner as git
 
 TODAY = date.today().isoformat()
@@ -25,7 +25,7 @@ SESSION = "5e55104d-aaaa-4bbb-8ccc-123456789abc"
 def hook(event: str, payload: dict | str, store: Path | None, env: dict | None = None) -> Ran:
     """The hook's main() in-process, with no ANTHROPIC_* of ours; main() sets CARDMEM_AGENT,
     which is put back afterwards."""
-    from cardmem.hooks.claude_code import main
+    from cardmem.hosts.claude_code.__main__ import main
 
     args = ["--store", str(store)] if store is not None else []
     data = payload if isinstance(payload, str) else json.dumps(payload)
@@ -36,8 +36,8 @@ def hook(event: str, payload: dict | str, store: Path | None, env: dict | None =
 
 def hook_process(event: str, payload: dict | str, store: Path | None, env: dict | None = None,
                  timeout: float = 60) -> subprocess.CompletedProcess:
-    """The hook as Claude Code runs it: `python -m cardmem.hooks.claude_code`."""
-    args = [sys.executable, "-m", "cardmem.hooks.claude_code"]
+    """The hook as Claude Code runs it: `python -m cardmem.hosts.claude_code`."""
+    args = [sys.executable, "-m", "cardmem.hosts.claude_code"]
     if store is not None:
         args += ["--store", str(store)]
     data = payload if isinstance(payload, str) else json.dumps(payload)
@@ -106,7 +106,7 @@ def test_session_start_while_the_write_lock_is_held(example_store):
 def test_session_start_imports_nothing_heavy(example_store):
     def imported() -> set[str]:
         proc = subprocess.run([sys.executable, "-X", "importtime", "-m",
-                               "cardmem.hooks.claude_code", "--store", str(example_store.root),
+                               "cardmem.hosts.claude_code", "--store", str(example_store.root),
                                "session-start"], input="{}", capture_output=True, text=True,
                               timeout=60)
         assert proc.returncode == 0
@@ -227,7 +227,7 @@ def test_hook_log_rotates(tmp_path):
 
 
 def test_unknown_event_is_a_notice_not_a_failure(example_store):
-    proc = hook("pre-tool-use", {}, example_store.root)
+    proc = hook("no-such-event", {}, example_store.root)
     assert proc.returncode == 0 and "unknown event" in proc.stderr
 
 
@@ -287,7 +287,7 @@ def test_session_start_with_a_read_only_store(example_store, tmp_path):
 
 
 def test_the_last_resort_rule_list_leaves_proposals_out(tmp_path: Path) -> None:
-    from cardmem.hooks.claude_code import _rule_titles
+    from cardmem.hosts.session_start import _rule_titles
     from cardmem.store.cards.status import says_proposed
 
     (tmp_path / "feedback").mkdir()

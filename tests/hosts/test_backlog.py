@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from fakeapi import error, reply
 
-from cardmem.hooks.learning import learn_logged
+from cardmem.hosts.learning import learn_logged
 from cardmem.store.git import runner as git
 from cardmem.store.learning import retry
 from cardmem.store.cards.card import history

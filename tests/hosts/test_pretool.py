@@ -9,9 +9,9 @@ import sys
 
 from click.testing import CliRunner
 
-from cardmem.hooks import firings, pretool
-from cardmem.hooks.checks import check_point_of_action
-from cardmem.hooks.rules_cli import rules
+from cardmem.hosts import firings, pretool
+from cardmem.hosts.claude_code.checks import check_point_of_action
+from cardmem.hosts.rules_cli import rules
 
 RULES = {
     "feedback/no-force-push": ("Never force-push", "deny", '["git push --force*", "git push -f*"]',
@@ -140,7 +140,7 @@ def test_the_hook_imports_almost_nothing(store):
 
     make_rules(store)
     triggers.build(store)  # a current table: the hook reads it and nothing else
-    code = ("import sys, io, json; from cardmem.hooks import pretool; "
+    code = ("import sys, io, json; from cardmem.hosts import pretool; "
             f"sys.stdin = io.StringIO(json.dumps({bash('git push -f')!r})); pretool.main(['--store', "
             f"{str(store.root)!r}]); sys.stderr.write(' '.join(sorted(sys.modules)))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -167,7 +167,7 @@ def test_the_installed_command_runs_without_site_json_or_re(store):
     import os
     import shlex
 
-    from cardmem.hooks.install import command
+    from cardmem.hosts.claude_code.install import command
     from cardmem.store.rules import triggers
 
     make_rules(store)
@@ -185,7 +185,7 @@ def test_the_installed_command_runs_without_site_json_or_re(store):
     quiet = run(bash("ls -la && git status"), "-X", "importtime")
     loaded = {line.rsplit("|", 1)[-1].strip() for line in quiet.stderr.splitlines()}
     assert quiet.stdout == "" and "cardmem.store.rules.match" in loaded
-    assert not loaded & {"site", "json", "re", "fnmatch", "pathlib", "cardmem.hooks.hooklog"}
+    assert not loaded & {"site", "json", "re", "fnmatch", "pathlib", "cardmem.hosts.hooklog"}
     deny = run(bash("touch X && sudo git push -f origin main"), "-X", "importtime")
     loaded = {line.rsplit("|", 1)[-1].strip() for line in deny.stderr.splitlines()}
     assert json.loads(deny.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
@@ -199,7 +199,7 @@ def test_the_installed_command_runs_without_site_json_or_re(store):
 
 
 def test_hookjson_reads_and_writes_as_json_does():
-    from cardmem.hooks import hookjson
+    from cardmem.hosts import hookjson
 
     value = {"a": [1, 2.5, "xé\n\"\\\x01", None, True, False, {"b": {}}, -0.0, 10**30],
              "tool_input": {"command": "git push --force 'x'"}}
@@ -214,3 +214,34 @@ def test_hookjson_reads_and_writes_as_json_does():
         except ValueError:
             continue
         raise AssertionError(f"accepted {bad!r}")
+
+
+def test_every_hosts_installed_pretool_command_stays_lean(store):
+    """The same fast start for the other hosts' installed PreToolUse command (hosts/install.py):
+    an ungoverned call and a refusal import no site, json, re or pathlib, and only the
+    host's own adapter."""
+    import os
+    import shlex
+
+    from cardmem.hosts.install import command
+    from cardmem.store.rules import triggers
+
+    make_rules(store)
+    triggers.build(store)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    calls = {"codex": ("Bash", "command"), "gemini": ("run_shell_command", "command"),
+             "cursor": ("Shell", "command"), "copilot": ("bash", "command")}
+    for host, (tool, field) in calls.items():
+        for line, decided in (("ls -la", False), ("git push -f origin main", True)):
+            args = shlex.split(command(host, "pre-tool-use", store.root))
+            args[1:1] = ["-X", "importtime"]
+            payload = {"session_id": "s", "cwd": "/tmp", "tool_name": tool,
+                       "tool_input": {field: line}}
+            done = subprocess.run(args, input=json.dumps(payload), capture_output=True,
+                                  text=True, env=env, cwd=store.root.parent)
+            assert done.returncode == 0, done.stderr
+            loaded = {x.rsplit("|", 1)[-1].strip() for x in done.stderr.splitlines()}
+            assert bool(done.stdout) == decided, (host, line, done.stdout)
+            assert f"cardmem.hosts.{host}.protocol" in loaded
+            assert not loaded & {"site", "json", "re", "pathlib", "dataclasses", "typing"}, host
+            assert {f"cardmem.hosts.{h}.protocol" for h in calls if h != host}.isdisjoint(loaded)

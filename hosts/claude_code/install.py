@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,14 +22,20 @@ from typing import Any
 from cardmem.store.errors import CardmemError
 from cardmem.store.git.writer import atomic_write
 
-MODULE = "cardmem.hooks.claude_code"
-PRETOOL_MODULE = "cardmem.hooks.pretool"  # its own lean module: it runs before every act
-# ... started as a script without `site` (`python -S …/hooks/pretool_start.py`): see there.
-PRETOOL_START = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pretool_start.py")
-MODULES = (MODULE, PRETOOL_MODULE, "hooks/pretool_start.py")  # how ours are recognised
+from ..settings import backup, original, read_hooks_file as _load, record_path, recorded, write_back
+
+MODULE = "cardmem.hosts.claude_code"
+# ... the PreToolUse hook started as a script without `site`: see hosts/pretool_start.py.
+PRETOOL_START = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             "pretool_start.py")
+# How ours are recognised, the paths of earlier releases too (install rewrites those to
+# today's; hooks/ keeps them working until then).
+MODULES = (MODULE, "cardmem.hosts.pretool", "hosts/pretool_start.py",
+           "cardmem.hooks.claude_code", "cardmem.hooks.pretool", "hooks/pretool_start.py")
 # event in settings.json -> (our event name, extra keys of the hook entry)
 HOOKS: dict[str, tuple[str, dict[str, Any]]] = {
     "SessionStart": ("session-start", {"timeout": 10}),
+    "UserPromptSubmit": ("prompt", {"timeout": 10}),  # the cards this prompt is about
     "Stop": ("stop", {"async": True, "timeout": 30}),
     "SessionEnd": ("session-end", {"async": True, "timeout": 30}),
     "PreToolUse": ("pre-tool-use", {"timeout": 10}),
@@ -76,58 +81,11 @@ def _ours(entry: Any) -> bool:
     return isinstance(entry, dict) and any(m in str(entry.get("command", "")) for m in MODULES)
 
 
-def read_json_object(path: Path, hint: str) -> dict[str, Any]:
-    """A host's JSON settings file as a dict ({} if absent); one clear line if it is not."""
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8") or "{}")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise CardmemError(str(path), f"not valid JSON ({exc}); fix it or pass {hint}") from None
-    if not isinstance(data, dict):
-        raise CardmemError(str(path), "is not a JSON object")
-    return data
-
-
-def _load(path: Path) -> dict[str, Any]:
-    data = read_json_object(path, "--settings")
-    hooks = data.get("hooks", {})
-    if not isinstance(hooks, dict) or any(not isinstance(v, list) for v in hooks.values()):
-        raise CardmemError(f"{path}: hooks", "is not an object of event -> list of matchers")
-    return data
-
-
-def record_path(path: Path) -> Path:
-    """Where install records what it created (the file, containers) next to a host file."""
-    return path.with_name(path.name + ".cardmem.json")
-
-
-def recorded(path: Path) -> list[str]:
-    """What install recorded creating for this host file ([] without a readable record)."""
-    try:
-        return list(json.loads(record_path(path).read_text()).get("created", []))
-    except (OSError, ValueError, AttributeError, TypeError):
-        return []
-
-
 def _write(path: Path, data: dict[str, Any]) -> Path | None:
     """Write a host's JSON file; returns its backup (None: there was no file to back up)."""
     saved = backup(path)
     atomic_write(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
     return saved
-
-
-def backup_path(path: Path) -> Path:
-    return path.with_name(f"{path.name}.bak-cardmem")
-
-
-def backup(path: Path) -> Path | None:
-    """Copy a host's file aside before cardmem rewrites it: one backup per file (the file
-    as it was before cardmem's latest change), never a pile of them."""
-    if not path.exists():
-        return None
-    shutil.copy2(path, backup_path(path))  # keeps the mode: ~/.claude.json stays 0600
-    return backup_path(path)
 
 
 def install(settings: Path | None = None, store: Path | None = None) -> dict[str, Any]:
@@ -168,8 +126,11 @@ def install(settings: Path | None = None, store: Path | None = None) -> dict[str
     if json.dumps(data, sort_keys=True) == before:
         return {"changed": False, "path": str(path), "backup": None}
     path.parent.mkdir(parents=True, exist_ok=True)
+    kept = original(path) if record_path(path).exists() else (
+        path.read_text(encoding="utf-8") if path.exists() else None)
     saved = _write(path, data)
-    atomic_write(record_path(path), json.dumps({"created": sorted(set(created))}).encode())
+    atomic_write(record_path(path), json.dumps({"created": sorted(set(created)),
+                                                "original": kept}).encode())
     # The MCP server (`cardmem mcp`) is registered next to this call, by its own module:
     # Claude Code keeps user-scope MCP servers in ~/.claude.json ("mcpServers"), not here.
     return {"changed": True, "path": str(path), "backup": str(saved) if saved else None}
@@ -228,6 +189,6 @@ def uninstall(settings: Path | None = None) -> dict[str, Any]:
         path.unlink()  # install made this file; nothing else is in it
         changed = True
     elif changed:
-        _write(path, data)
+        write_back(path, data, original(path))
     record_path(path).unlink(missing_ok=True)
     return {"changed": changed, "path": str(path)}

@@ -9,7 +9,7 @@ import time
 
 from maintainkit import commit_as_person, corpus_store, git
 
-from cardmem.hooks.daily import maybe_maintain
+from cardmem.hosts.daily import maybe_maintain
 from cardmem.store.maintain import record
 
 
@@ -42,7 +42,7 @@ def test_switched_off_and_no_store_say_nothing(tmp_path) -> None:
 def test_the_stop_hooks_learner_runs_it_and_logs_it(tmp_path) -> None:
     store = aged(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    proc = subprocess.run([sys.executable, "-m", "cardmem.hooks.claude_code", "--store",
+    proc = subprocess.run([sys.executable, "-m", "cardmem.hosts.claude_code", "--store",
                            str(store.root), "stop"], input=json.dumps({"session_id": "s1"}),
                           capture_output=True, text=True, timeout=60,
                           env={**env, "CARDMEM_HOOK_FOREGROUND": "1"})

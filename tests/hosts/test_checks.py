@@ -5,8 +5,8 @@ import json
 import time
 from pathlib import Path
 
-from cardmem.hooks import checks
-from cardmem.hooks.install import install, rules_path
+from cardmem.hosts.claude_code import checks
+from cardmem.hosts.claude_code.install import install, rules_path
 from cardmem.store.rules.host_file import deliver
 from cardmem.store.store import init
 
@@ -41,7 +41,7 @@ def test_a_dead_interpreter_fails(tmp_path):
                 h["command"] = h["command"].replace(h["command"].split()[0], "/gone/bin/python")
     settings.write_text(json.dumps(data))
     bad = failing(checks.check_hooks(store, settings))
-    assert len(bad) == 4 and all("/gone/bin/python does not exist" in b for b in bad)
+    assert len(bad) == 5 and all("/gone/bin/python does not exist" in b for b in bad)
 
 
 def test_a_missing_store_fails(tmp_path):

@@ -1,7 +1,7 @@
-"""Learning at the end of a Claude Code session (DESIGN §6), in the detached process.
+"""Learning at the end of a session, any host's (DESIGN §6), in the detached process.
 
-hooks/claude_code.py answers Stop and SessionEnd at once and starts
-`python -m cardmem.hooks.claude_code _learn EVENT PAYLOAD` in the background; that
+hosts/hook.py answers stop and session-end at once and starts
+`python -m cardmem.hosts.hook _learn EVENT PAYLOAD` in the background; that
 process runs `learn_logged` here: the transcript is read and redacted, signals are
 extracted (one model call) and filed (one commit), or spooled if the store is busy. A
 failed extraction keeps the redacted excerpt in .cardmem/retry/; each later run
@@ -47,12 +47,12 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
     session = str(payload.get("session_id") or "")
     source = f"{event}-hook"  # the commit's Cardmem-Source: stop-hook, session-end-hook
     transcript = payload.get("transcript_path")
-    from cardmem.hooks import backlog
+    from cardmem.hosts import backlog
 
     retried = backlog.retry_due(store, lambda s: str(_mark_path(store, s)) + ".lock")
     if not transcript:
         return _file_pending(store, session, source, "skipped: no transcript_path", retried)
-    from cardmem.hooks.transcript import read_excerpt, should_skip
+    from cardmem.hosts.transcript import read_excerpt, should_skip
 
     if should_skip(transcript):
         return _file_pending(store, session, source, "skipped: no transcript or under 1,000 bytes",
@@ -71,7 +71,7 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
         if growth <= 0 or (event == "stop" and done and growth < STOP_MIN_GROWTH):
             return _file_pending(store, session, source, "skipped: nothing new since the last run",
                                  retried)
-        from cardmem.hooks.transcript import talk_since
+        from cardmem.hosts.transcript import talk_since
 
         if done and not talk_since(transcript, done):  # grown, but not by conversation
             _write_mark(mark, size)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cardmem.hooks.install import (MATCHERS, MODULE, MODULES, PRETOOL_START, command, install,
+from cardmem.hosts.claude_code.install import (MATCHERS, MODULE, MODULES, PRETOOL_START, command, install,
                                    uninstall)
 from cardmem.store.errors import CardmemError
 
@@ -42,7 +42,7 @@ def test_install_merges_and_keeps_everything_else(tmp_path):
     for ev, groups in USER_SETTINGS["hooks"].items():
         assert data["hooks"][ev][: len(groups)] == groups  # the user's hooks, first and intact
     added = dict(ours(data))
-    assert set(added) == {"SessionStart", "Stop", "SessionEnd", "PreToolUse"}
+    assert set(added) == {"SessionStart", "UserPromptSubmit", "Stop", "SessionEnd", "PreToolUse"}
     assert added["Stop"]["async"] is True and added["SessionEnd"]["async"] is True
     assert "async" not in added["SessionStart"]
     assert added["SessionStart"]["command"].startswith(sys.executable)
@@ -63,7 +63,7 @@ def test_install_is_idempotent(tmp_path):
     r = install(path)
     assert not r["changed"] and path.read_text() == first
     assert sorted(tmp_path.glob("settings.json.bak-*")) == backups
-    assert len(ours(json.loads(first))) == 4
+    assert len(ours(json.loads(first))) == 5
 
 
 def test_reinstall_with_another_store_updates_in_place(tmp_path):
@@ -72,7 +72,7 @@ def test_reinstall_with_another_store_updates_in_place(tmp_path):
     install(path, store=tmp_path / "team-store")
     data = json.loads(path.read_text())
     cmds = [h["command"] for _, h in ours(data)]
-    assert len(cmds) == 4 and all("team-store" in c for c in cmds)
+    assert len(cmds) == 5 and all("team-store" in c for c in cmds)
 
 
 def test_uninstall_restores_exactly(tmp_path):
@@ -131,7 +131,7 @@ def test_cli_install_and_uninstall(tmp_path):
     out = subprocess.run([exe, "install", "claude-code", "--init"], env=env, capture_output=True,
                          text=True)
     assert out.returncode == 0 and "installed" in out.stdout and f"(store {store})" in out.stdout
-    assert len(ours(json.loads(settings.read_text()))) == 4
+    assert len(ours(json.loads(settings.read_text()))) == 5
     out = subprocess.run([exe, "uninstall", "claude-code"], env=env, capture_output=True, text=True)
     assert out.returncode == 0 and not settings.exists()
     bad = tmp_path / "bad.json"
@@ -199,10 +199,20 @@ def test_an_install_of_the_pretool_hook_by_module_is_updated_in_place(tmp_path):
     install(path)
     data = json.loads(path.read_text())
     ours_now = data["hooks"]["PreToolUse"][1]["hooks"][0]
-    ours_now["command"] = f"{sys.executable} -m cardmem.hooks.pretool"  # as installed before
+    ours_now["command"] = f"{sys.executable} -m cardmem.hosts.pretool"  # as installed before
     path.write_text(json.dumps(data))
     install(path)
     pre = json.loads(path.read_text())["hooks"]["PreToolUse"]
     assert len(pre) == 2 and pre[1]["hooks"][0]["command"] == command("pre-tool-use")
     uninstall(path)
     assert json.loads(path.read_text()) == USER_SETTINGS
+
+
+def test_uninstall_gives_the_file_back_byte_for_byte(tmp_path):
+    path = tmp_path / "settings.json"
+    theirs = '{\n\t"model": "opus",   "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}'
+    path.write_text(theirs)
+    install(path)
+    install(path, store=tmp_path / "team-store")  # a second install keeps the first original
+    uninstall(path)
+    assert path.read_text() == theirs

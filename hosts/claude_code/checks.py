@@ -18,7 +18,7 @@ from cardmem.store.errors import CardmemError
 from cardmem.store.git.head_file import is_repo
 from cardmem.store.wording import plural
 
-from . import hooklog
+from .. import hooklog
 from .install import HOOKS, _load, _ours, default_settings
 
 RECENT_DAYS = 7
@@ -165,7 +165,7 @@ def check_point_of_action(store: Any, days: int = 30) -> list[tuple[bool, str]]:
     what fired at tool calls in the last `days` days."""
     from cardmem.store.rules import triggers
 
-    from . import firings
+    from .. import firings
 
     out: list[tuple[bool, str]] = []
     try:
