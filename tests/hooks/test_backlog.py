@@ -244,3 +244,41 @@ def test_project_sessions_file_unmatched_signals_into_the_project_card(example_s
     assert "spooled 1 signal(s)" in line
     learn(example_store, "sess-x", None)
     assert "cleared on deploy" in example_store.read("projects/web-dashboard/signals").text
+
+
+# A token the model hands back (it may rebuild one the excerpt's redaction cut, or read it
+# from a tool result) is redacted before it is filed: on the learner's own path and on the
+# backlog's retry path. Each test fails with that path's `redact(s.line)` taken out.
+GITHUB_TOKEN = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0" * 2
+
+
+def history_text(store) -> str:
+    """Every byte git keeps: each commit's message and patch, on every ref."""
+    return subprocess.run(["git", "-C", str(store.root), "log", "--all", "-p", "--format=%B"],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def test_a_token_in_the_models_lines_never_reaches_git(example_store, tmp_path, model_env):
+    model_env.add(f"Knowledge: the november deploy uses {GITHUB_TOKEN} for pushes",
+                  when=about("november"))
+    line = learn(example_store, "sess-november", transcript(tmp_path / "n.jsonl", "november"))
+    assert "ok: filed 1 signal(s)" in line, line
+    text = history_text(example_store)
+    assert "the november deploy uses" in text  # filed, and
+    assert GITHUB_TOKEN not in text and GITHUB_TOKEN[:12] not in text  # redacted
+
+
+def test_a_token_in_the_models_lines_on_the_retry_path_never_reaches_git(
+        example_store, tmp_path, model_env):
+    fail_500(model_env, "oscar")
+    learn(example_store, "sess-oscar", transcript(tmp_path / "o.jsonl", "oscar"))
+    age(example_store, "sess-oscar")
+    model_env.add(f"Knowledge: the oscar deploy uses {GITHUB_TOKEN} for pushes",
+                  when=about("oscar"))
+    line = learn(example_store, "sess-x", None)  # the backlog's retry files it
+    assert "backlog: 1 session(s) re-extracted" in line, line
+    text = history_text(example_store)
+    assert "the oscar deploy uses" in text
+    assert GITHUB_TOKEN not in text and GITHUB_TOKEN[:12] not in text
+    spooled = example_store.root / ".cardmem" / "spool"
+    assert not any(GITHUB_TOKEN in p.read_text() for p in spooled.glob("*.json"))
