@@ -52,7 +52,7 @@ def _installed() -> Path:
     if why:
         if os.environ.get("CI"):
             pytest.fail(f"Claude Code {CLAUDE_CODE_VERSION} is required in CI: {why}")
-        pytest.skip(f"Claude Code {CLAUDE_CODE_VERSION} unavailable: {why}")
+        pytest.skip(f"not run: needs Claude Code {CLAUDE_CODE_VERSION} (npm installs it): {why}")
     return exe
 
 

@@ -276,8 +276,6 @@ def test_doctor_reports_a_named_pipe(piped: Bystanders) -> None:
 
 
 def test_mcp_memory_map_and_read_card_do_not_wait_on_a_pipe(piped: Bystanders) -> None:
-    pytest.importorskip("mcp")
-    
     res = _within(20, lambda: mcp(piped.store, "memory_map"))
     assert not res.is_error
     data = res.structured_content
@@ -334,8 +332,6 @@ def test_a_link_into_a_hidden_folder_is_not_served(by: Bystanders, hidden: str) 
     assert "hidden secret" not in out and "reference/x.md: skipped" in err
     code, out, _ = cli("search", "secret", "--json", "--store", str(by.root))
     assert "reference/x" not in out
-    pytest.importorskip("mcp")
-
     assert "hidden folder" in mcp_error(mcp(by.store, "read_card", {"id": "reference/x"}))
 
 
@@ -404,8 +400,6 @@ def test_remember_of_any_title(shared: Bystanders, title: str) -> None:
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(raw=IDS)
 def test_mcp_read_card_and_remember_of_any_id(shared: Bystanders, raw: str) -> None:
-    pytest.importorskip("mcp")
-
     head, outside = shared.before()
     res = mcp(shared.store, "read_card", {"id": raw})
     assert "Traceback" not in res.content[0].text

@@ -85,7 +85,6 @@ def _git_log(root: Path) -> str:
 
 
 def test_mcp_remember_stores_no_secret(store):
-    pytest.importorskip("mcp")
     from mcp import Client
 
     from cardmem.tools.mcp_server import build_server
@@ -105,7 +104,6 @@ def test_mcp_remember_stores_no_secret(store):
 
 
 def test_memory_tool_writes_no_secret(store):
-    pytest.importorskip("anthropic.lib.tools")
     from cardmem.tools.memory_tool import memory_tool
 
     tool = memory_tool(store)
