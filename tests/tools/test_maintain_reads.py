@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 from maintainkit import AGED, aged_store, commit_as_person, corpus_store
 
+from cardmem.store.errors import NotFound
 from cardmem.store.root import READS_LOG, StoreRoot
 from cardmem.store.maintain import Survey, reads, stale
 from cardmem.tools.maintain import run
@@ -70,7 +71,7 @@ def test_mcp_read_card_and_search_note_reads(aged) -> None:
     (aged.state_dir / READS_LOG).unlink()
     found = [r["id"] for r in tools.search("error handling", limit=10)["results"]]
     assert set(reads.last_read(aged.root)) == set(found[:3])
-    with pytest.raises(Exception):
+    with pytest.raises(NotFound, match="no-such-card"):
         tools.read_card("projects/temporal/no-such-card")
     assert "projects/temporal/no-such-card" not in reads.last_read(aged.root)
 

@@ -15,6 +15,7 @@ from walkkit import (CHAIN, FAST, HONEST, OVERCLAIM, QUESTION, check_spiral, is_
                      run_spiral, tool_results)
 
 from cardmem.store.cards import by_address as reading
+from cardmem.store.errors import CardmemError
 from cardmem.tools import model, receipts
 from cardmem.tools.ask import ask
 from cardmem.tools.judge import judge
@@ -249,7 +250,7 @@ def test_compose_reserve_is_proportional_or_set() -> None:
     cfg = {"max_tool_calls": 4, "tool_call_s": 6.0, "walk_s": 18.0, "deadline_s": 30.0,
            "on_deadline": "receipt", "compose_reserve_s": 12}
     assert Limits.from_config(cfg).reserve_s == 12.0
-    with pytest.raises(Exception, match="compose_reserve_s"):
+    with pytest.raises(CardmemError, match="compose_reserve_s"):
         Limits.from_config({**cfg, "compose_reserve_s": "lots"})
 
 
@@ -383,7 +384,7 @@ def test_every_path_writes_one_receipt(example_store, model_env, monkeypatch) ->
     before = len(list(receipts.iter_all(example_store)))
     model_env.add("plain answer")
     ok = ask(example_store, "Who is Mara?", asker="@priya", limits=FAST)
-    with pytest.raises(Exception, match="question: is empty"):
+    with pytest.raises(CardmemError, match="question: is empty"):
         ask(example_store, "   ", limits=FAST)
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     with pytest.raises(model.ModelUnavailable):
