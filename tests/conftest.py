@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import random
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,6 +46,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     corpora.setting_up(item)
+
+
+# Random tests take their randomness from the `rng` fixture: one seed, settable, and shown
+# with the failure so that the run can be replayed.
+SEED_ENV = "CARDMEM_TEST_SEED"
+SEED = pytest.StashKey[int]()
+
+
+@pytest.fixture
+def rng(request: pytest.FixtureRequest) -> random.Random:
+    """A random.Random seeded from CARDMEM_TEST_SEED if set, else from the test's
+    @pytest.mark.seed(N) if it has one, else drawn anew; a failing test's report says it."""
+    mark = request.node.get_closest_marker("seed")
+    seed = int(os.environ.get(SEED_ENV) or (mark.args[0] if mark else 0)
+               or random.SystemRandom().randrange(1, 2**31))
+    request.node.stash[SEED] = seed
+    return random.Random(seed)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    seed = item.stash.get(SEED, None)
+    if seed is not None and report.failed:
+        report.sections.append(("random seed", f"{SEED_ENV}={seed} python -m pytest "
+                                               f"'{item.nodeid}' replays it"))
+    return report
 
 
 @pytest.fixture(autouse=True, scope="session")
