@@ -282,3 +282,33 @@ def test_a_token_in_the_models_lines_on_the_retry_path_never_reaches_git(
     assert GITHUB_TOKEN not in text and GITHUB_TOKEN[:12] not in text
     spooled = example_store.root / ".cardmem" / "spool"
     assert not any(GITHUB_TOKEN in p.read_text() for p in spooled.glob("*.json"))
+
+
+def test_the_backlog_stops_at_its_first_failure(example_store, tmp_path, model_env):
+    """The model is likely down for every entry: one failed retry ends the run, and the
+    entries after it keep their attempts (no calls, no backoff spent on them)."""
+    for word in ("papa", "quebec"):
+        fail_500(model_env, word)
+        learn(example_store, f"sess-{word}", transcript(tmp_path / f"{word}.jsonl", word))
+    for word in ("papa", "quebec"):  # both due now, and the model still down
+        age(example_store, f"sess-{word}")
+        fail_500(model_env, word)
+    calls = len(model_env.messages_requests())
+    line = learn(example_store, "sess-x", None)
+    assert "retry failed: HTTP 500: fake 500" in line, line
+    attempts = sorted(retry.load(example_store.root, f"sess-{w}")["attempts"]
+                      for w in ("papa", "quebec"))
+    assert attempts == [1, 2]  # one retried, the other left for a later run
+    assert len(model_env.messages_requests()) == calls + 3  # one entry's call, SDK retries
+
+
+def test_merged_excerpts_drop_repeats_and_keep_the_newest_turns():
+    from cardmem.hooks.backlog import merge_turns
+
+    def turns(*words):
+        return [{"role": "user", "text": w} for w in words]
+
+    old, new = turns("a", "b", "c"), turns("c", "d")
+    assert merge_turns(old, new, 10) == turns("a", "b", "c", "d")  # "c" once
+    assert merge_turns(old, new, 3) == turns("b", "c", "d")  # the newest 3
+    assert merge_turns(old + ["not a turn"], new, 0) == turns("a", "b", "c", "d")  # no cap
