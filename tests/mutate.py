@@ -99,6 +99,9 @@ def run_group(group: str, budget: float, seed: int) -> None:
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
 
     modules, tests = TARGETS[group]
+    gone = [p for p in modules + tests if not (REPO / p).is_file()]
+    if gone:
+        sys.exit(f"mutate: {group}: no file {', '.join(gone)} (moved? TARGETS in tests/mutate.py)")
     db_path = init(group, modules, tests)
     command = test_command(tests)
     started = time.monotonic()
