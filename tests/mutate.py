@@ -3,6 +3,7 @@ most, each mutant run against only the test files that guard its module.
 
     python tests/mutate.py [GROUP ...]    # all groups, or those named (see TARGETS)
     python tests/mutate.py --report       # what earlier runs found; runs nothing
+    python tests/mutate.py --survivors [GROUP ...]   # rerun the survivors (tests added?)
 
 Not part of `make test`. A mutant is one small change to one module (a comparison turned,
 a `not` added, a number changed, a loop made to run zero times...). It is "killed" when its
@@ -92,7 +93,7 @@ def init(group: str, modules: list[str], tests: list[str]) -> Path:
     return db
 
 
-def run_group(group: str, budget: float, seed: int) -> None:
+def run_group(group: str, budget: float, seed: int, again: bool = False) -> None:
     from cosmic_ray.mutating import mutate_and_test
     from cosmic_ray.testing import run_tests
     from cosmic_ray.work_db import WorkDB, use_db
@@ -114,7 +115,11 @@ def run_group(group: str, budget: float, seed: int) -> None:
     timeout = max(30.0, 4 * baseline)
     kept = {m: (REPO / m).read_bytes() for m in modules}
     with use_db(str(db_path), WorkDB.Mode.open) as db:
-        pending = [w for w in db.pending_work_items]
+        if again:  # the survivors only, once more: after tests were added for them
+            survived = {j for j, r in db.results if r.test_outcome == TestOutcome.SURVIVED}
+            pending = [w for w in db.work_items if w.job_id in survived]
+        else:
+            pending = [w for w in db.pending_work_items]
         for w in pending:
             if not all(KEEP.match(m.operator_name) for m in w.mutations):
                 db.set_result(w.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED))
@@ -195,6 +200,8 @@ def _changed(diff: str) -> str:
 def main(argv: list[str]) -> int:
     if argv == ["--report"]:
         return report()
+    again = argv[:1] == ["--survivors"]
+    argv = argv[again:]
     unknown = [g for g in argv if g not in TARGETS]
     if unknown:
         sys.exit(f"mutate: no group {', '.join(unknown)}; groups: {', '.join(TARGETS)}")
@@ -202,7 +209,7 @@ def main(argv: list[str]) -> int:
     seed = int(os.environ.get("MUTATE_SEED") or random.SystemRandom().randrange(10**6))
     print(f"mutate: MUTATE_SEED={seed} MUTATE_BUDGET_S={budget:.0f} (per group)", flush=True)
     for group in argv or list(TARGETS):
-        run_group(group, budget, seed)
+        run_group(group, budget, seed, again)
     return report()
 
 
