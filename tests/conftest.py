@@ -78,7 +78,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 @pytest.fixture(autouse=True, scope="session")
 def hermetic_git(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Tests see no user git config (as on a fresh machine); raw git calls get an identity."""
-
     cfg = tmp_path_factory.mktemp("gitconfig") / "config"
     cfg.write_text("[init]\n\tdefaultBranch = main\n")
     saved = {k: os.environ.get(k) for k in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM",
