@@ -66,7 +66,9 @@ def test_spiral_claiming_completeness_fails_the_judge(example_store, model_env) 
 
 def test_break_spiral_goes_red_without_the_budget_floor(example_store, model_env) -> None:
     """With the budget floor disabled the same fixture fails its own checks."""
-    no_floor = replace(FAST, max_tool_calls=1000, walk_s=1.0)
+    import anthropic  # noqa: F401 - its first import (1-2 s) is not the walk's time
+    # walk_s: time for more than 4 reads with room (at load 20, 1 s allowed one read)
+    no_floor = replace(FAST, max_tool_calls=1000, walk_s=4.0)
     answer = run_spiral(example_store, model_env, limits=no_floor)
     with pytest.raises(AssertionError, match="stops at 4 reads"):
         check_spiral(answer, model_env, example_store)
