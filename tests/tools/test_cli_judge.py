@@ -151,3 +151,19 @@ def test_auto_judge_runs_in_the_background_without_delaying_ask(example_store, m
 
 def test_auto_judge_off_starts_nothing(store) -> None:
     assert judge_mod.later(store, "20261130T000000Z-abcdef") is False
+
+
+def test_the_background_judge_keeps_an_ungraded_verdict_when_the_judge_fails(
+        store, monkeypatch) -> None:
+    """No one watches the detached judge: a failure is kept as the receipt's verdict
+    (without that `except`, the process died and the receipt stayed unjudged)."""
+    rid = answered(store, "Mara approves; I stopped at the read limit.")
+
+    def broken(*_a, **_k):
+        raise RuntimeError("grader exploded")
+
+    monkeypatch.setattr(judge_mod, "judge", broken)
+    assert judge_mod._background(str(store.root), rid) == 0
+    (v,) = receipts.find(store, rid)["judge"]
+    assert v["verdict"] == "ungraded" and v["by"] == "auto"
+    assert "the judge failed: RuntimeError: grader exploded" in json.dumps(v)
