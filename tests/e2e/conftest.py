@@ -60,7 +60,7 @@ def npm_binary(package: str, version: str, bin_name: str, cache: Path | None = N
         if why:
             if os.environ.get("CI"):
                 pytest.fail(f"{package} {version} is required in CI: {why}")
-            pytest.skip(f"{package} {version} unavailable: {why}")
+            pytest.skip(f"not run: needs {package} {version} (npm installs it): {why}")
         return exe
 
 

@@ -244,3 +244,71 @@ def test_project_sessions_file_unmatched_signals_into_the_project_card(example_s
     assert "spooled 1 signal(s)" in line
     learn(example_store, "sess-x", None)
     assert "cleared on deploy" in example_store.read("projects/web-dashboard/signals").text
+
+
+# A token the model hands back (it may rebuild one the excerpt's redaction cut, or read it
+# from a tool result) is redacted before it is filed: on the learner's own path and on the
+# backlog's retry path. Each test fails with that path's `redact(s.line)` taken out.
+GITHUB_TOKEN = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0" * 2
+
+
+def history_text(store) -> str:
+    """Every byte git keeps: each commit's message and patch, on every ref."""
+    return subprocess.run(["git", "-C", str(store.root), "log", "--all", "-p", "--format=%B"],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def test_a_token_in_the_models_lines_never_reaches_git(example_store, tmp_path, model_env):
+    model_env.add(f"Knowledge: the november deploy uses {GITHUB_TOKEN} for pushes",
+                  when=about("november"))
+    line = learn(example_store, "sess-november", transcript(tmp_path / "n.jsonl", "november"))
+    assert "ok: filed 1 signal(s)" in line, line
+    text = history_text(example_store)
+    assert "the november deploy uses" in text  # filed, and
+    assert GITHUB_TOKEN not in text and GITHUB_TOKEN[:12] not in text  # redacted
+
+
+def test_a_token_in_the_models_lines_on_the_retry_path_never_reaches_git(
+        example_store, tmp_path, model_env):
+    fail_500(model_env, "oscar")
+    learn(example_store, "sess-oscar", transcript(tmp_path / "o.jsonl", "oscar"))
+    age(example_store, "sess-oscar")
+    model_env.add(f"Knowledge: the oscar deploy uses {GITHUB_TOKEN} for pushes",
+                  when=about("oscar"))
+    line = learn(example_store, "sess-x", None)  # the backlog's retry files it
+    assert "backlog: 1 session(s) re-extracted" in line, line
+    text = history_text(example_store)
+    assert "the oscar deploy uses" in text
+    assert GITHUB_TOKEN not in text and GITHUB_TOKEN[:12] not in text
+    spooled = example_store.root / ".cardmem" / "spool"
+    assert not any(GITHUB_TOKEN in p.read_text() for p in spooled.glob("*.json"))
+
+
+def test_the_backlog_stops_at_its_first_failure(example_store, tmp_path, model_env):
+    """The model is likely down for every entry: one failed retry ends the run, and the
+    entries after it keep their attempts (no calls, no backoff spent on them)."""
+    for word in ("papa", "quebec"):
+        fail_500(model_env, word)
+        learn(example_store, f"sess-{word}", transcript(tmp_path / f"{word}.jsonl", word))
+    for word in ("papa", "quebec"):  # both due now, and the model still down
+        age(example_store, f"sess-{word}")
+        fail_500(model_env, word)
+    calls = len(model_env.messages_requests())
+    line = learn(example_store, "sess-x", None)
+    assert "retry failed: HTTP 500: fake 500" in line, line
+    attempts = sorted(retry.load(example_store.root, f"sess-{w}")["attempts"]
+                      for w in ("papa", "quebec"))
+    assert attempts == [1, 2]  # one retried, the other left for a later run
+    assert len(model_env.messages_requests()) == calls + 3  # one entry's call, SDK retries
+
+
+def test_merged_excerpts_drop_repeats_and_keep_the_newest_turns():
+    from cardmem.hooks.backlog import merge_turns
+
+    def turns(*words):
+        return [{"role": "user", "text": w} for w in words]
+
+    old, new = turns("a", "b", "c"), turns("c", "d")
+    assert merge_turns(old, new, 10) == turns("a", "b", "c", "d")  # "c" once
+    assert merge_turns(old, new, 3) == turns("b", "c", "d")  # the newest 3
+    assert merge_turns(old + ["not a turn"], new, 0) == turns("a", "b", "c", "d")  # no cap

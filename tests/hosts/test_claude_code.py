@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from datetime import date
 from pathlib import Path
@@ -197,8 +198,16 @@ def test_short_sessions_are_skipped(example_store, tmp_path, fake_api):
 
 
 def test_stop_hook_detaches_and_learns_in_the_background(example_store, tmp_path, fake_api):
-    fake_api.add(reply("Decision: billing-service workers scale with KEDA up to 16 replicas now",
-                       delay=1.5))
+    # The model answers only when the test lets it (after the hook is back), or after
+    # HELD_S: a hook that waited for the learner would take HELD_S, far over the bound.
+    HELD_S = 60
+    let_answer = threading.Event()
+
+    def model(body):
+        let_answer.wait(HELD_S)
+        return reply("Decision: billing-service workers scale with KEDA up to 16 replicas now")
+
+    fake_api.handler = model
     transcript = write_transcript(tmp_path / "t.jsonl", CONVERSATION)
     before = git.head(example_store.root)
     start = time.monotonic()
@@ -206,8 +215,9 @@ def test_stop_hook_detaches_and_learns_in_the_background(example_store, tmp_path
                         example_store.root, env={"ANTHROPIC_API_KEY": "k",
                                                  "ANTHROPIC_BASE_URL": fake_api.base_url})
     took = time.monotonic() - start
-    assert proc.returncode == 0 and took < 1.5  # back before the model even answered
+    assert proc.returncode == 0 and took < HELD_S / 4  # back before the model answered
     assert git.head(example_store.root) == before
+    let_answer.set()
     deadline = time.monotonic() + 60
     while git.head(example_store.root) == before and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -1,24 +1,24 @@
 """The learner's daily model-free maintenance pass (hooks/daily.py)."""
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import subprocess
 import sys
 import time
 
-from maintainkit import commit_as_person, corpus_store, git
+from maintainkit import aged_store, git
 
 from cardmem.hosts.daily import maybe_maintain
 from cardmem.store.maintain import record
 
+pytestmark = pytest.mark.corpus  # every test here reads the corpus
+
 
 def aged(tmp_path):
-    store = corpus_store(tmp_path / "store", ("temporal",))
-    p = store.root / "projects/temporal/error-handling.md"
-    p.write_text(p.read_text() + "\nStill true in 2025.\n")
-    commit_as_person(store, when="2025-01-10T12:00:00Z")
-    return store
+    return aged_store(tmp_path / "store")
 
 
 def test_at_most_once_a_day_and_it_writes_no_card(tmp_path) -> None:

@@ -66,6 +66,26 @@ def test_deny_ask_remind_and_nothing(store):
     assert call(store, bash("echo 'git push --force'")) == {}
 
 
+def test_a_deny_is_not_downgraded_by_an_ask_on_the_same_call(store):
+    """Both fire on one command line, in either order: the call is refused, and the ask's
+    rule is neither the decision nor its reason."""
+    make_rules(store)
+    p = store.root / "feedback" / "ask-rm.md"
+    p.write_text("---\ntitle: Ask before rm -rf\ntype: feedback\napplies_to: [\"rm -rf*\"]\n"
+                 "enforce: ask\n---\nThe build folder holds the only copy of the assets.\n")
+    for line in ("rm -rf build && git push --force origin main",
+                 "git push --force origin main; rm -rf build"):
+        fired = {f["id"]: f["action"] for f in
+                 json.loads(CliRunner().invoke(rules, ["test", line, "--json", "--store",
+                                                       str(store.root)]).output)["fired"]}
+        assert fired == {"feedback/no-force-push": "deny", "feedback/ask-rm": "ask"}, fired
+        out = call(store, bash(line))
+        assert out["hookSpecificOutput"]["permissionDecision"] == "deny", (line, out)
+        assert "refused by the user's rule `feedback/no-force-push`" in \
+            out["hookSpecificOutput"]["permissionDecisionReason"]
+        assert out["systemMessage"] == "cardmem: refused by rule feedback/no-force-push"
+
+
 def test_relevance_reminds_once_in_a_row(store):
     make_rules(store)
     out = call(store, bash("npm install left-pad"))

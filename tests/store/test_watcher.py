@@ -550,14 +550,16 @@ def test_autocommit_leaves_cardmem_own_writes_alone(store, start) -> None:
     assert w.stats.commits == 0
 
 
-def test_autocommit_waits_while_git_is_busy(store, start) -> None:
+def test_autocommit_waits_while_git_is_busy(store, start, said) -> None:
     root = store.root
     before = _commits(root)
     w = start(autocommit=True, quiet_s=0.2)
     lock = root / ".git" / "MERGE_HEAD"
     lock.write_text(git(root, "rev-parse", "HEAD"))
     write(root, "reference/a", card("A", "mid-merge"))
-    time.sleep(0.8)
+    # the event, not a sleep: the quiet period passed and the watcher chose not to commit
+    until(lambda: any("not committing while git is busy (.git/MERGE_HEAD)" in s for s in said),
+          timeout=10, what="the watcher holding back")
     assert _commits(root) == before
     lock.unlink()
     until(lambda: len(_commits(root)) == len(before) + 1, timeout=10, what="commit after merge")
