@@ -152,3 +152,28 @@ def test_every_package_is_listed_in_pyproject() -> None:
     listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     packages = {n for n, p in modules().items() if p.name == "__init__.py"}
     assert packages - listed == set()
+
+
+def graph_with_types() -> dict[str, set[str]]:
+    """The graph with `if TYPE_CHECKING:` imports counted too (annotations name a module
+    as surely as an import does, for a reader following the layers)."""
+    known = modules()
+    global _type_checking
+    plain, _type_checking = _type_checking, lambda node: False
+    try:
+        return {name: imports(name, path, known) for name, path in known.items()}
+    finally:
+        _type_checking = plain
+
+
+def test_the_writer_knows_nothing_of_rules() -> None:
+    """git (the write door among it) never imports rules, not even for a type: the store
+    composes them (store/derived.py runs after each commit), so the writer refreshing the
+    rules' tables itself, the cycle writer -> rules -> pile_view -> store -> writer, is
+    not coming back."""
+    g = graph_with_types()
+    assert "cardmem.store.git.writer" in g and "cardmem.store.derived" in g
+    back = sorted(f"{a} imports {b}" for a, targets in g.items() for b in targets
+                  if a.startswith("cardmem.store.git.") and b.startswith("cardmem.store.rules"))
+    assert back == []
+    assert [c for c in cycles(g) if "cardmem.store.store" in c] == []
