@@ -118,3 +118,21 @@ def test_deletions_are_found_past_the_commit_messages_fifty_lines(person, tmp_pa
     doc = imp(person, md)
     assert not person.exists(last) and "created" not in actions(doc)
     assert actions(doc)["gone"] == {RULES + "always-keep-rule-number-00-of-sixty-in-mind"}
+
+
+def test_of_two_sections_of_one_name_the_removed_one_is_gone(person, tmp_path) -> None:
+    """Repeated headings get keys in order (notes, notes-2): the second, left alone, is
+    still its own card when the first is removed, not written over the first's."""
+    md = tmp_path / "CLAUDE.md"
+    md.write_text("## Notes\n\nThe staging database is reset on Mondays.\n\n"
+                  "## Notes\n\nInvoices are rendered by a Celery worker.\n")
+    imp(person, md)
+    first, second = RULES + "notes", RULES + "notes-2"
+    before = files(person)
+    md.write_text("## Notes\n\nInvoices are rendered by a Celery worker.\n")
+    doc = imp(person, md)
+    assert actions(doc) == {"gone": {first}, "updated": {second}}  # its key is `notes` now
+    assert person.read(first).body.strip() == "The staging database is reset on Mondays."
+    assert person.read(second).body.strip() == "Invoices are rendered by a Celery worker."
+    assert {p: b for p, b in files(person).items() if p != second + ".md"} == \
+        {p: b for p, b in before.items() if p != second + ".md"}
