@@ -107,3 +107,36 @@ def test_a_watcher_commit_of_a_hand_made_rule_reaches_the_tables(installed) -> N
                           capture_output=True, text=True).stdout == ""
     assert "projects/acme/pin-versions" in rules_file.read_text()  # before anyone reads
     assert rules_counted(store) == 2
+
+
+def test_an_update_that_brings_a_project_rule_reaches_the_tables(tmp_path) -> None:
+    from gitremote import clone, git, make_remote
+
+    bare, _ = make_remote(tmp_path, {"feedback/no-force-push": "Never force push.\n"})
+    mine, theirs = clone(bare, tmp_path / "mine"), clone(bare, tmp_path / "theirs")
+    settings = tmp_path / "claude" / "settings.json"
+    code, _, err = cli("install", "claude-code", "--settings", str(settings), "--mcp-config",
+                       str(tmp_path / "claude.json"), "--store", str(mine.root))
+    assert code == 0, err
+    assert rules_counted(mine) == 1
+    theirs.new("projects/acme/pin-versions", title="Pin versions in uv add",
+               card_type="feedback", body="Always pin versions.\n")
+    git(theirs.root, "push", "-q", "origin", "main")
+    code, _, err = run(mine, "update")
+    assert code == 0, err
+    assert "projects/acme/pin-versions" in (settings.parent / "rules" / "cardmem.md").read_text()
+    assert triggers.load(str(mine.root)) is not None and rules_counted(mine) == 2
+
+
+def test_a_rule_retired_by_any_writer_leaves_the_tables_at_once(installed, tmp_path) -> None:
+    """maintain --apply and review retire rules by a status through Store.commit: the door
+    every writer shares (here Store.update_text, as consolidation writes)."""
+    store, rules_file = installed
+    store.new("projects/acme/pin-versions", title="Pin versions", card_type="feedback",
+              body="Always pin versions.\n")
+    assert rules_counted(store) == 2 and "projects/acme/pin-versions" in rules_file.read_text()
+    store.update_text("projects/acme/pin-versions",
+                      lambda t: t.replace("type: feedback\n", "type: feedback\nstatus: superseded\n"),
+                      "maintain: superseded", agent=True)
+    assert triggers.load(str(store.root)) is not None
+    assert rules_counted(store) == 1 and "projects/acme/pin-versions" not in rules_file.read_text()
