@@ -29,6 +29,12 @@ def actions(doc: dict) -> dict[str, set[str]]:
     return out
 
 
+def delete(store, cid: str) -> None:
+    """A person deletes a card and commits it."""
+    git(store.root, "rm", "-q", cid + ".md")
+    git(store.root, "commit", "-qm", f"no {cid}, thanks")
+
+
 def files(store) -> dict[str, bytes]:
     return {p.relative_to(store.root).as_posix(): p.read_bytes()
             for p in store.root.rglob("*.md") if ".git" not in p.parts}
@@ -40,8 +46,7 @@ def test_a_deleted_rule_stays_deleted_when_another_is_removed_from_the_source(pe
     rule's id, and did not report the removed one (rules were paired by position)."""
     path = src / PATHS["claude-md"]
     imp(person, path)
-    git(person.root, "rm", "-q", DONT_MOCK + ".md")
-    git(person.root, "commit", "-qm", "not a rule of mine")
+    delete(person, DONT_MOCK)
     path.write_text(path.read_text().replace("3. Write a regression test before fixing a bug\n",
                                              ""))
     before = files(person)
@@ -68,8 +73,7 @@ def test_a_card_deleted_and_not_yet_committed_is_not_made_again(person, src) -> 
 def test_reordered_and_moved_rules_are_the_same_cards(person, src) -> None:
     path = src / PATHS["claude-md"]
     imp(person, path)
-    git(person.root, "rm", "-q", PYTEST_X + ".md")
-    git(person.root, "commit", "-qm", "not a rule of mine")
+    delete(person, PYTEST_X)
     text = path.read_text()
     # the testing rules reversed, and one moved into the code style section
     text = text.replace("1. Always run the tests with `pytest -x` locally; the suite is slow\n"
@@ -94,8 +98,7 @@ def test_reordered_and_moved_rules_are_the_same_cards(person, src) -> None:
 def test_a_deleted_rule_reworded_upstream_is_not_made_again(person, src) -> None:
     path = src / PATHS["claude-md"]
     imp(person, path)
-    git(person.root, "rm", "-q", REGRESSION + ".md")
-    git(person.root, "commit", "-qm", "not a rule of mine")
+    delete(person, REGRESSION)
     path.write_text(path.read_text().replace("3. Write a regression test",
                                              "3. Always write a regression test"))
     doc = imp(person, path)
@@ -111,8 +114,7 @@ def test_deletions_are_found_past_the_commit_messages_fifty_lines(person, tmp_pa
     imp(person, md)
     last = RULES + "always-keep-rule-number-59-of-sixty-in-mind-xxx"
     assert person.exists(last)
-    git(person.root, "rm", "-q", last + ".md")
-    git(person.root, "commit", "-qm", "one too many")
+    delete(person, last)
     md.write_text(md.read_text().replace("- Always keep rule number 00 of sixty in mind ()\n",
                                          ""))
     doc = imp(person, md)
