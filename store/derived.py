@@ -21,6 +21,7 @@ is left for its reader, which rebuilds it when it finds it stale.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Iterable
 
 from .cards.paths import id_of_path
@@ -82,21 +83,29 @@ def _rules_among(idx: Any, ids: list[str]) -> set[str]:
     return found
 
 
+# A frontmatter line saying the rule type, read without YAML (as status.says_proposed).
+_RULE_LINE = re.compile(r"^type[ \t]*:[ \t]*(['\"]?)" + RULE_TYPE + r"\1[ \t]*(?:#.*)?\r?$",
+                        re.M | re.I)
+_TYPE_LINE = re.compile(r"^type[ \t]*:", re.M)
+
+
 def _is_rule(store: Any, cid: str) -> bool:
-    """Whether the card's file, as it is now, may be a rule: in a rules folder, or its
-    frontmatter names the rule type (read without YAML: a write stays lean; a key that
-    merely mentions it costs a rebuild too many, which is cheap)."""
+    """Whether the card's file, as it is now, is a rule: its `type:` line says so, or it
+    has none and its folder's type is the rule type (read without YAML: a write stays
+    lean)."""
     from .cards.frontmatter import split
     from .cards.paths import type_from_id
 
-    if type_from_id(cid) == RULE_TYPE:
-        return True
     try:
         text = store.path(cid).read_bytes().decode("utf-8", "replace")
     except OSError:
         return False
     span = split(text)
-    return bool(span) and RULE_TYPE in text[span[0]:span[1]].lower()
+    if span and _RULE_LINE.search(text, span[0], span[1]):
+        return True
+    if span and _TYPE_LINE.search(text, span[0], span[1]):
+        return False
+    return type_from_id(cid) == RULE_TYPE
 
 
 def _rebuild(store: Any) -> None:
