@@ -177,3 +177,13 @@ def test_the_writer_knows_nothing_of_rules() -> None:
                   if a.startswith("cardmem.store.git.") and b.startswith("cardmem.store.rules"))
     assert back == []
     assert [c for c in cycles(g) if "cardmem.store.store" in c] == []
+
+
+def test_every_writer_goes_through_store_commit() -> None:
+    """One door: only Store.commit calls the writer (it sets the lock's wait and runs the
+    derived-state step after each commit); a second caller would skip both."""
+    callers = sorted(str(path.relative_to(REPO)) for path in modules().values()
+                     if "commit_changes(" in path.read_text()
+                     and path.relative_to(REPO).as_posix() not in ("store/git/writer.py",
+                                                                   "store/store.py"))
+    assert callers == []
