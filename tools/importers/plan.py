@@ -20,7 +20,6 @@ made again, whatever else moved (reported).
 """
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import Any
@@ -121,40 +120,45 @@ def _with(text: str, key: str, value: Any) -> str:
     return cardlib.set_key(text, key, value)
 
 
-_WROTE = re.compile(r"^(created|proposed|updated)(?: \(([^)]*)\))?")
-
-
 def _last_written(store: Store, cid: str) -> dict[str, Any]:
     """What the import last wrote into each managed key (and the body) of a card: the
-    card's value at the newest import commit whose message says it wrote that key
-    (`ID  created`, `ID  updated (tags, body)`). A key no import wrote is absent."""
+    card's value at the newest import commit that wrote that key. A commit that added
+    the card wrote every key; one that changed it wrote the keys that differ from the
+    commit before (an import commits only what it changes; a person's uncommitted edits
+    are never in it). Read from the commits' files, not their messages, which name at
+    most MESSAGE_LINES cards. A key no import wrote is absent."""
     rel = store.rel(cid)
-    log = git.run(store.root, "log", "--format=%x1e%H%n%B", f"--grep=^{TRAILER}$", "--", rel,
+    log = git.run(store.root, "-c", "core.quotePath=false", "log", "--format=%x1e%H",
+                  "--name-status", "--no-renames", f"--grep=^{TRAILER}$", "--", rel,
                   check=False)
     everything = [*MANAGED, "body"]
     old: dict[str, Any] = {}
     for rec in log.split("\x1e")[1:]:
-        sha, _, message = rec.partition("\n")
-        wrote: list[str] = []
-        for line in message.splitlines():
-            head, _, rest = line.partition("  ")
-            if head == cid and (m := _WROTE.match(rest)):
-                wrote = everything if m.group(1) != "updated" else \
-                    [f.strip() for f in (m.group(2) or "").split(",")]
-        need = [k for k in wrote if k in everything and k not in old]
-        if not need:
+        sha, *lines = [ln for ln in rec.strip().splitlines() if ln]
+        status = lines[0].split("\t", 1)[0] if lines else ""  # the log names rel only
+        then = _values_at(store, sha, rel, cid) if status in ("A", "M") else None
+        if then is None:
             continue
-        proc = git.call(store.root, ["show", f"{sha.strip()}:{rel}"])
-        try:
-            c = cardlib.parse(proc.stdout, cid) if proc.returncode == 0 else None
-        except cardlib.CardProblem:
-            c = None
-        if c is not None:
-            then = _values(c.meta, c.body)
-            old.update({k: then[k] for k in need})
+        before = _values_at(store, f"{sha}^", rel, cid) if status == "M" else None
+        wrote = [k for k in everything if k not in old and (before is None
+                                                               or before[k] != then[k])]
+        old.update({k: then[k] for k in wrote})
         if len(old) == len(everything):
             break
     return old
+
+
+def _values_at(store: Store, rev: str, rel: str, cid: str) -> dict[str, Any] | None:
+    """A card's managed values (and body) as the commit rev holds it; None if it does not
+    (or it does not parse)."""
+    proc = git.call(store.root, ["show", f"{rev}:{rel}"])
+    if proc.returncode != 0:
+        return None
+    try:
+        c = cardlib.parse(proc.stdout, cid)
+    except cardlib.CardProblem:
+        return None
+    return _values(c.meta, c.body)
 
 
 def _uncommitted(store: Store, rels: list[str]) -> set[str]:
