@@ -140,3 +140,23 @@ def test_a_rule_retired_by_any_writer_leaves_the_tables_at_once(installed, tmp_p
                       "maintain: superseded", agent=True)
     assert triggers.load(str(store.root)) is not None
     assert rules_counted(store) == 1 and "projects/acme/pin-versions" not in rules_file.read_text()
+
+
+def test_install_after_an_import_writes_every_rule(store, tmp_path) -> None:
+    with_person(store)
+    code, _, err = run(store, "new", "feedback/no-force-push", "--title", "Never force push",
+                       "--body", "Never run git push --force on a shared branch.")
+    assert code == 0, err
+    assert rules_counted(store) == 1  # the index, its summary and the table exist
+    md = tmp_path / "acme" / "CLAUDE.md"
+    md.parent.mkdir()
+    md.write_text(RULES)
+    code, _, err = run(store, "import", "claude-md", str(md), "--project", "acme")
+    assert code == 0, err
+    settings = tmp_path / "claude" / "settings.json"
+    code, out, err = cli("install", "claude-code", "--settings", str(settings), "--mcp-config",
+                         str(tmp_path / "claude.json"), "--store", str(store.root))
+    assert code == 0, err
+    assert "rules: 4 rules written whole" in out
+    assert "projects/acme/use-ruff-format-before-committing" in \
+        (settings.parent / "rules" / "cardmem.md").read_text()
