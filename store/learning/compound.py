@@ -106,6 +106,7 @@ def file_signals(store: Store, signals: Iterable[Any], session: str | None, *,
 
     Signals that match no card go to `project`'s signal card (else the day card). On a
     busy lock the signals are spooled, project and all, and Result.spooled names the file.
+    `lock_timeout_s` waits less for the lock than the store's setting (Store.lock_timeout).
     """
     day = day or date.today().isoformat()
     lines = [s if isinstance(s, str) else s.line for s in signals]
