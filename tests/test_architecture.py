@@ -30,21 +30,22 @@ def _type_checking(node: ast.AST) -> bool:
     return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
 
 
-def _nodes(tree: ast.AST):
-    """Every node, but not the bodies of `if TYPE_CHECKING:`."""
+def _nodes(tree: ast.AST, types: bool = False):
+    """Every node, but not the bodies of `if TYPE_CHECKING:` (unless types)."""
     stack = [tree]
     while stack:
         node = stack.pop()
         yield node
         for child in ast.iter_child_nodes(node):
-            if _type_checking(child):
+            if not types and _type_checking(child):
                 stack.extend(child.orelse)
             else:
                 stack.append(child)
 
 
-def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """The cardmem modules `name` imports, anywhere in its file."""
+def imports(name: str, path: Path, known: dict[str, Path], types: bool = False) -> set[str]:
+    """The cardmem modules `name` imports, anywhere in its file (types: also under
+    `if TYPE_CHECKING:`)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
 
@@ -55,7 +56,7 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
         if target and target != name:
             out.add(target)
 
-    for node in _nodes(ast.parse(path.read_text(), str(path))):
+    for node in _nodes(ast.parse(path.read_text(), str(path)), types):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 add(alias.name)
@@ -158,12 +159,7 @@ def graph_with_types() -> dict[str, set[str]]:
     """The graph with `if TYPE_CHECKING:` imports counted too (annotations name a module
     as surely as an import does, for a reader following the layers)."""
     known = modules()
-    global _type_checking
-    plain, _type_checking = _type_checking, lambda node: False
-    try:
-        return {name: imports(name, path, known) for name, path in known.items()}
-    finally:
-        _type_checking = plain
+    return {name: imports(name, path, known, types=True) for name, path in known.items()}
 
 
 def test_the_writer_knows_nothing_of_rules() -> None:
