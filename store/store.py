@@ -82,11 +82,34 @@ class Store(StoreRoot):
 
     # --- writing -------------------------------------------------------------------
 
-    def commit(self, changes, message: Message, *, agent: bool) -> str | None:
-        """Commit changes (a dict, or a function computing one under the write lock)."""
+    def commit(self, changes, message: Message, *, agent: bool,
+               wait_s: float | None = None) -> str | None:
+        """Commit changes (a dict, or a function computing one under the write lock): the
+        one door every writer goes through (store/git/writer.py writes; store/derived.py
+        then brings the rules' tables up to date, under the same lock)."""
+        return commit_changes(self.root, changes, message, agent=agent,
+                              lock_timeout_s=self.lock_timeout(wait_s),
+                              after=self.after_commit, progress=self.progress)
+
+    def lock_timeout(self, wait_s: float | None = None) -> float:
+        """How long a writer waits for the write lock: `[store] lock_timeout_s`, or less
+        for a writer with somewhere to keep its work when the store is busy (the watcher
+        retries, a learner spools): wait_s caps it, never raises it."""
         timeout = float(self.config["store"]["lock_timeout_s"])
-        return commit_changes(self.root, changes, message, agent=agent, lock_timeout_s=timeout,
-                              progress=self.progress)
+        return timeout if wait_s is None else min(timeout, float(wait_s))
+
+    def after_commit(self, rels: list[str]) -> None:
+        """Derived state after a commit of these paths (call holding the write lock)."""
+        from . import derived
+
+        derived.after_commit(self, rels)
+
+    def after_move(self) -> None:
+        """Derived state after the branch moved (update, rollback, sync); the index's
+        failure raises, the move standing (call holding the write lock)."""
+        from . import derived
+
+        derived.after_move(self)
 
     def rel(self, card_id: str) -> str:
         return self.path(card_id).relative_to(self.root).as_posix()
@@ -226,7 +249,7 @@ class Store(StoreRoot):
                       check=False).strip()
         if not sha:
             raise CardmemError(f"commit {commit}", "no such commit in this store")
-        with write_lock(self.root, float(self.config["store"]["lock_timeout_s"])):
+        with write_lock(self.root, self.lock_timeout()):
             check_writable(self.root)
             try:
                 git.run(self.root, "revert", "--no-edit", sha,
@@ -242,6 +265,9 @@ class Store(StoreRoot):
             msg = Message(said[0], [said[1].strip()] if len(said) > 1 else [], source="revert")
             git.run(self.root, "commit", "-q", "--amend", "--no-verify", "-F", "-",
                     input=msg.text(), env=git.identity_env(self.root))
+            self.after_commit([p for p in git.run(
+                self.root, "diff-tree", "--no-commit-id", "--name-only", "--no-renames", "-r",
+                "-z", "HEAD").split("\0") if p])
         return git.head(self.root) or ""
 
 

@@ -1,9 +1,11 @@
 """The one way anything writes to a store: lock, atomic files, one commit.
 
-All writers (CLI, MCP, hooks, the watcher's auto-commit) call `commit_changes`. It takes
-the store's write lock, writes each file to a temporary file in its own folder, fsyncs,
-renames it into place, stages exactly those paths and commits them: a user's other
-uncommitted edits stay uncommitted.
+All writers (CLI, MCP, hooks, the watcher's auto-commit) call `commit_changes` through
+one door, Store.commit (store/store.py), which sets the lock's timeout and what runs after
+a commit. It takes the store's write lock, writes each file to a temporary file in its own
+folder, fsyncs, renames it into place, stages exactly those paths and commits them: a
+user's other uncommitted edits stay uncommitted. This module knows nothing of what is
+derived from cards (the rules' tables): the caller's `after` brings that up to date.
 """
 from __future__ import annotations
 
@@ -209,11 +211,13 @@ Changes = dict[str, "bytes | None | _AsIs"]
 
 def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", message: Message, *,
                    agent: bool, lock_timeout_s: float = 10.0,
-                   progress: "Progress | None" = None) -> str | None:
+                   progress: "Progress | None" = None,
+                   after: Callable[[list[str]], object] | None = None) -> str | None:
     """Write (bytes), delete (None) or take AS_IS store-relative paths; commit exactly them.
 
     `changes` may be a function: it then runs under the lock, so an edit computed from a
     card's current text never loses another writer's lines, and it may raise to refuse.
+    `after(paths)` runs once a commit is made, still under the lock (it must not raise).
     Returns the new commit's sha, or None when nothing differs from HEAD.
     """
     paths.require_card_store(root)  # before write_lock makes .cardmem/ in a non-store
@@ -240,11 +244,8 @@ def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", messa
                 pass  # (a git lock in the way): the next writer does it
             raise
         pending.unlink()
-        if sha is not None:
-            from ..rules import host_file as rules_file, triggers
-
-            rules_file.after_write(root, changes)  # the rules files hosts load: current at once
-            triggers.after_write(root, changes)  # the PreToolUse hook's table: current too
+        if sha is not None and after is not None:
+            after(rels)
         return sha
 
 

@@ -10,7 +10,7 @@ from ..cards import card as cardlib
 from ..errors import CardmemError
 from ..git import status as git_status
 from ..git.head_file import dot_git
-from ..git.writer import AS_IS, Message, commit_changes
+from ..git.writer import AS_IS, Message
 
 COMMIT_LOCK_S = 2.0  # how long an autocommit waits for the store's write lock
 # git operations during which the tree is in flux and must not be committed over.
@@ -87,8 +87,7 @@ class Autocommit:
 
         try:
             # A short lock wait: indexing pauses while we wait, and a busy store is retried.
-            sha = commit_changes(self.store.root, changes, message, agent=False,
-                                 lock_timeout_s=COMMIT_LOCK_S)
+            sha = self.store.commit(changes, message, agent=False, wait_s=COMMIT_LOCK_S)
         except Exception as exc:  # noqa: BLE001
             # Busy lock, detached HEAD, stale index.lock, or a surprise: keep the edits
             # for the next try rather than forget them.
