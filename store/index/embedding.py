@@ -57,6 +57,9 @@ def stamp() -> str:
 # A server (`cardmem mcp`) sets this: a model not loaded yet is loaded in a background
 # thread and searches stay lexical meanwhile, so no request waits seconds for it.
 BACKGROUND = False
+# A process that embeds the store's cards on a thread of its own (`cardmem watch`) sets
+# this: its searches then embed no card themselves, they leave that thread the work.
+BACKFILL = False
 _LOADING: "threading.Thread | None" = None
 
 

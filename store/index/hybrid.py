@@ -43,7 +43,9 @@ def run(idx: "Index", query: str, limit: int = 10, card_type: str | None = None,
 
         res = lexical(idx, query, max(limit, POOL), card_type, project)  # the fusion's pool
         try:
-            pending = semantic.sync(idx, model, limit=SYNC_MAX)["pending"]
+            # A process that embeds on a thread of its own (the watcher) leaves it the work.
+            limit = 0 if embedding.BACKFILL else SYNC_MAX
+            pending = semantic.sync(idx, model, limit=limit)["pending"]
             sims = semantic.similarities(idx, model, query)
         except Exception as exc:  # noqa: BLE001 - a failing model must not fail the search
             embedding.fail(f"{type(exc).__name__}: {exc}")  # lexical from now on

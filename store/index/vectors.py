@@ -1,0 +1,157 @@
+"""Vectors after words: embedding what the index holds, never in the way of the index.
+
+The lexical index is brought up to date first and is correct on its own; a card without
+a vector is found by its words until its vector comes. Embedding is slow (seconds to
+minutes; the model is store/index/embedding.py's, the vectors store/index/semantic.py's),
+so it runs after the index and apart from it: in a thread of `cardmem watch`, or in a
+process `cardmem index` leaves running in the background (`python -m
+cardmem.store.index.vectors STORE_ROOT`).
+
+`catch_up()` embeds in small steps, each committed on its own: a search, a watcher's
+batch or a Ctrl-C in between loses nothing and waits on at most one step. One embedder
+per store at a time (`embedding.lock` in the store's state folder): a second one leaves
+the work to the first.
+"""
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+    from ..progress import Progress
+
+# Cards embedded (and committed) per step: small enough that a save landing meanwhile
+# waits on one step at most, large enough that each step's own reads stay a small share.
+STEP = 32
+LOCK_NAME = "embedding.lock"
+LOG_NAME = "embedding.log"
+
+
+def catch_up(idx: Any, model: Any, *, progress: "Progress | None" = None,
+             proceed: "Callable[[], bool] | None" = None, step: int = STEP) -> dict[str, int]:
+    """Embed the index's cards that have no vector of `model`, `step` cards at a time.
+
+    proceed(), called before each step, may block (the watcher waits there while the index
+    has work) and returns False to stop early: what is done so far is kept. Returns the
+    counts summed over the steps (semantic.sync's: embedded, reused, dropped, pending).
+    """
+    from . import semantic
+
+    totals = {"embedded": 0, "reused": 0, "dropped": 0, "pending": 0}
+    done, total = 0, None
+    if progress is not None:
+        progress("embedding", 0, None)
+    while proceed is None or proceed():
+        got = semantic.sync(idx, model, limit=step)
+        for k in ("embedded", "reused", "dropped"):
+            totals[k] += got[k]
+        moved = got["embedded"] + got["reused"]
+        done += moved
+        total = done + got["pending"]  # cards changed meanwhile move the end
+        totals["pending"] = got["pending"]
+        if progress is not None:
+            progress("embedding", done, total)
+        if not got["pending"] or not moved:
+            break
+    return totals
+
+
+class Lock:
+    """The store's embedding lock (an flock: released when its holder exits or dies)."""
+
+    def __init__(self, state_dir: str | os.PathLike[str]) -> None:
+        self.path = os.path.join(os.fspath(state_dir), LOCK_NAME)
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        """Take it if free; False when another embedder holds it (or it cannot be made)."""
+        import fcntl
+
+        if self._fd is not None:
+            return True
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def pending(idx: Any) -> int | None:
+    """How many cards have no vector of the installed model (None: no model installed,
+    or the semantic layer is off). Reads the index only: the model is not loaded."""
+    from . import embedding, semantic
+
+    if embedding.turned_off():
+        return None
+    try:
+        stamp = embedding.stamp()
+    except embedding.Unavailable:
+        return None
+    return len(semantic.stale(idx, stamp)[0])
+
+
+def spawn(root: str | os.PathLike[str], state_dir: str | os.PathLike[str]) -> int | None:
+    """Start a detached process embedding the store's cards (`main` below); its pid, or
+    None when it could not be started. Its errors go to `embedding.log` beside the lock."""
+    import subprocess
+    import sys
+
+    try:
+        log = open(os.path.join(os.fspath(state_dir), LOG_NAME), "ab")
+    except OSError:
+        log = subprocess.DEVNULL  # type: ignore[assignment]
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cardmem.store.index.vectors", os.fspath(root)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+            start_new_session=True, close_fds=True)
+    except OSError:
+        return None
+    finally:
+        if log is not subprocess.DEVNULL:
+            log.close()  # type: ignore[union-attr]
+    return proc.pid
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m cardmem.store.index.vectors STORE_ROOT`: embed what the store's index
+    lacks, then exit; nothing to do if another embedder holds the lock."""
+    import sys
+
+    from . import embedding
+    from .db import Index
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m cardmem.store.index.vectors STORE_ROOT", file=sys.stderr)
+        return 2
+    with Index(root=args[0]) as idx:
+        lock = Lock(idx.db_path.parent)
+        if not lock.acquire():
+            return 0  # another process (a watcher, an earlier `cardmem index`) embeds
+        try:
+            model = embedding.embedder()
+            if model is None:
+                print(f"cardmem: embedding: {embedding.reason()}", file=sys.stderr)
+                return 1
+            catch_up(idx, model)
+        finally:
+            lock.release()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
