@@ -59,8 +59,12 @@ class Backfill:
     def stop(self, timeout_s: float = 10.0) -> None:
         self._stop.set()
         self._wake.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout_s)
+        if self._thread is not None:
+            from ..index import embedding
+
+            embedding.BACKFILL = False  # nobody embeds for this process's searches now
+            if self._thread is not threading.current_thread():
+                self._thread.join(timeout_s)
 
     def _proceed(self) -> bool:
         return not self._stop.is_set() and self.index_quiet() and not self._stop.is_set()
