@@ -44,8 +44,8 @@ def run(idx: "Index", query: str, limit: int = 10, card_type: str | None = None,
         res = lexical(idx, query, max(limit, POOL), card_type, project)  # the fusion's pool
         try:
             # A process that embeds on a thread of its own (the watcher) leaves it the work.
-            limit = 0 if embedding.BACKFILL else SYNC_MAX
-            pending = semantic.sync(idx, model, limit=limit)["pending"]
+            embed_max = 0 if embedding.BACKFILL else SYNC_MAX
+            pending = semantic.sync(idx, model, limit=embed_max)["pending"]
             sims = semantic.similarities(idx, model, query)
         except Exception as exc:  # noqa: BLE001 - a failing model must not fail the search
             embedding.fail(f"{type(exc).__name__}: {exc}")  # lexical from now on
@@ -60,8 +60,10 @@ def run(idx: "Index", query: str, limit: int = 10, card_type: str | None = None,
     res.semantic = {"status": "on", "model": model.stamp}
     if pending:
         res.semantic["not_embedded"] = pending
+        how = ("(`cardmem watch` is embedding them)" if embedding.BACKFILL else
+               "(searches embed a few each); `cardmem index` embeds them")
         res.note = _note_once(idx, "pending", f"semantic search: {pending} cards not embedded"
-                              " yet (searches embed a few each); `cardmem index` embeds them")
+                              f" yet {how}")
     _fuse(idx, res, sims, limit, card_type, project)
     return res
 

@@ -39,10 +39,11 @@ class StuckModel:
 
     def encode(self, texts: list[str]) -> Any:
         np = self._np
-        type(self).calls.append(len(texts))
-        type(self).entered.set()
-        if not type(self).gate.wait(60):
-            raise RuntimeError("the test never released the model")
+        if len(texts) > 1:  # cards (two texts each) are stuck; a query (one) is not
+            type(self).calls.append(len(texts))
+            type(self).entered.set()
+            if not type(self).gate.wait(60):
+                raise RuntimeError("the test never released the model")
         vecs = np.ones((len(texts), embedding.DIM), dtype=np.float32)
         return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
 
@@ -122,6 +123,27 @@ def test_a_save_is_searchable_while_the_model_is_stuck(store, stuck, watching) -
         assert w.wait_idle(30, vectors=True), "vectors did not catch up once the model moved"
         assert semantic.stale(idx, stuck.stamp) == ([], 0)  # every card embedded after all
     assert w.stats.embedded == 4
+
+
+def test_a_search_while_vectors_lag_finds_those_cards_by_their_words(store, stuck,
+                                                                    watching) -> None:
+    from cardmem.store.index.db import search
+    from cardmem.tools.cli.group import cli
+
+    write(store.root, "reference/first", "First card", "something to embed at start")
+    w = watching()
+    until(stuck.entered.is_set, 10, "the watcher to start embedding")
+    write(store.root, "reference/lagging", "Lagging card", "a note about salak fruit")
+    assert w.wait_idle(10)
+    res = search(store, "salak", limit=5)  # words and vectors, in the watcher's process
+    assert res.semantic["status"] == "on" and res.semantic["not_embedded"] == 2
+    assert [(r["id"], r["match"]) for r in res.results] == [("reference/lagging", "lexical")]
+    assert "`cardmem watch` is embedding them" in res.note
+    assert stuck.calls == [2]  # the search embedded no card: the watcher's one step is all
+    out = CliRunner().invoke(cli, ["search", "salak", "-v", "--store", str(store.root)])
+    assert out.exit_code == 0 and "reference/lagging" in out.stdout, out.output
+    assert ("cardmem: search: 2 cards have no vector yet (being embedded); this search found"
+            " those by their words only") in out.stderr
 
 
 def test_the_index_matches_a_big_checkout_while_the_model_is_stuck(store, stuck,

@@ -15,7 +15,7 @@ from cardmem.store.root import SEARCH_READS, StoreRoot
 from cardmem.store.errors import CardmemError
 from cardmem.store.cards.paths import CARD_TYPES
 from cardmem.tools.cli.options import emit_json, json_option, store_option
-from cardmem.tools.search_text import lines
+from cardmem.tools.search_text import lag_line, lines
 from cardmem.store.wording import plural
 
 
@@ -66,6 +66,8 @@ def search(query: tuple[str, ...], limit: int, card_type: str | None, project: s
         store.note_reads(r["id"] for r in res.results[:SEARCH_READS])
         if res.note:
             click.echo(f"cardmem: {res.note}", err=True)
+        if verbose and (lag := lag_line(res)):
+            click.echo(f"cardmem: search: {lag}", err=True)
     if as_json:
         emit_json(res.as_dict())
         return
