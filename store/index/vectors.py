@@ -3,14 +3,13 @@
 The lexical index is brought up to date first and is correct on its own; a card without
 a vector is found by its words until its vector comes. Embedding is slow (seconds to
 minutes; the model is store/index/embedding.py's, the vectors store/index/semantic.py's),
-so it runs after the index and apart from it: in a thread of `cardmem watch`, or in a
-process `cardmem index` leaves running in the background (`python -m
-cardmem.store.index.vectors STORE_ROOT`).
+so it runs after the index and apart from it, in a process of its own (`python -m
+cardmem.store.index.vectors ROOT DB_PATH`) that `cardmem watch` starts when the index
+changed and `cardmem index` leaves running in the background.
 
 `catch_up()` embeds in small steps, each committed on its own: a search, a watcher's
 batch or a Ctrl-C in between loses nothing and waits on at most one step. One embedder
-per store at a time (`embedding.lock` in the store's state folder): a second one leaves
-the work to the first.
+per store at a time (`embedding.lock` beside the index): a second one waits its turn.
 """
 from __future__ import annotations
 
@@ -65,8 +64,9 @@ class Lock:
         self.path = os.path.join(os.fspath(state_dir), LOCK_NAME)
         self._fd: int | None = None
 
-    def acquire(self) -> bool:
-        """Take it if free; False when another embedder holds it (or it cannot be made)."""
+    def acquire(self, wait: bool = False) -> bool:
+        """Take it (with wait, once the holder lets go); False when another embedder holds
+        it and wait is False, or it cannot be made."""
         import fcntl
 
         if self._fd is not None:
@@ -76,7 +76,7 @@ class Lock:
         except OSError:
             return False
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except OSError:
             os.close(fd)
             return False
@@ -87,6 +87,15 @@ class Lock:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def busy(state_dir: str | os.PathLike[str]) -> bool:
+    """Whether another process is embedding this store now."""
+    lock = Lock(state_dir)
+    if lock.acquire():
+        lock.release()
+        return False
+    return os.path.exists(lock.path)
 
 
 def pending(idx: Any) -> int | None:
@@ -103,50 +112,72 @@ def pending(idx: Any) -> int | None:
     return len(semantic.stale(idx, stamp)[0])
 
 
-def spawn(root: str | os.PathLike[str], state_dir: str | os.PathLike[str]) -> int | None:
-    """Start a detached process embedding the store's cards (`main` below); its pid, or
-    None when it could not be started. Its errors go to `embedding.log` beside the lock."""
+# A background embedder yields the CPU to whatever else runs (the watcher's indexing, git,
+# the user's work): it is never waited on. A process of its own, not a thread of the
+# watcher, so its pure-Python tokenizer never holds the GIL the indexer needs.
+NICE = 10
+NO_MODEL = 3  # main()'s exit status when the model cannot be loaded
+# Tests name a model stand-in here ("module:attribute", importable by the child), as they
+# set embedding.LOADER in their own process.
+TEST_LOADER_ENV = "CARDMEM_TEST_EMBEDDER"
+
+
+def spawn(root: str | os.PathLike[str], db_path: str | os.PathLike[str]) -> Any:
+    """Start a process embedding what the index at db_path lacks (`main` below), detached
+    from the terminal's signals; its Popen, or None when it could not be started. Its
+    errors go to `embedding.log` beside the index."""
     import subprocess
     import sys
 
+    log_path = os.path.join(os.path.dirname(os.fspath(db_path)), LOG_NAME)
     try:
-        log = open(os.path.join(os.fspath(state_dir), LOG_NAME), "ab")
+        log: Any = open(log_path, "ab")
     except OSError:
-        log = subprocess.DEVNULL  # type: ignore[assignment]
+        log = subprocess.DEVNULL
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cardmem.store.index.vectors", os.fspath(root)],
+        return subprocess.Popen(
+            [sys.executable, "-m", "cardmem.store.index.vectors", os.fspath(root),
+             os.fspath(db_path)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
             start_new_session=True, close_fds=True)
     except OSError:
         return None
     finally:
         if log is not subprocess.DEVNULL:
-            log.close()  # type: ignore[union-attr]
-    return proc.pid
+            log.close()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m cardmem.store.index.vectors STORE_ROOT`: embed what the store's index
-    lacks, then exit; nothing to do if another embedder holds the lock."""
+    """`python -m cardmem.store.index.vectors ROOT DB_PATH`: embed what the index lacks,
+    then exit. Waits its turn if another process embeds the same index."""
     import sys
 
     from . import embedding
     from .db import Index
 
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m cardmem.store.index.vectors STORE_ROOT", file=sys.stderr)
+    if len(args) != 2:
+        print("usage: python -m cardmem.store.index.vectors ROOT DB_PATH", file=sys.stderr)
         return 2
-    with Index(root=args[0]) as idx:
+    try:
+        os.nice(NICE)
+    except OSError:
+        pass
+    if hook := os.environ.get(TEST_LOADER_ENV):
+        import importlib
+
+        module, _, attr = hook.partition(":")
+        embedding.LOADER = getattr(importlib.import_module(module), attr)
+    with Index(root=args[0], db_path=args[1]) as idx:
         lock = Lock(idx.db_path.parent)
-        if not lock.acquire():
-            return 0  # another process (a watcher, an earlier `cardmem index`) embeds
+        if not lock.acquire(wait=True):
+            print(f"cardmem: embedding: cannot lock {lock.path}", file=sys.stderr)
+            return 1
         try:
             model = embedding.embedder()
             if model is None:
-                print(f"cardmem: embedding: {embedding.reason()}", file=sys.stderr)
-                return 1
+                print(f"cardmem: embedding: no model ({embedding.reason()})", file=sys.stderr)
+                return NO_MODEL
             catch_up(idx, model)
         finally:
             lock.release()

@@ -1,39 +1,36 @@
-"""Vectors after words: the Watcher's embedding, on a thread of its own.
+"""Vectors after words: the Watcher's embedding, in a process of its own.
 
-The indexer pokes it after each batch; it then embeds what the index holds without a
-vector (store/index/vectors.py, a few cards a step), pausing whenever the index has work
-waiting, so a save or a checkout is never applied behind the model. The model is loaded
-on the first poke, here, never in the indexer's thread. While it catches up, searches
-find the cards it has not reached by their words.
+The indexer pokes it after each batch; it then runs the store's background embedder
+(store/index/vectors.py: what the index holds without a vector, a few cards a step, each
+committed, at a low CPU priority) and waits for it on a thread that only waits. A process,
+not a thread of the watcher: the model's tokenizer is pure Python, and sharing the GIL
+with it made each of the indexer's SQLite calls wait its turn (a save's p95 396 ms against
+239 ms without the model, bench/RESULTS.md, issue 27). So a save or a checkout is never
+applied behind the model, and while vectors catch up searches find the cards they have
+not reached by their words.
 """
 from __future__ import annotations
 
 import threading
-import time
-from typing import Any, Callable
+from typing import Any
 
 from .report import Voice
 
-LOCKED_RETRY_S = 5.0  # another process embeds this store: look again after this long
+STOP_WAIT_S = 5.0  # on stop: how long the embedder has to end its step after SIGTERM
 
 
 class Backfill:
-    """Embeds what the index holds without a vector, after the index, in a thread.
+    """Runs the background embedder whenever the index changed, one at a time."""
 
-    `index_quiet()` blocks while the index has work waiting and returns False when the
-    watcher is stopping; `index_factory()` opens a connection of the backfill's own.
-    """
-
-    def __init__(self, store: Any, voice: Voice, *, index_quiet: Callable[[], bool],
-                 index_factory: Callable[[], Any] | None = None) -> None:
+    def __init__(self, store: Any, voice: Voice) -> None:
         self.store = store
         self.voice = voice
-        self.index_quiet = index_quiet
-        self.index_factory = index_factory
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._proc: Any = None
         self._working = False
+        self.runs = 0  # embedder processes run to their end
         self.off: str | None = None  # why this watcher makes no vectors
 
     def poke(self) -> None:
@@ -57,8 +54,12 @@ class Backfill:
         return self.off is not None or not (self._wake.is_set() or self._working)
 
     def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the embedder (what it committed stays) and the thread. Idempotent."""
         self._stop.set()
         self._wake.set()
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
         if self._thread is not None:
             from ..index import embedding
 
@@ -66,65 +67,51 @@ class Backfill:
             if self._thread is not threading.current_thread():
                 self._thread.join(timeout_s)
 
-    def _proceed(self) -> bool:
-        return not self._stop.is_set() and self.index_quiet() and not self._stop.is_set()
-
     def _run(self) -> None:
-        from ..index import embedding, vectors
+        from ..index import db, vectors
 
-        idx = None
-        lock = None
-        try:
-            while not self._stop.is_set():
-                self._wake.wait()
-                if self._stop.is_set():
-                    break
-                self._working = True
-                self._wake.clear()
-                try:
-                    model = embedding.embedder()
-                    if model is None:
-                        self.off = embedding.reason() or "no model"
-                        self.voice.tell(f"no vectors ({self.off}); searches use words only",
-                                        force=True)
-                        return
-                    if idx is None:
-                        idx = self._open()
-                        lock = vectors.Lock(idx.db_path.parent)
-                    if not lock.acquire():  # a `cardmem index` embeds: let it, look later
-                        self._stop.wait(LOCKED_RETRY_S)
-                        self._wake.set()
-                        continue
-                    try:
-                        t0 = time.monotonic()
-                        got = vectors.catch_up(idx, model, proceed=self._proceed)
-                    finally:
-                        lock.release()
-                    self.voice.stats.embedded += got["embedded"]
-                    if got["embedded"] and self.voice.verbose:
-                        self.voice.tell(f"embedded {got['embedded']} card(s) in"
-                                        f" {time.monotonic() - t0:.1f} s", force=True)
-                    if got["pending"]:
-                        self._wake.set()  # stopped early for the index: go on after it
-                except Exception as exc:  # noqa: BLE001 - vectors never take the index down
-                    self.off = f"{type(exc).__name__}: {exc}"
-                    embedding.BACKFILL = False  # searches embed what they need again
-                    self.voice.tell(f"embedding cards failed ({self.off}); searches find"
-                                    " cards without vectors by their words", force=True)
+        db_path = self.store.root / ".cardmem" / db.DB_NAME
+        while not self._stop.is_set():
+            self._wake.wait()
+            if self._stop.is_set():
+                break
+            self._working = True
+            self._wake.clear()  # what changes from here on needs another run
+            try:
+                self._proc = proc = vectors.spawn(self.store.root, db_path)
+                if proc is None:
+                    self._give_up(f"the embedding process could not be started")
                     return
-                finally:
-                    self._working = False
-        finally:
-            self._working = False
-            if idx is not None:
-                try:
-                    idx.close()
-                except Exception:  # noqa: BLE001
-                    pass
+                while proc.poll() is None:
+                    if self._stop.wait(0.2):
+                        _end(proc)
+                        return
+                self.runs += 1
+                if proc.returncode == vectors.NO_MODEL:
+                    self._give_up("no embedding model here")
+                    return
+                if proc.returncode != 0:
+                    self._give_up(f"the embedding process failed (exit {proc.returncode};"
+                                  f" {db_path.parent / vectors.LOG_NAME} says why)")
+                    return
+                if self.voice.verbose:
+                    self.voice.tell("vectors caught up with the index", force=True)
+            finally:
+                self._working = False
 
-    def _open(self) -> Any:
-        if self.index_factory is not None:
-            return self.index_factory()
-        from ..index.db import Index
+    def _give_up(self, why: str) -> None:
+        from ..index import embedding
 
-        return Index.open(self.store)
+        self.off = why
+        embedding.BACKFILL = False  # searches embed what they need again
+        self.voice.tell(f"no vectors ({why}); searches find cards by their words",
+                        force=True)
+
+
+def _end(proc: Any) -> None:
+    proc.terminate()
+    try:
+        proc.wait(STOP_WAIT_S)
+    except Exception:  # noqa: BLE001 - still running: kill it
+        proc.kill()
+        proc.wait()

@@ -24,7 +24,6 @@ class Stats:
     restarts: int = 0
     commits: int = 0
     not_committed: int = 0
-    embedded: int = 0  # cards given a vector after the index had them
     rescans: Counter[str] = field(default_factory=Counter)
 
 

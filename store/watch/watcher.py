@@ -8,8 +8,8 @@ A Watcher is made of parts, each with its own state, sharing one Condition:
   .git/index.lock: a checkout is applied once, when done);
 - the indexer (indexing.py): applies a batch to the index (`refresh_ids`) or rescans;
 - the committer (autocommit.py): commits hand edits after a quiet period;
-- the backfill (backfill.py): embeds what the index changed, on a thread of its own and
-  after the index, so the index never waits on the model.
+- the backfill (backfill.py): has what the index changed embedded after it, in a process
+  of its own, so the index never waits on the model.
 One worker thread (here) runs the intake's batches through the indexer, checks the
 observer's health and calls the committer; the caller's thread starts and stops it
 (`cardmem watch` runs a small loop on top).
@@ -75,7 +75,7 @@ class Watcher:
         self.intake = Intake(self.root, self._cv, self.voice, on_ids=self.committer.mark,
                              debounce_s=debounce_s, max_delay_s=max_delay_s,
                              observer_factory=observer_factory)
-        self.backfill = Backfill(store, self.voice, index_quiet=self._index_quiet) if (
+        self.backfill = Backfill(store, self.voice) if (
             vectors and index_factory is None) else None
         self.indexer = Indexer(
             index_factory or (lambda: _open_index(store)), self.voice, burst_ids=burst_ids,
@@ -152,14 +152,6 @@ class Watcher:
     def _hand_edits(self, ids: set[str]) -> None:
         with self._cv:
             self.committer.mark(ids, time.monotonic())
-
-    def _index_quiet(self) -> bool:
-        """Block while the index has work noted or in hand (the backfill waits here);
-        False when the watcher is stopping."""
-        with self._cv:
-            while (self._busy or self.intake.waiting()) and not self._stopping.is_set():
-                self._cv.wait(0.5)
-        return not self._stopping.is_set()
 
     def wait_idle(self, timeout_s: float = 10.0, *, settle_s: float = 0.1,
                   commits: bool = False, vectors: bool = False) -> bool:

@@ -7,8 +7,9 @@ forever, so each test fails on code that indexes and embeds in one breath.
 """
 from __future__ import annotations
 
+import os
 import subprocess
-import threading
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -20,47 +21,55 @@ from cardmem.store.index import embedding, semantic, vectors
 from cardmem.store.index.db import Index
 from cardmem.store.watch.watcher import Watcher
 
+sys.path.insert(0, str(Path(__file__).parent))
+from stuck_model import STAMP, StuckModel  # noqa: E402
+
 GIT_ID = {"GIT_AUTHOR_NAME": "Tess Tester", "GIT_AUTHOR_EMAIL": "tess@example.com",
           "GIT_COMMITTER_NAME": "Tess Tester", "GIT_COMMITTER_EMAIL": "tess@example.com"}
 
 
-class StuckModel:
-    """A model stand-in: encode() signals it was entered, then waits for `gate`."""
+class Stuck:
+    """The gate and the log of tests/store/stuck_model.py's model, for one test."""
 
-    stamp = "stuck-model@1/512/test"
-    entered = threading.Event()
-    gate = threading.Event()
-    calls: list[int] = []
+    stamp = STAMP
 
-    def __init__(self) -> None:
-        import numpy
+    def __init__(self, where: Path) -> None:
+        self.gate_file, self.log = where / "gate", where / "encoded"
 
-        self._np = numpy
+    def open(self) -> None:
+        self.gate_file.touch()
 
-    def encode(self, texts: list[str]) -> Any:
-        np = self._np
-        if len(texts) > 1:  # cards (two texts each) are stuck; a query (one) is not
-            type(self).calls.append(len(texts))
-            type(self).entered.set()
-            if not type(self).gate.wait(60):
-                raise RuntimeError("the test never released the model")
-        vecs = np.ones((len(texts), embedding.DIM), dtype=np.float32)
-        return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    def is_open(self) -> bool:
+        return self.gate_file.exists()
+
+    def calls(self) -> list[tuple[int, int]]:
+        """(pid, texts) of each card batch the model was given, in order."""
+        if not self.log.exists():
+            return []
+        return [(int(a), int(b)) for a, b in (ln.split() for ln in self.log.read_text().split("\n") if ln)]
+
+    def entered(self) -> bool:
+        return bool(self.calls())
 
 
 @pytest.fixture
-def stuck(monkeypatch) -> type[StuckModel]:
-    """The semantic layer on, with StuckModel as this process's model (its gate closed)."""
+def stuck(tmp_path, monkeypatch) -> Stuck:
+    """The semantic layer on, with stuck_model's model in this process and in the
+    background embedder (its gate closed until the test opens it)."""
+    here = Path(__file__).parent
+    gate = Stuck(tmp_path)
     monkeypatch.delenv("CARDMEM_SEMANTIC", raising=False)
+    monkeypatch.setenv("STUCK_GATE", str(gate.gate_file))
+    monkeypatch.setenv("STUCK_LOG", str(gate.log))
+    monkeypatch.setenv(vectors.TEST_LOADER_ENV, "stuck_model:StuckModel")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(here), *filter(None, [os.environ.get("PYTHONPATH")])]))
     monkeypatch.setattr(embedding, "LOADER", StuckModel)
-    monkeypatch.setattr(embedding, "stamp", lambda: StuckModel.stamp)
+    monkeypatch.setattr(embedding, "stamp", lambda: STAMP)
     monkeypatch.setattr(embedding, "BACKFILL", False)
-    StuckModel.entered.clear()
-    StuckModel.gate.clear()
-    StuckModel.calls = []
     embedding.reset()
-    yield StuckModel
-    StuckModel.gate.set()  # let any thread still in encode() go before teardown
+    yield gate
+    gate.open()  # let any embedder still waiting go before teardown
     embedding.reset()
 
 
@@ -100,7 +109,7 @@ def watching(store, stuck):
         return w
 
     yield _start
-    stuck.gate.set()
+    stuck.open()
     for w in running:
         w.stop()
 
@@ -111,18 +120,18 @@ def test_a_save_is_searchable_while_the_model_is_stuck(store, stuck, watching) -
     write(store.root, "reference/first", "First card", "something to embed at start")
     w = watching()
     # The start rescan indexed the card; its vector is being made, and the model is stuck.
-    until(stuck.entered.is_set, 10, "the watcher to start embedding")
+    until(stuck.entered, 10, "the watcher to start embedding")
     with Index(store) as idx:
         for n in range(3):
             word = f"rambutan{n}x"
             write(store.root, f"reference/saved-{n}", f"Saved {n}", f"a note about {word}")
             until(lambda: hits(idx, word) == [f"reference/saved-{n}"], 5,
                   f"save {n} searchable by its words while the model is stuck")
-        assert not stuck.gate.is_set() and not w.backfill.idle()
-        stuck.gate.set()
+        assert not stuck.is_open() and not w.backfill.idle()
+        stuck.open()
         assert w.wait_idle(30, vectors=True), "vectors did not catch up once the model moved"
         assert semantic.stale(idx, stuck.stamp) == ([], 0)  # every card embedded after all
-    assert w.stats.embedded == 4
+    assert w.backfill.runs >= 1 and w.backfill.off is None
 
 
 def test_a_search_while_vectors_lag_finds_those_cards_by_their_words(store, stuck,
@@ -132,14 +141,15 @@ def test_a_search_while_vectors_lag_finds_those_cards_by_their_words(store, stuc
 
     write(store.root, "reference/first", "First card", "something to embed at start")
     w = watching()
-    until(stuck.entered.is_set, 10, "the watcher to start embedding")
+    until(stuck.entered, 10, "the watcher to start embedding")
     write(store.root, "reference/lagging", "Lagging card", "a note about salak fruit")
     assert w.wait_idle(10)
     res = search(store, "salak", limit=5)  # words and vectors, in the watcher's process
     assert res.semantic["status"] == "on" and res.semantic["not_embedded"] == 2
     assert [(r["id"], r["match"]) for r in res.results] == [("reference/lagging", "lexical")]
     assert "`cardmem watch` is embedding them" in res.note
-    assert stuck.calls == [2]  # the search embedded no card: the watcher's one step is all
+    # The search embedded no card (a query is one text): only the background process did.
+    assert stuck.calls() and all(pid != os.getpid() for pid, _ in stuck.calls())
     out = CliRunner().invoke(cli, ["search", "salak", "-v", "--store", str(store.root)])
     assert out.exit_code == 0 and "reference/lagging" in out.stdout, out.output
     assert ("cardmem: search: 2 cards have no vector yet (being embedded); this search found"
@@ -159,7 +169,7 @@ def test_the_index_matches_a_big_checkout_while_the_model_is_stuck(store, stuck,
     git(root, "commit", "-qam", "rewrite all")
     git(root, "checkout", "-q", "main")
     w = watching()
-    until(stuck.entered.is_set, 10, "the watcher to start embedding")
+    until(stuck.entered, 10, "the watcher to start embedding")
     with Index(store) as idx:
         until(lambda: len(idx.ids()) == 300, 10, "the start rescan")
         git(root, "checkout", "-q", "rewrite")
@@ -168,31 +178,25 @@ def test_the_index_matches_a_big_checkout_while_the_model_is_stuck(store, stuck,
         until(lambda: idx.conn.execute("SELECT count(*) FROM fts WHERE fts MATCH 'lychee'")
               .fetchone()[0] == 300, 5, "every rewritten card indexed after the checkout")
         took = time.monotonic() - t0
-    assert not stuck.gate.is_set(), "the model was released before the index caught up"
+    assert not stuck.is_open(), "the model was released before the index caught up"
     assert took < 5
     assert w.alive()
 
 
-def test_a_failing_model_leaves_the_watcher_indexing(store, monkeypatch) -> None:
-    class Broken:
-        def __init__(self) -> None:
-            raise RuntimeError("no weights here")
-
-    monkeypatch.delenv("CARDMEM_SEMANTIC", raising=False)
-    monkeypatch.setattr(embedding, "LOADER", Broken)
-    embedding.reset()
+def test_a_failing_model_leaves_the_watcher_indexing(store, stuck, monkeypatch) -> None:
+    monkeypatch.setenv(vectors.TEST_LOADER_ENV, "stuck_model:Broken")
     said: list[str] = []
     w = Watcher(store, autocommit=False, say=said.append).start()
     try:
-        assert w.wait_idle(10, vectors=True)
+        assert w.wait_idle(30, vectors=True)
         write(store.root, "reference/after", "After", "durian")
         assert w.wait_idle(10, vectors=True)
         with Index(store) as idx:
             assert hits(idx, "durian") == ["reference/after"]
-        assert any("no vectors (no weights here)" in line for line in said), said
+        assert any("no vectors (no embedding model here)" in line for line in said), said
+        assert not embedding.BACKFILL  # this process's searches embed for themselves again
     finally:
         w.stop()
-        embedding.reset()
 
 
 # --- cardmem index -----------------------------------------------------------------------
@@ -201,21 +205,23 @@ def test_cardmem_index_returns_with_the_words_and_leaves_vectors_to_the_backgrou
         store, stuck, monkeypatch) -> None:
     from cardmem.tools.cli.group import cli
 
+    from types import SimpleNamespace
+
     spawned: list[tuple[str, str]] = []
-    monkeypatch.setattr(vectors, "spawn", lambda root, state: spawned.append(
-        (str(root), str(state))) or 4242)
+    monkeypatch.setattr(vectors, "spawn", lambda root, db: spawned.append(
+        (str(root), str(db))) or SimpleNamespace(pid=4242))
     for n in range(5):
         write(store.root, f"reference/n{n}", f"Note {n}", f"jackfruit {n}")
     t0 = time.monotonic()
     out = CliRunner().invoke(cli, ["index", "--store", str(store.root)])
     assert out.exit_code == 0, out.output
     assert time.monotonic() - t0 < 30
-    assert stuck.calls == [] and not embedding.loaded()  # no model in the command at all
+    assert stuck.calls() == [] and not embedding.loaded()  # no model in the command at all
     assert out.stdout.splitlines() == [
         "index: 5 cards (5 added, 0 updated, 0 removed, 0 unchanged)",
         "vectors: 5 cards to embed, in the background (pid 4242); meanwhile searches find"
         " them by their words"]
-    assert spawned == [(str(store.root), str(store.root / ".cardmem"))]
+    assert spawned == [(str(store.root), str(store.root / ".cardmem" / "index.sqlite"))]
     with Index(store) as idx:  # the words are current
         assert sorted(hits(idx, "jackfruit")) == [f"reference/n{n}" for n in range(5)]
 
@@ -225,7 +231,7 @@ def test_cardmem_index_wait_embeds_here_and_reports(store, stuck) -> None:
 
     for n in range(3):
         write(store.root, f"reference/n{n}", f"Note {n}", f"guava {n}")
-    stuck.gate.set()
+    stuck.open()
     out = CliRunner().invoke(cli, ["index", "--wait", "--json", "--store", str(store.root)])
     assert out.exit_code == 0, out.output
     import json
@@ -239,14 +245,14 @@ def test_cardmem_index_wait_embeds_here_and_reports(store, stuck) -> None:
 def test_catch_up_commits_each_step_and_reports_progress(store, stuck) -> None:
     for n in range(7):
         write(store.root, f"reference/n{n}", f"Note {n}", f"feijoa {n}")
-    stuck.gate.set()
+    stuck.open()
     seen: list[tuple[str, int, int | None]] = []
     with Index(store) as idx:
         idx.refresh()
         model = embedding.embedder()
         got = vectors.catch_up(idx, model, step=3, progress=lambda *a: seen.append(a))
         assert got["embedded"] == 7 and got["pending"] == 0
-    assert stuck.calls == [6, 6, 2]  # two texts a card, three cards a step
+    assert [n for _, n in stuck.calls()] == [6, 6, 2]  # two texts a card, three cards a step
     assert seen == [("embedding", 0, None), ("embedding", 3, 7), ("embedding", 6, 7),
                     ("embedding", 7, 7)]
 
@@ -254,7 +260,7 @@ def test_catch_up_commits_each_step_and_reports_progress(store, stuck) -> None:
 def test_catch_up_stops_when_asked_and_keeps_what_it_did(store, stuck) -> None:
     for n in range(7):
         write(store.root, f"reference/n{n}", f"Note {n}", f"sapote {n}")
-    stuck.gate.set()
+    stuck.open()
     steps = iter([True, False])
     with Index(store) as idx:
         idx.refresh()

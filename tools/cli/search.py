@@ -131,9 +131,11 @@ def index(full: bool, wait: bool, as_json: bool, store_path: Path | None) -> Non
         vectors: dict[str, Any] | None = None
         if todo and wait:
             vectors = _embed_here(idx, as_json)
+        elif todo and vec.busy(idx.db_path.parent):
+            vectors = {"pending": todo, "background_pid": None, "embedding_already": True}
         elif todo:
-            pid = vec.spawn(idx.root, idx.db_path.parent)
-            vectors = {"pending": todo, "background_pid": pid}
+            proc = vec.spawn(idx.root, idx.db_path)
+            vectors = {"pending": todo, "background_pid": proc.pid if proc else None}
         elif todo == 0:
             vectors = {"embedded": 0, "reused": 0, "dropped": 0, "pending": 0}
     off = embedding.reason() if vectors is None or "embedded" not in vectors else None
@@ -145,7 +147,8 @@ def index(full: bool, wait: bool, as_json: bool, store_path: Path | None) -> Non
         return
     if vectors is not None and "background_pid" in vectors:
         where = (f"in the background (pid {vectors['background_pid']})"
-                 if vectors["background_pid"] else "by the next `cardmem index --wait`")
+                 if vectors["background_pid"] else "by the process embedding them now"
+                 if vectors.get("embedding_already") else "by `cardmem index --wait`")
         click.echo(f"vectors: {plural(vectors['pending'], 'card')} to embed, {where};"
                    " meanwhile searches find them by their words")
     elif vectors is not None:
