@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 # Cards embedded (and committed) per step: small enough that a save landing meanwhile
 # waits on one step at most, large enough that each step's own reads stay a small share.
-STEP = 32
+STEP = 128
+POLL_S = 0.5  # how often a lingering embedder looks at the index's generation
 LOCK_NAME = "embedding.lock"
 LOG_NAME = "embedding.log"
 
@@ -55,6 +56,24 @@ def catch_up(idx: Any, model: Any, *, progress: "Progress | None" = None,
         if not got["pending"] or not moved:
             break
     return totals
+
+
+def follow(idx: Any, model: Any, linger_s: float, poll_s: float = POLL_S) -> None:
+    """catch_up(), then again whenever the index changes (its generation moves: a refresh
+    committed), until it has not changed for linger_s: a watcher's embedder keeps its
+    model loaded between saves instead of starting anew for each one."""
+    import time
+
+    seen = idx.generation()  # read first: a change during the catch-up is seen after it
+    catch_up(idx, model)
+    quiet_since = time.monotonic()
+    while time.monotonic() - quiet_since < linger_s:
+        time.sleep(poll_s)
+        now = idx.generation()
+        if now != seen:
+            seen = now
+            catch_up(idx, model)
+            quiet_since = time.monotonic()
 
 
 class Lock:
@@ -122,10 +141,12 @@ NO_MODEL = 3  # main()'s exit status when the model cannot be loaded
 TEST_LOADER_ENV = "CARDMEM_TEST_EMBEDDER"
 
 
-def spawn(root: str | os.PathLike[str], db_path: str | os.PathLike[str]) -> Any:
+def spawn(root: str | os.PathLike[str], db_path: str | os.PathLike[str],
+          linger_s: float = 0.0) -> Any:
     """Start a process embedding what the index at db_path lacks (`main` below), detached
-    from the terminal's signals; its Popen, or None when it could not be started. Its
-    errors go to `embedding.log` beside the index."""
+    from the terminal's signals, following the index's changes for linger_s after; its
+    Popen, or None when it could not be started. Its errors go to `embedding.log` beside
+    the index."""
     import subprocess
     import sys
 
@@ -137,7 +158,7 @@ def spawn(root: str | os.PathLike[str], db_path: str | os.PathLike[str]) -> Any:
     try:
         return subprocess.Popen(
             [sys.executable, "-m", "cardmem.store.index.vectors", os.fspath(root),
-             os.fspath(db_path)],
+             os.fspath(db_path), f"{linger_s:g}"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
             start_new_session=True, close_fds=True)
     except OSError:
@@ -148,16 +169,22 @@ def spawn(root: str | os.PathLike[str], db_path: str | os.PathLike[str]) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m cardmem.store.index.vectors ROOT DB_PATH`: embed what the index lacks,
-    then exit. Waits its turn if another process embeds the same index."""
+    """`python -m cardmem.store.index.vectors ROOT DB_PATH [LINGER_S]`: embed what the
+    index lacks (and what it gains for LINGER_S after), then exit. Waits its turn if
+    another process embeds the same index."""
     import sys
 
     from . import embedding
     from .db import Index
 
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        print("usage: python -m cardmem.store.index.vectors ROOT DB_PATH", file=sys.stderr)
+    try:
+        linger_s = float(args[2]) if len(args) == 3 else 0.0
+    except ValueError:
+        linger_s = -1.0
+    if len(args) not in (2, 3) or linger_s < 0:
+        print("usage: python -m cardmem.store.index.vectors ROOT DB_PATH [LINGER_S]",
+              file=sys.stderr)
         return 2
     try:
         os.nice(NICE)
@@ -178,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
             if model is None:
                 print(f"cardmem: embedding: no model ({embedding.reason()})", file=sys.stderr)
                 return NO_MODEL
-            catch_up(idx, model)
+            follow(idx, model, linger_s)
         finally:
             lock.release()
     return 0

@@ -2,7 +2,8 @@
 
 The indexer pokes it after each batch; it then runs the store's background embedder
 (store/index/vectors.py: what the index holds without a vector, a few cards a step, each
-committed, at a low CPU priority) and waits for it on a thread that only waits. A process,
+committed, at a low CPU priority, then whatever the index gains until it has been quiet
+for LINGER_S) and waits for it on a thread that only waits. A process,
 not a thread of the watcher: the model's tokenizer is pure Python, and sharing the GIL
 with it made each of the indexer's SQLite calls wait its turn (a save's p95 396 ms against
 239 ms without the model, bench/RESULTS.md, issue 27). So a save or a checkout is never
@@ -17,6 +18,9 @@ from typing import Any
 from .report import Voice
 
 STOP_WAIT_S = 5.0  # on stop: how long the embedder has to end its step after SIGTERM
+# How long the embedder stays, model loaded, after the index last changed: saves a while
+# apart reuse it rather than each starting a process and loading the model anew.
+LINGER_S = 300.0
 
 
 class Backfill:
@@ -30,6 +34,7 @@ class Backfill:
         self._thread: threading.Thread | None = None
         self._proc: Any = None
         self._working = False
+        self._index: Any = None  # idle()'s own look at the index
         self.runs = 0  # embedder processes run to their end
         self.off: str | None = None  # why this watcher makes no vectors
 
@@ -50,8 +55,17 @@ class Backfill:
             self._thread.start()
 
     def idle(self) -> bool:
-        """Nothing asked of it is left undone (or it makes no vectors)."""
-        return self.off is not None or not (self._wake.is_set() or self._working)
+        """Every card the index holds has its vector (or this watcher makes none)."""
+        if self.off is not None:
+            return True
+        if self._wake.is_set() and not self._working:
+            return False  # asked, not started yet
+        from ..index import vectors
+        from ..index.db import Index
+
+        if self._index is None:
+            self._index = Index.open(self.store)
+        return vectors.pending(self._index) == 0
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Stop the embedder (what it committed stays) and the thread. Idempotent."""
@@ -66,6 +80,9 @@ class Backfill:
             embedding.BACKFILL = False  # nobody embeds for this process's searches now
             if self._thread is not threading.current_thread():
                 self._thread.join(timeout_s)
+        if self._index is not None:
+            self._index.close()
+            self._index = None
 
     def _run(self) -> None:
         from ..index import db, vectors
@@ -78,7 +95,7 @@ class Backfill:
             self._working = True
             self._wake.clear()  # what changes from here on needs another run
             try:
-                self._proc = proc = vectors.spawn(self.store.root, db_path)
+                self._proc = proc = vectors.spawn(self.store.root, db_path, LINGER_S)
                 if proc is None:
                     self._give_up(f"the embedding process could not be started")
                     return
@@ -95,7 +112,7 @@ class Backfill:
                                   f" {db_path.parent / vectors.LOG_NAME} says why)")
                     return
                 if self.voice.verbose:
-                    self.voice.tell("vectors caught up with the index", force=True)
+                    self.voice.tell("the embedder ended (nothing new for a while)", force=True)
             finally:
                 self._working = False
 

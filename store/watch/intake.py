@@ -16,14 +16,16 @@ from .report import Voice
 
 DEBOUNCE_S = 0.05  # a save is several events within a few ms; wait this long for quiet
 MAX_DELAY_S = 0.2  # ... but never hold a batch longer than this while events keep coming
-# A big batch (a checkout, a pull, a copy) is cheaper applied once, after the writer is
-# done, than in many small pieces that compete with it for the disk: wait for a longer
-# quiet, up to a longer cap.
+# A big batch (a checkout, a pull, a copy) waits for a longer quiet, but while the writer
+# goes on it is applied in pieces, one every PIECE_S: the index follows the tree on the
+# other CPU, and little is left to do when the writer is done (a 1,000-file checkout must
+# be searchable within 1 s of git finishing, issue 27).
 BIG_BATCH = 50
 BIG_DEBOUNCE_S = 0.15
-BIG_MAX_DELAY_S = 2.0
-# While git holds .git/index.lock it is rewriting the tree (checkout, pull, reset): a big
-# batch waits for it to finish, up to this long, and is then applied in one piece.
+PIECE_S = 0.3
+# A rescan (a walk of the whole tree) waits for a longer quiet and, while git holds
+# .git/index.lock (checkout, pull, reset), for git to finish, up to this long.
+RESCAN_MAX_DELAY_S = 2.0
 GIT_WAIT_MAX_S = 15.0
 WATCHDOG_LOGGERS = ("watchdog.observers.inotify_c", "watchdog.observers.inotify")
 
@@ -271,14 +273,16 @@ class Intake:
         """When the noted batch should be applied (monotonic time; inf: nothing noted)."""
         if not self.pending and self.rescan is None:
             return float("inf")
-        if len(self.pending) > BIG_BATCH or self.rescan is not None:
+        if self.rescan is not None:
             quiet, cap = max(self.debounce_s, BIG_DEBOUNCE_S), max(self.max_delay_s,
-                                                                   BIG_MAX_DELAY_S)
+                                                                   RESCAN_MAX_DELAY_S)
+        elif len(self.pending) > BIG_BATCH:
+            quiet, cap = max(self.debounce_s, BIG_DEBOUNCE_S), max(self.max_delay_s, PIECE_S)
         else:
             quiet, cap = self.debounce_s, self.max_delay_s
         now = time.monotonic()
         due = min(self.last_t + quiet, self.first_t + cap)
-        if (due <= now and quiet > self.debounce_s and now < self.first_t + GIT_WAIT_MAX_S
+        if (due <= now and self.rescan is not None and now < self.first_t + GIT_WAIT_MAX_S
                 and os.path.exists(dot_git(self.root, "index.lock"))):
             due = now + 0.05  # look again soon: git's lock going away is no event we see
         return max(due, self.retry_at)
