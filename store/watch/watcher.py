@@ -29,7 +29,7 @@ from .autocommit import Committer
 from .backfill import Backfill
 from .indexing import BURST_IDS, IndexLike, Indexer
 from .intake import DEBOUNCE_S, MAX_DELAY_S, Intake
-from .report import Stats, Voice
+from .report import Voice
 
 HEALTH_S = 1.0  # how often the worker checks that the observer threads are alive
 RESCAN_S = 300.0  # a periodic stat rescan as a safety net (0 disables)
@@ -39,7 +39,6 @@ RESCAN_S = 300.0  # a periodic stat rescan as a safety net (0 disables)
 # an IN_MOVED_FROM for up to 0.5 s, to pair it, and git renames .git/index.lock often.)
 FENCE_RETRY_S = 1.0  # a fence unseen this long (an observer restarted): write another
 
-__all__ = ["Watcher", "Stats"]
 
 
 class Watcher:

