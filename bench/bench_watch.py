@@ -275,6 +275,9 @@ def main() -> None:
         ("edit-to-searchable p95", [f"{pct(ms(m), 95):.0f} ms" for m in modes],
          f"≤ 250 ms: {'yes' if pct(ms(last), 95) <= 250 else 'NO'}"),
         ("edit-to-searchable max", [f"{max(ms(m)):.0f} ms" for m in modes], ""),
+        ("the 3 slowest edits: their place in the sequence (1 is the first)",
+         [", ".join(f"#{i + 1} ({v:.0f} ms)" for i, v in sorted(
+             enumerate(ms(m)), key=lambda t: -t[1])[:3]) for m in modes], ""),
         (f"checkout rewriting {len(chosen)} files: index right after git finished",
          [f"{after_git(m, 'to'):.2f} s (git {runs[m]['to'][0]:.2f} s); exact: {runs[m]['ok_to']}"  # type: ignore[index]
           for m in modes],
