@@ -17,12 +17,12 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Any
 
     from ..progress import Progress
 
-# Cards embedded (and committed) per step: small enough that a save landing meanwhile
-# waits on one step at most, large enough that each step's own reads stay a small share.
+# Cards embedded (and committed) per step: at most what an interrupt loses; larger steps
+# mean fewer write transactions for the indexer to meet and fewer rereads of the vectors.
 STEP = 128
 POLL_S = 0.5  # how often a lingering embedder looks at the index's generation
 LOCK_NAME = "embedding.lock"
@@ -30,12 +30,10 @@ LOG_NAME = "embedding.log"
 
 
 def catch_up(idx: Any, model: Any, *, progress: "Progress | None" = None,
-             proceed: "Callable[[], bool] | None" = None, step: int = STEP) -> dict[str, int]:
-    """Embed the index's cards that have no vector of `model`, `step` cards at a time.
-
-    proceed(), called before each step, may block (the watcher waits there while the index
-    has work) and returns False to stop early: what is done so far is kept. Returns the
-    counts summed over the steps (semantic.sync's: embedded, reused, dropped, pending).
+             step: int = STEP) -> dict[str, int]:
+    """Embed the index's cards that have no vector of `model`, `step` cards at a time,
+    each step committed (an interrupt keeps what is done). Returns the counts summed over
+    the steps (semantic.sync's: embedded, reused, dropped, pending).
     """
     from . import semantic
 
@@ -43,7 +41,7 @@ def catch_up(idx: Any, model: Any, *, progress: "Progress | None" = None,
     done, total = 0, None
     if progress is not None:
         progress("embedding", 0, None)
-    while proceed is None or proceed():
+    while True:
         got = semantic.sync(idx, model, limit=step)
         for k in ("embedded", "reused", "dropped"):
             totals[k] += got[k]

@@ -19,7 +19,6 @@ stat-based, so it costs a walk of the tree, not a re-read of every card.
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 from typing import Any, Callable

@@ -257,18 +257,6 @@ def test_catch_up_commits_each_step_and_reports_progress(store, stuck) -> None:
                     ("embedding", 7, 7)]
 
 
-def test_catch_up_stops_when_asked_and_keeps_what_it_did(store, stuck) -> None:
-    for n in range(7):
-        write(store.root, f"reference/n{n}", f"Note {n}", f"sapote {n}")
-    stuck.open()
-    steps = iter([True, False])
-    with Index(store) as idx:
-        idx.refresh()
-        got = vectors.catch_up(idx, embedding.embedder(), step=3, proceed=lambda: next(steps))
-        assert (got["embedded"], got["pending"]) == (3, 4)
-        assert len(semantic.stale(idx, stuck.stamp)[0]) == 4
-
-
 def test_one_embedder_per_store(tmp_path: Path) -> None:
     first, second = vectors.Lock(tmp_path), vectors.Lock(tmp_path)
     assert first.acquire() and not second.acquire()
