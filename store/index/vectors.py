@@ -107,12 +107,20 @@ class Lock:
 
 
 def busy(state_dir: str | os.PathLike[str]) -> bool:
-    """Whether another process is embedding this store now."""
-    lock = Lock(state_dir)
-    if lock.acquire():
-        lock.release()
-        return False
-    return os.path.exists(lock.path)
+    """Whether a process is embedding this index now (the lock held; nothing created)."""
+    import fcntl
+
+    try:
+        fd = os.open(os.path.join(os.fspath(state_dir), LOCK_NAME), os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return False  # no lock file: no embedder ever ran here
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing lets go of the lock if we took it
+    return False
 
 
 def pending(idx: Any) -> int | None:

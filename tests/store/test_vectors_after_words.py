@@ -147,7 +147,7 @@ def test_a_search_while_vectors_lag_finds_those_cards_by_their_words(store, stuc
     res = search(store, "salak", limit=5)  # words and vectors, in the watcher's process
     assert res.semantic["status"] == "on" and res.semantic["not_embedded"] == 2
     assert [(r["id"], r["match"]) for r in res.results] == [("reference/lagging", "lexical")]
-    assert "`cardmem watch` is embedding them" in res.note
+    assert "being embedded in the background" in res.note
     # The search embedded no card (a query is one text): only the background process did.
     assert stuck.calls() and all(pid != os.getpid() for pid, _ in stuck.calls())
     out = CliRunner().invoke(cli, ["search", "salak", "-v", "--store", str(store.root)])
@@ -258,11 +258,32 @@ def test_catch_up_commits_each_step_and_reports_progress(store, stuck) -> None:
 
 
 def test_one_embedder_per_store(tmp_path: Path) -> None:
+    assert not vectors.busy(tmp_path) and not list(tmp_path.iterdir())  # asking makes nothing
     first, second = vectors.Lock(tmp_path), vectors.Lock(tmp_path)
-    assert first.acquire() and not second.acquire()
+    assert first.acquire() and not second.acquire() and vectors.busy(tmp_path)
     first.release()
+    assert not vectors.busy(tmp_path)
     assert second.acquire()
     second.release()
+
+
+def test_a_search_leaves_the_embedding_to_a_running_embedder(store, stuck) -> None:
+    """A shell search while `cardmem index`'s embedder works embeds no card itself."""
+    from cardmem.store.index.db import search
+
+    stuck.open()
+    for n in range(3):
+        write(store.root, f"reference/n{n}", f"Note {n}", f"longan {n}")
+    other = vectors.Lock(store.root / ".cardmem")
+    assert other.acquire()  # as the background process holds it
+    try:
+        res = search(store, "longan", limit=5)
+        assert res.semantic["not_embedded"] == 3 and len(res.results) == 3
+        assert stuck.calls() == []
+    finally:
+        other.release()
+    res = search(store, "longan", limit=5)  # nobody embeds now: the search embeds a few
+    assert "not_embedded" not in res.semantic and len(stuck.calls()) == 1
 
 
 def test_the_watchers_embedder_stays_for_later_saves(store, stuck, watching) -> None:
