@@ -4,8 +4,8 @@ The lexical index is brought up to date first and is correct on its own; a card 
 a vector is found by its words until its vector comes. Embedding is slow (seconds to
 minutes; the model is store/index/embedding.py's, the vectors store/index/semantic.py's),
 so it runs after the index and apart from it, in a process of its own (`python -m
-cardmem.store.index.vectors ROOT DB_PATH`) that `cardmem watch` starts when the index
-changed and `cardmem index` leaves running in the background.
+cardmem.store.index.embedder ROOT DB_PATH`, store/index/embedder.py) that `cardmem watch`
+starts when the index changed and `cardmem index` leaves running in the background.
 
 `catch_up()` embeds in small steps, each committed on its own: a search, a watcher's
 batch or a Ctrl-C in between loses nothing and waits on at most one step. One embedder
@@ -141,7 +141,7 @@ def pending(idx: Any) -> int | None:
 # the user's work): it is never waited on. A process of its own, not a thread of the
 # watcher, so its pure-Python tokenizer never holds the GIL the indexer needs.
 NICE = 10
-NO_MODEL = 3  # main()'s exit status when the model cannot be loaded
+NO_MODEL = 3  # the embedder process's exit status when the model cannot be loaded
 # Tests name a model stand-in here ("module:attribute", importable by the child), as they
 # set embedding.LOADER in their own process.
 TEST_LOADER_ENV = "CARDMEM_TEST_EMBEDDER"
@@ -149,7 +149,7 @@ TEST_LOADER_ENV = "CARDMEM_TEST_EMBEDDER"
 
 def spawn(root: str | os.PathLike[str], db_path: str | os.PathLike[str],
           linger_s: float = 0.0) -> Any:
-    """Start a process embedding what the index at db_path lacks (`main` below), detached
+    """Start a process embedding what the index at db_path lacks (embedder.py), detached
     from the terminal's signals, following the index's changes for linger_s after; its
     Popen, or None when it could not be started. Its errors go to `embedding.log` beside
     the index."""
@@ -163,7 +163,7 @@ def spawn(root: str | os.PathLike[str], db_path: str | os.PathLike[str],
         log = subprocess.DEVNULL
     try:
         return subprocess.Popen(
-            [sys.executable, "-m", "cardmem.store.index.vectors", os.fspath(root),
+            [sys.executable, "-m", "cardmem.store.index.embedder", os.fspath(root),
              os.fspath(db_path), f"{linger_s:g}"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
             start_new_session=True, close_fds=True)
@@ -172,50 +172,3 @@ def spawn(root: str | os.PathLike[str], db_path: str | os.PathLike[str],
     finally:
         if log is not subprocess.DEVNULL:
             log.close()
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m cardmem.store.index.vectors ROOT DB_PATH [LINGER_S]`: embed what the
-    index lacks (and what it gains for LINGER_S after), then exit. Waits its turn if
-    another process embeds the same index."""
-    import sys
-
-    from . import embedding
-    from .db import Index
-
-    args = sys.argv[1:] if argv is None else argv
-    try:
-        linger_s = float(args[2]) if len(args) == 3 else 0.0
-    except ValueError:
-        linger_s = -1.0
-    if len(args) not in (2, 3) or linger_s < 0:
-        print("usage: python -m cardmem.store.index.vectors ROOT DB_PATH [LINGER_S]",
-              file=sys.stderr)
-        return 2
-    try:
-        os.nice(NICE)
-    except OSError:
-        pass
-    if hook := os.environ.get(TEST_LOADER_ENV):
-        import importlib
-
-        module, _, attr = hook.partition(":")
-        embedding.LOADER = getattr(importlib.import_module(module), attr)
-    with Index(root=args[0], db_path=args[1]) as idx:
-        lock = Lock(idx.db_path.parent)
-        if not lock.acquire(wait=True):
-            print(f"cardmem: embedding: cannot lock {lock.path}", file=sys.stderr)
-            return 1
-        try:
-            model = embedding.embedder()
-            if model is None:
-                print(f"cardmem: embedding: no model ({embedding.reason()})", file=sys.stderr)
-                return NO_MODEL
-            follow(idx, model, linger_s)
-        finally:
-            lock.release()
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
