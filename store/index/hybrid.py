@@ -43,7 +43,13 @@ def run(idx: "Index", query: str, limit: int = 10, card_type: str | None = None,
 
         res = lexical(idx, query, max(limit, POOL), card_type, project)  # the fusion's pool
         try:
-            pending = semantic.sync(idx, model, limit=SYNC_MAX)["pending"]
+            # While a background embedder works (the watcher's, `cardmem index`'s), a
+            # search embeds nothing itself: it leaves it the work (store/index/vectors.py).
+            from .vectors import busy
+
+            lagging = embedding.BACKFILL or busy(idx.db_path.parent)
+            embed_max = 0 if lagging else SYNC_MAX
+            pending = semantic.sync(idx, model, limit=embed_max)["pending"]
             sims = semantic.similarities(idx, model, query)
         except Exception as exc:  # noqa: BLE001 - a failing model must not fail the search
             embedding.fail(f"{type(exc).__name__}: {exc}")  # lexical from now on
@@ -58,8 +64,10 @@ def run(idx: "Index", query: str, limit: int = 10, card_type: str | None = None,
     res.semantic = {"status": "on", "model": model.stamp}
     if pending:
         res.semantic["not_embedded"] = pending
+        how = ("(being embedded in the background)" if lagging else
+               "(searches embed a few each); `cardmem index` embeds them")
         res.note = _note_once(idx, "pending", f"semantic search: {pending} cards not embedded"
-                              " yet (searches embed a few each); `cardmem index` embeds them")
+                              f" yet {how}")
     _fuse(idx, res, sims, limit, card_type, project)
     return res
 

@@ -210,15 +210,11 @@ def test_the_watcher_embeds_what_it_indexes(cards, model) -> None:
 
     w = Watcher(cards, autocommit=False, say=lambda line: None).start()
     try:
-        assert w.wait_idle(60)
+        assert w.wait_idle(60, vectors=True)
         write(cards.root, "reference/friday", "No releases on Fridays",
               "Nothing ships on a Friday afternoon.")
-        deadline = time.monotonic() + 60
+        assert w.wait_idle(60, vectors=True)
         with Index(cards) as idx:
-            while time.monotonic() < deadline:
-                if "reference/friday" in vector_rows(idx):
-                    break
-                time.sleep(0.2)
             assert "reference/friday" in vector_rows(idx)
             assert semantic.stale(idx, model.stamp) == ([], 0)  # nothing left for a search
     finally:
@@ -228,10 +224,34 @@ def test_the_watcher_embeds_what_it_indexes(cards, model) -> None:
 def test_a_full_rebuild_keeps_the_vectors(cards, model) -> None:
     from cardmem.tools.cli.group import cli
 
-    out = CliRunner().invoke(cli, ["index", "--store", str(cards.root)])
+    out = CliRunner().invoke(cli, ["index", "--wait", "--store", str(cards.root)])
     assert "vectors: 3 embedded" in out.stdout, out.output
-    out = CliRunner().invoke(cli, ["index", "--full", "--store", str(cards.root)])
+    out = CliRunner().invoke(cli, ["index", "--full", "--wait", "--store", str(cards.root)])
     assert out.exit_code == 0 and "vectors: 0 embedded, 3 kept" in out.stdout, out.output
+
+
+def test_cardmem_index_embeds_in_a_background_process(cards, model) -> None:
+    """The process `cardmem index` leaves behind embeds the cards with the real model,
+    after the command returned, and exits."""
+    import time
+
+    from cardmem.tools.cli.group import cli
+
+    out = CliRunner().invoke(cli, ["index", "--json", "--store", str(cards.root)])
+    doc = json.loads(out.stdout)
+    assert doc["vectors"]["pending"] == 3 and doc["vectors"]["background_pid"], out.output
+    pid = doc["vectors"]["background_pid"]
+    with Index(cards) as idx:
+        deadline = time.monotonic() + 120
+        while len(vector_rows(idx)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert sorted(vector_rows(idx)) == sorted(CARDS), (
+            cards.root / ".cardmem" / "embedding.log").read_text()
+        assert semantic.stale(idx, model.stamp) == ([], 0)
+    try:
+        os.waitpid(pid, 0)  # our child (start_new_session keeps it ours to reap)
+    except ChildProcessError:
+        pass
 
 
 def test_a_search_embeds_a_few_cards_and_says_the_rest_wait(cards, monkeypatch) -> None:
