@@ -133,8 +133,10 @@ def fuse(idx: "Index", res: "SearchResult", sims: "Similarities", limit: int,
         if r["match"] == "lexical" and r["similarity"] >= confidence.SIM_NEAR:
             r["match"] = "both"  # the vectors see it near the query too
     for r in fused.values():
+        # a word no other card holds is not met in passing, whatever the vectors see
+        passing = r["matched"] == ["body"] and r["id"] not in res.unique
         r["confidence"] = confidence.fused_label(r["confidence"], r["similarity"], r["match"],
-                                                 r["matched"] == ["body"])
+                                                 passing)
         r["score"] = round(r.pop("_f") + SEMANTIC_WEIGHT * r["similarity"], 4)
     mark_stale(idx, [r for r in fused.values() if r["match"] == "semantic"])  # as search.run
     # The words' first card, when it holds a query word no other card holds, stays first.
