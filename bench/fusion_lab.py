@@ -74,7 +74,7 @@ def score(data: dict[str, list]) -> dict[str, float]:
                for k in data for x in data[k])
     got["skipped"] = skip / sum(len(v) for v in data.values())
     for shape in ("session", "turn"):
-        n = a1 = a5 = l5 = 0
+        n = a1 = a5 = l5 = l10 = 0
         for idx, q, ev, (lex, sims) in data[shape]:
             res = copy.deepcopy(lex)
             hybrid.fuse(idx, res, sims, bl.LIMIT, None, None) if not GATE or hybrid.needs_vectors(res, q) else cut(res, bl.LIMIT)
@@ -83,8 +83,10 @@ def score(data: dict[str, list]) -> dict[str, float]:
             a1 += bool(set(ids[:1]) & ev)
             a5 += bool(set(ids[:5]) & ev)
             l5 += ev <= set(ids[:5])
+            l10 += ev <= set(ids[:10])
         got[f"{shape} any@1"], got[f"{shape} any@5"], got[f"{shape} all@5"] = (
             a1 / n, a5 / n, l5 / n)
+        got[f"{shape} all@10"] = l10 / n
     import bench_quality as bq
 
     qs, results = [], []

@@ -38,6 +38,9 @@ SIM_UNRELATED = 0.2
 # the store is an exact match of something rare: its card is never labelled low, and the
 # fusion keeps it above cards that only look like the query (issue 27).
 UNIQUE_DF = 1
+# Such a card, first by its words, is at least medium when it holds this share of the
+# query's information, or the vectors see a relation (SIM_UNRELATED).
+COVER_UNIQUE = 0.75
 
 
 def _idf(n_cards: int, df: int) -> float:

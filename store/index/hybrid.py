@@ -132,15 +132,23 @@ def fuse(idx: "Index", res: "SearchResult", sims: "Similarities", limit: int,
     for r in fused.values():
         if r["match"] == "lexical" and r["similarity"] >= confidence.SIM_NEAR:
             r["match"] = "both"  # the vectors see it near the query too
+    # The card holding most of the query's information (confidence.coverage), when it
+    # holds a query word no other card holds, stays first,
+    # labelled at least medium unless the vectors see no relation and the word is a small
+    # part of the query (one word of a longer question, met in passing).
+    cover = res.cover
+    first = max(lex, key=lambda r: (cover.get(r["id"], 0.0), r["id"] in res.unique, r["_f"])
+                )["id"] if lex else None
+    pinned = {first} & res.unique if PIN_UNIQUE else set()
     for r in fused.values():
-        # a word no other card holds is not met in passing, whatever the vectors see
-        passing = r["matched"] == ["body"] and r["id"] not in res.unique
         r["confidence"] = confidence.fused_label(r["confidence"], r["similarity"], r["match"],
-                                                 passing)
+                                                 r["matched"] == ["body"])
+        if r["id"] in pinned and r["confidence"] == "low" and (
+                cover.get(r["id"], 0.0) >= confidence.COVER_UNIQUE
+                or r["similarity"] >= confidence.SIM_UNRELATED):
+            r["confidence"] = "medium"
         r["score"] = round(r.pop("_f") + SEMANTIC_WEIGHT * r["similarity"], 4)
     mark_stale(idx, [r for r in fused.values() if r["match"] == "semantic"])  # as search.run
-    # The words' first card, when it holds a query word no other card holds, stays first.
-    pinned = {lex[0]["id"]} & res.unique if PIN_UNIQUE and lex else set()
     out = sorted(fused.values(), key=lambda r: _fused_order(r, pinned))[:limit]
     res.results = out
     res.no_confident_results = not any(r["confidence"] != "low" for r in out)

@@ -53,6 +53,7 @@ class SearchResult:
         self.bm25: dict[str, float] = {}  # each word-matched result's bm25, higher better
         # results holding a query word no other card holds (confidence.coverage)
         self.unique: set[str] = set()
+        self.cover: dict[str, float] = {}  # the share of the query's information each holds
         self.note: str | None = None  # a line for stderr (the semantic fallback, once)
 
     def as_dict(self) -> dict[str, Any]:
@@ -104,11 +105,12 @@ def run(idx: Index, query: str, limit: int = 10, card_type: str | None = None,
     results = results[:limit]
     if p.terms and results:
         _snippets(idx, p, results, texts, hits)
-    rowids, bm25, unique = {}, {}, set()
+    rowids, bm25, covers, unique = {}, {}, {}, set()
     for r in results:
         desc = r.pop("_desc", "")
         rowids[r["id"]] = r.pop("_n")
         bm25[r["id"]] = r.pop("_bm25", 0.0)
+        covers[r["id"]] = r.pop("_cover", 0.0)
         if r.pop("_unique", False):
             unique.add(r["id"])
         if not r.get("snippet"):
@@ -120,6 +122,7 @@ def run(idx: Index, query: str, limit: int = 10, card_type: str | None = None,
     out.rowids = rowids
     out.bm25 = bm25
     out.unique = unique
+    out.cover = covers
     return out
 
 
@@ -143,10 +146,9 @@ def _calibrate(idx: Index, p: Plan, results: list[dict[str, Any]]) -> None:
         label = lexical_label(cover[r["_n"]])
         if label == "high" and r["matched"] == ["body"]:
             label = "medium"  # words met only in passing: found, not what the card is about
+        r["_cover"] = cover[r["_n"]]
         if r["_n"] in unique:
-            r["_unique"] = True
-            if label == "low":
-                label = "medium"  # the only card holding a word of the query, as typed
+            r["_unique"] = True  # the only card holding a word of the query, as typed
         if "title~" not in r["matched"] or CONFIDENCE.index(label) > CONFIDENCE.index(r["confidence"]):
             r["confidence"] = label
 

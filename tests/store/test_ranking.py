@@ -53,6 +53,26 @@ LOOKALIKES = {
     "reference/db-timeouts": ("Database timeouts",
                               "Set statement and idle timeouts on every database connection."),
 }
+# Other notes of a small team's store, so that words weigh as they do in a real one.
+FILLER = ["Releases are cut on Tuesdays from the main branch",
+          "The design review happens before any new service is built",
+          "Feature flags are removed a month after a full rollout",
+          "On-call engineers hand over every Monday at ten",
+          "Logs are kept for fourteen days in the central store",
+          "Frontend builds use the shared lint configuration",
+          "Secrets live in the vault and never in the repository",
+          "Every migration is tested against a copy of production data",
+          "Incidents get a written review within a week",
+          "Dependencies are updated by the bot every Thursday",
+          "Customer data never leaves the European region",
+          "Queues are drained before a worker is restarted"]
+
+
+def write_filler(root: Path) -> None:
+    for i, line in enumerate(FILLER):
+        write(root, f"notes/filler-{i:02d}", line.split(" ")[0] + " note " + str(i), line + ".")
+
+
 INFRA = ("Notes from the infrastructure review.\n\n"
          "Deploys go out from the main branch after the checks pass.\n\n"
          "We run pgbouncer in transaction mode in front of the primary; prepared statements"
@@ -71,9 +91,10 @@ def test_an_exact_rare_word_stays_first_and_is_never_low(tmp_path, on) -> None:
     for cid, (title, body) in LOOKALIKES.items():
         write(root, cid, title, body)
     write(root, "reference/infra-notes", "Infra review notes", INFRA)
+    write_filler(root)
     store = init(root)[0]
     embedded(store)
-    for q in ("pgbouncer", "pgbouncer connection pool", "what does pgbouncer do with database connections"):
+    for q in ("pgbouncer", "PgBouncer", "how do we run pgbouncer"):
         res = search(store, q, limit=5)
         top = res.results[0]
         assert top["id"] == "reference/infra-notes", (q, res.results)
