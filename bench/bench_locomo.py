@@ -191,7 +191,13 @@ def measure(conv: str, shape: str, where: Path, misses: list | None) -> dict[str
                         os.environ["CARDMEM_SEMANTIC"] = "off"
                     else:
                         os.environ.pop("CARDMEM_SEMANTIC", None)
-                    ids = [r["id"] for r in search(store, q, limit=LIMIT, index=idx).results]
+                    got = search(store, q, limit=LIMIT, index=idx).results
+                    ids = [r["id"] for r in got]
+                    if got:  # how often the first result is right, by its label
+                        lab = out[m].setdefault("labels", {})
+                        seen = lab.setdefault(got[0]["confidence"], [0, 0])
+                        seen[0] += 1
+                        seen[1] += got[0]["id"] in ev
                 dt = time.process_time() - t0
                 acc = out[m]
                 acc["n"] += 1
@@ -216,6 +222,10 @@ def merge(parts: list[dict[str, dict]]) -> dict[str, dict]:
             o["times"] += acc["times"]
             for k in KS:
                 o["hits"][k] += acc["hits"][k]
+            for lab, (n, right) in acc.get("labels", {}).items():
+                seen = o.setdefault("labels", {}).setdefault(lab, [0, 0])
+                seen[0] += n
+                seen[1] += right
     return out
 
 
@@ -264,20 +274,26 @@ def main() -> None:
     print(f"conversations {', '.join(convs)}; load average {os.getloadavg()[0]:.1f}")
     print("| cards | method | n | any@1 | any@5 | any@10 | all@5 | all@10 | p50 ms | p95 ms |")
     print("|---|---|---|---|---|---|---|---|---|---|")
+    label_rows = []
     for shape in args.shapes.split(","):
         got = merge([measure(c, shape, args.dir, misses) for c in convs])
+        label_rows += [(shape, m, got[m].get("labels", {})) for m in ("lexical", "default")]
         for m in METHODS:
             a = got[m]
             cells = " | ".join(f"{a['hits'][k] / max(a['n'], 1):.3f}" for k in KS)
             print(f"| {shape} | {m} | {a['n']} | {cells} | {1000 * pct(a['times'], .5):.1f}"
                   f" | {1000 * pct(a['times'], .95):.1f} |", flush=True)
+    print("\nthe first result's label: how often it is a card holding evidence (n)")
+    for shape, m, labels in label_rows:
+        print(f"{shape} {m}: " + ", ".join(
+            f"{lab} {right / n:.2f} ({n})" for lab, (n, right) in sorted(labels.items())))
     if args.agents_md != "none":
         res = agents_md(args.agents_md, args.dir / "agents-md")
         print(f"\nagents-md questions ({args.agents_md} half), limit 5")
         print("| method | hit@1 | hit@5 | confident & right | negatives flagged |")
         print("|---|---|---|---|---|")
-        for m, s in res.items():
-            a = s["all"]
+        for m, sc in res.items():
+            a = sc["all"]
             print(f"| {m} | {a['hit1']:.3f} | {a['hit5']:.3f} | {a['conf_right']:.3f} |"
                   f" {a.get('flagged', 0):.3f} |")
     if misses is not None:

@@ -29,7 +29,22 @@ def collect(idx, model, q: str) -> tuple:
 
     lex = lexical(idx, q, hybrid.POOL)
     sims = semantic.similarities(idx, model, q)
-    return lex, sims
+    return lex, Lazy(sims)
+
+
+class Lazy:
+    """Similarities recomputed from the kept rows when semantic's constants change."""
+
+    def __init__(self, sims) -> None:
+        self.rows, self.row_sims = sims._rows, sims._row_sims
+        self.key, self.s = None, None
+
+    def __getattr__(self, name):
+        from cardmem.store.index import semantic
+        key = (semantic.SECOND,)
+        if self.key != key:
+            self.s, self.key = semantic.Similarities(self.rows, self.row_sims), key
+        return getattr(self.s, name)
 
 
 def gather(convs, split: str, where: Path) -> dict[str, list]:
@@ -121,6 +136,9 @@ def main() -> None:
         for k, v in zip(names, values):
             if k == "GATE":
                 globals()["GATE"] = v
+            elif k.startswith("semantic."):
+                from cardmem.store.index import semantic
+                setattr(semantic, k.split(".", 1)[1], v)
             elif k.startswith("confidence."):
                 from cardmem.store.index import confidence
                 setattr(confidence, k.split(".", 1)[1], v)

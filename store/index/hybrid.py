@@ -22,7 +22,7 @@ from . import confidence
 # A card's fused score: its lexical score as a share of the best one's (search.py's
 # score: bm25 within its tier, coverage, names), plus SEMANTIC_WEIGHT times its cosine
 # similarity (its best passage's, store/index/semantic.py).
-SEMANTIC_WEIGHT = 2.0
+SEMANTIC_WEIGHT = 2.5
 # A card only the vectors found is shown when its similarity reaches SIM_FLOOR: under it,
 # nothing is memory worth an agent's reading (no padding up to the limit).
 SIM_FLOOR = 0.4

@@ -30,6 +30,7 @@ TEXT_CHARS = 300  # of a card's body embedded after its title and description
 SHORT_CHARS = 40
 PASSAGE_CHARS = 500
 MAX_PASSAGES = 64
+SECOND = 0.5
 SCALE = 127.0  # int8 storage of unit vectors
 
 _DDL = """CREATE TABLE IF NOT EXISTS vectors(
@@ -311,6 +312,13 @@ class Similarities:
         if len(ids):
             starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
             self.ids, self.sims = ids[starts], np.maximum.reduceat(sims, starts)
+            if SECOND:
+                counts = np.diff(np.r_[starts, len(ids)])
+                top = np.repeat(self.sims, counts)
+                rest = np.where(sims >= top, -1.0, sims)
+                second = np.maximum.reduceat(rest, starts)
+                second = np.where(counts > 1, second, self.sims)
+                self.sims = (1 - SECOND) * self.sims + SECOND * np.maximum(second, 0)
             self._starts = starts
         else:
             self.ids, self.sims, self._starts = ids, sims, ids
