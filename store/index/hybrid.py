@@ -104,7 +104,8 @@ def fuse(idx: "Index", res: "SearchResult", sims: "Similarities", limit: int,
     where, args = _filters(card_type, project)
     # The nearest cards that pass the filters: with a filter, from many more (most of
     # the nearest may be of another type or project).
-    ranked = [(n, s) for n, s in sims.top(POOL * (20 if where else 1)) if s >= SIM_FLOOR]
+    ranked = [(n, s) for n, s in sims.top(POOL * (20 if where else 1))
+              if sims.get(n, best=True) >= SIM_FLOOR]  # some passage near enough
     near: list[tuple[int, float]] = []
     if ranked:
         ok = {n for (n,) in idx.conn.execute(
