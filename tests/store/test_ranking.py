@@ -12,27 +12,8 @@ import pytest
 from cardmem.store.index import embedding, hybrid, semantic
 from cardmem.store.index.db import Index, search
 from cardmem.store.store import init
-
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "agents-md"
-
-
-def write(root: Path, cid: str, title: str, body: str) -> None:
-    p = root / f"{cid}.md"
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(f"---\ntitle: {title}\n---\n{body}\n", encoding="utf-8")
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory: pytest.TempPathFactory):
-    mp = pytest.MonkeyPatch()
-    mp.delenv("CARDMEM_SEMANTIC", raising=False)
-    mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
-    embedding.reset()
-    m = embedding.embedder()
-    assert m is not None, embedding.reason()
-    yield m
-    embedding.reset()
-    mp.undo()
+from conftest import CORPUS
+from semantickit import model, write  # noqa: F401 - model is a fixture
 
 
 @pytest.fixture
@@ -165,7 +146,6 @@ def corpus_store(root: Path, n: int) -> None:
         text = path.read_text(encoding="utf-8").split("\n---\n", 1)[-1]
         paras += [" ".join(b.split()) for b in re.split(r"\n\s*\n", text)
                   if len(b.split()) >= 8 and not b.lstrip().startswith(("#", "```", "|"))]
-    rnd = random.Random(27)
     for i in range(n):
         body = paras[i % len(paras)][:280]
         title = " ".join(body.split()[:6]).strip(".,:;`*")

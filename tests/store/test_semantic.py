@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from cardmem.store.index import confidence, embedding, hybrid, semantic
 from cardmem.store.index.db import Index, search
 from cardmem.store.store import init
+from semantickit import model, write  # noqa: F401 - model is a fixture
 
 CARDS = {
     "reference/release-zod": ("Cutting a zod release",
@@ -24,26 +25,6 @@ CARDS = {
     "feedback/short-answers": ("Keep answers short",
                                "Skip the preamble and answer in a few sentences."),
 }
-
-
-def write(root, cid: str, title: str, body: str) -> None:
-    p = root / f"{cid}.md"
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(f"---\ntitle: {title}\n---\n{body}\n", encoding="utf-8")
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory: pytest.TempPathFactory):
-    """The real model, loaded once for the module (its cache in a temporary folder)."""
-    mp = pytest.MonkeyPatch()
-    mp.delenv("CARDMEM_SEMANTIC", raising=False)
-    mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
-    embedding.reset()
-    m = embedding.embedder()
-    assert m is not None, embedding.reason()
-    yield m
-    embedding.reset()
-    mp.undo()
 
 
 @pytest.fixture
