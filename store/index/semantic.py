@@ -27,7 +27,7 @@ TEXT_CHARS = 300  # of a card's body embedded after its title and description
 # A long card is embedded as its passages too (issue 27): one truncated vector found a
 # session of a conversation only by its first turns. A passage is a paragraph, one under
 # SHORT_CHARS joined to the next, one over PASSAGE_CHARS cut; a card keeps MAX_PASSAGES.
-SHORT_CHARS = 40
+SHORT_CHARS = 200
 PASSAGE_CHARS = 500
 MAX_PASSAGES = 64
 # A card's similarity: (1 - SECOND) x its best row's + SECOND x its second best's. One
