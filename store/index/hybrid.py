@@ -1,5 +1,11 @@
-"""Lexical and semantic search fused (issue 16): reciprocal-rank fusion of FTS5's ranking
-and the nearest vectors (store/index/semantic.py), with calibrated confidence.
+"""Lexical and semantic search fused (issues 16, 27): FTS5's results and the nearest
+vectors (store/index/semantic.py), scored together, with calibrated confidence.
+
+The words go first: needs_vectors() decides from their result whether the model is asked
+at all. When it is, a card's score is its lexical score as a share of the best card's
+plus its similarity; the card holding most of the query's information stays first when
+it alone holds a word of the query; cards only the vectors found are shown only over a
+similarity floor, never to pad the list.
 
 Each result says why it came: `match` is "lexical" (FTS5 found it), "semantic" (only the
 vectors did) or "both". When the model is missing or broken the search is the lexical one
