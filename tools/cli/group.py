@@ -36,6 +36,7 @@ LAZY: dict[str, str] = {
     "maintain": "cardmem.tools.cli.maintain:maintain",
     "import": "cardmem.tools.cli.imports:import_",
     "slack": "cardmem.tools.cli.slack:slack",
+    "export": "cardmem.tools.cli.export:export",
 }
 
 
