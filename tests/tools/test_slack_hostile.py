@@ -291,3 +291,35 @@ def test_the_command_serves_http_logs_one_line_per_refusal_stops_on_sigterm(tmp_
     err = p.stderr.read().splitlines()
     assert err and all(line.startswith("cardmem slack: refused a request: ") for line in err), err
     assert len(err) <= len(UNSIGNED) + len(SIGNED_JUNK)
+
+
+def test_a_client_dripping_its_request_is_hung_up_on(srv, slack, monkeypatch) -> None:
+    """A handler is one of a few: a client that sends a byte now and then must not hold it."""
+    import socket
+
+    from cardmem.tools.slack import httpd
+
+    monkeypatch.setattr(httpd, "REQUEST_S", 1.0)
+    port = int(srv.url.split(":")[2].split("/")[0])
+    drip = socket.create_connection(("127.0.0.1", port))
+    drip.settimeout(0.2)
+    t0 = time.monotonic()
+    drip.sendall(b"POST /slack/events HTTP/1.1\r\n")
+    closed_after = None
+    while time.monotonic() - t0 < 6.0:  # it would drip for 6 s
+        try:
+            drip.sendall(b"X-Slow: 1\r\n")
+            if drip.recv(1024) == b"":
+                closed_after = time.monotonic() - t0
+                break
+        except socket.timeout:
+            pass
+        except OSError:
+            closed_after = time.monotonic() - t0
+            break
+        time.sleep(0.2)
+    drip.close()
+    assert closed_after is not None and closed_after < 3.0  # hung up on at REQUEST_S (1 s)
+    body = mention("who owns the on-call rota?")  # and the server answers the next one
+    assert srv.send(body)[0] == 200
+    srv.wait_done(1)

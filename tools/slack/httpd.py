@@ -11,11 +11,12 @@ the accept loop waits for one (a bounded number of threads and sockets, so bound
 memory) rather than starting a thread per connection.
 
 One request per connection (HTTP/1.0), a body over intake.MAX_BODY refused (413, dropped),
-a client that stalls mid-request cut after READ_TIMEOUT_S; whatever goes wrong is one log
-line, never a traceback.
+a client that stalls (READ_TIMEOUT_S) or drips its request (REQUEST_S in all) hung up on,
+so a handler is never held long; whatever goes wrong is one log line, never a traceback.
 """
 from __future__ import annotations
 
+import socket
 import sys
 import threading
 from collections.abc import Callable
@@ -30,7 +31,8 @@ from .intake import MAX_BODY, Quiet
 EVENTS_PATH = "/slack/events"
 BACKLOG = 1024  # connections the kernel holds while the handlers are busy (capped by somaxconn)
 WORKERS = 8  # handler threads
-READ_TIMEOUT_S = 10.0
+READ_TIMEOUT_S = 10.0  # of silence, within one read
+REQUEST_S = 10.0  # for a whole request: a client dripping bytes is hung up on
 DRAIN_MAX = 16 << 20  # bytes of a refused body read and dropped
 
 
@@ -111,11 +113,15 @@ class EventsServer(HTTPServer):
             self.shutdown_request(request)
 
     def _serve(self, request: Any, client_address: Any) -> None:
+        timer = threading.Timer(REQUEST_S, _hang_up, (request,))
+        timer.daemon = True
+        timer.start()
         try:
             self.finish_request(request, client_address)
         except Exception:  # noqa: BLE001 - one line, and the server goes on
             self.handle_error(request, client_address)
         finally:
+            timer.cancel()
             self.shutdown_request(request)
             self._slots.release()
 
@@ -126,3 +132,11 @@ class EventsServer(HTTPServer):
     def server_close(self) -> None:
         super().server_close()
         self._pool.shutdown(wait=False)
+
+
+def _hang_up(request: socket.socket) -> None:
+    """Past REQUEST_S: the handler's next read or write fails, and it lets go."""
+    try:
+        request.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
