@@ -323,3 +323,14 @@ def test_a_client_dripping_its_request_is_hung_up_on(srv, slack, monkeypatch) ->
     body = mention("who owns the on-call rota?")  # and the server answers the next one
     assert srv.send(body)[0] == 200
     srv.wait_done(1)
+
+
+@pytest.mark.parametrize("queue", [-1, 10_001, "many", True])
+def test_a_bad_queue_setting_is_one_clear_line(queue) -> None:
+    from cardmem.store.errors import CardmemError
+    from cardmem.tools.slack.settings import SlackSettings
+
+    with pytest.raises(CardmemError) as e:
+        SlackSettings.load({"queue": queue}, http=True, env={"SLACK_BOT_TOKEN": "xoxb-1",
+                                                            "SLACK_SIGNING_SECRET": "s"})
+    assert str(e.value) == f"[slack] queue: expected 0 to 10000, got {queue!r}"

@@ -6,10 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cardmem.store.config import DEFAULTS
 from cardmem.store.errors import CardmemError
 
 SLACK_API = "https://slack.com/api/"
-QUEUE = 500  # holds a burst of 300 (bench/bench_slack_load.py); ~10 kB a waiting question
+QUEUE = DEFAULTS["slack"]["queue"]
 
 
 @dataclass(frozen=True)
