@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from . import runner as git
+from . import status as git_status
 from ..cards import paths
 from ..errors import CardmemError
 
@@ -83,9 +84,7 @@ def rev(root: Path, ref: str) -> str | None:
 
 def dirty_paths(root: Path) -> list[str]:
     """Every path with uncommitted changes: staged, unstaged, untracked (ignored excluded)."""
-    out = git.run(root, "status", "--porcelain=v1", "-z", "--untracked-files=all",
-                  "--no-renames")
-    return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})
+    return sorted(git_status.changes(root))
 
 
 def changed_paths(root: Path, old: str, new: str) -> list[str]:

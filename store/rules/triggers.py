@@ -185,11 +185,9 @@ def _agent_written(root: Path, ids: list[str], proposed: set[str]) -> dict[str, 
         return {}
     from ..git import runner as git
 
-    dirty = set()
-    out = git.run(root, "status", "--porcelain", "-z", "--", *[f"{i}.md" for i in ids])
-    for entry in out.split("\0"):
-        if len(entry) > 3:
-            dirty.add(entry[3:].removesuffix(".md"))
+    from ..git import status as git_status
+
+    dirty = {p.removesuffix(".md") for p in git_status.changes(root, [f"{i}.md" for i in ids])}
     found = {}
     for cid in ids:
         if cid in dirty:

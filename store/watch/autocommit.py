@@ -8,7 +8,7 @@ from typing import Any
 
 from ..cards import card as cardlib
 from ..errors import CardmemError
-from ..git import runner as git
+from ..git import status as git_status
 from ..git.head_file import dot_git
 from ..git.writer import AS_IS, Message, commit_changes
 
@@ -113,15 +113,5 @@ def _status(root: Any, rels: list[str]) -> dict[str, str]:
     """For each path that differs from HEAD: 'new', 'edited' or 'deleted'."""
     if not rels:
         return {}
-    out = git.run(root, "status", "--porcelain=v1", "-z", "--untracked-files=all",
-                  "--no-renames", "--", *rels)
-    status: dict[str, str] = {}
-    for entry in out.split("\0"):
-        if len(entry) < 4:
-            continue
-        code, rel = entry[:2], entry[3:]
-        if rel not in rels:
-            continue
-        status[rel] = ("new" if code == "??" or "A" in code else
-                       "deleted" if "D" in code else "edited")
-    return status
+    return {rel: git_status.kind(code)
+            for rel, code in git_status.changes(root, rels).items() if rel in rels}

@@ -12,6 +12,7 @@ import click
 from cardmem.store import config
 from cardmem.store.cards.paths import id_of_path
 from cardmem.store.git import runner as git
+from cardmem.store.git import status as git_status
 from cardmem.store.errors import CardmemError
 from cardmem.store.store import Store
 
@@ -32,8 +33,7 @@ def check_repo(store: Store) -> list[tuple[bool, str]]:
         out.append((False, f"HEAD is detached; run `git -C {store.root} switch <branch>`"))
     else:
         out.append((True, f"git: on branch {branch}"))
-    dirty = [ln[3:] for ln in git.run(store.root, "status", "--porcelain").splitlines()
-             if id_of_path(ln[3:])]
+    dirty = sorted(p for p in git_status.changes(store.root) if id_of_path(p))
     if dirty:
         out.append((True, f"{plural(len(dirty), 'card')} with uncommitted edits (e.g. {dirty[0]}); "
                           "`cardmem watch` or git commits them"))

@@ -27,6 +27,7 @@ from typing import Any
 
 from cardmem.store.cards import card as cardlib
 from cardmem.store.git import runner as git
+from cardmem.store.git import status as git_status
 from cardmem.store.cards import paths
 from cardmem.store.errors import CardmemError
 from cardmem.store.learning.proposals import change_proposal, free_id, protected_types
@@ -159,9 +160,7 @@ def _uncommitted(store: Store, rels: list[str]) -> set[str]:
     """Which of these paths have edits git has not committed (one git call)."""
     if not rels:
         return set()
-    out = git.run(store.root, "status", "--porcelain", "-z", "--no-renames", "--", *rels,
-                  check=False)
-    return {entry[3:] for entry in out.split("\0") if len(entry) > 3}
+    return set(git_status.changes(store.root, rels, check=False))
 
 
 def _deleted(store: Store, kind: str, where: str, present: set[str]) -> dict[str, str]:
