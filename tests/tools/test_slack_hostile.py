@@ -137,8 +137,10 @@ def test_unsigned_junk_gets_401_and_signed_junk_400_quietly(srv, slack, caplog, 
         assert post_event(srv.url, raw, headers)[0] == 401, (raw, headers)
     for raw in SIGNED_JUNK:
         assert post_event(srv.url, raw, signed(SECRET, raw))[0] == 400, raw
-    assert post_event(srv.url, b"x" * (2 << 20), signed(SECRET, b"x"))[0] == 413  # unread
-    _quiet(caplog, capfd, len(UNSIGNED) + len(SIGNED_JUNK) + 1)
+    assert post_event(srv.url, b"x" * (2 << 20), signed(SECRET, b"x"))[0] == 413  # dropped
+    future = mention("from the future")  # signed, but dated 6 minutes ahead: a replay risk
+    assert srv.send(future, timestamp=int(time.time()) + 6 * 60)[0] == 401
+    _quiet(caplog, capfd, len(UNSIGNED) + len(SIGNED_JUNK) + 2)
     # The server is alive and answers the next valid question.
     body = mention("who owns the on-call rota?")
     assert srv.send(body)[0] == 200
@@ -236,8 +238,8 @@ def test_socket_mode_takes_the_same_care(tmp_path, slack, fake_api, monkeypatch,
     bad["event"]["channel"] = {"id": "C0MAL"}
     good = mention("who owns the \ud800on-call rota?\x07", event_id="Ev0SOCKOK")
     with SocketMode(store, slack, fake_api, monkeypatch) as sm:
-        sm.ws._send(b"{not json", 0x1)
-        sm.ws._send(b"[1, 2]", 0x1)
+        sm.ws.send_text(b"{not json")
+        sm.ws.send_text(b"[1, 2]")
         sm.ws.send_event(bad)
         sm.ws.send_event(bad, retry=1)
         sm.ws.send_event(good)
