@@ -70,7 +70,6 @@ class SlackServer:
         web = web_client(settings)
         logger = logging.getLogger("cardmem.slack.bolt")
         logger.setLevel(logging.ERROR)  # not its notes (e.g. SLACK_BOT_TOKEN read twice)
-        logging.getLogger("slack_sdk").setLevel(logging.CRITICAL)  # a junk frame: one line of ours
         try:
             web.auth_test()
         except SlackApiError as exc:
