@@ -25,14 +25,14 @@ def run(tmp_path, slack, fake_api, monkeypatch, **store_kw) -> tuple[Running, ob
 
 def test_ack_lands_while_the_model_is_slow_then_the_threaded_reply(tmp_path, slack, fake_api,
                                                                      monkeypatch) -> None:
-    slow = 3.0  # the model; the ack must land in half that, whatever the machine's load
+    slow, margin = 5.0, 2.0  # the model; the ack lands this much before it, whatever the load
     fake_api.add(reply("Mara Okonkwo approves it.", delay=slow))
     from cardmem.store import context
 
     built = []  # rung 1 is built once, for the ack line, and handed to ask
     real = context.question_context
     monkeypatch.setattr(context, "question_context", lambda *a, **k: built.append(a[1]) or real(*a, **k))
-    srv, store = run(tmp_path, slack, fake_api, monkeypatch, walk_s=2 * slow)
+    srv, store = run(tmp_path, slack, fake_api, monkeypatch, walk_s=2 * slow, deadline_s=3 * slow)
     try:
         body = mention("Who approves a billing-service migration?", user=MARA)
         t0 = time.monotonic()
@@ -40,7 +40,7 @@ def test_ack_lands_while_the_model_is_slow_then_the_threaded_reply(tmp_path, sla
         assert status == 200 and took < 3.0  # Bolt acks the HTTP request inside Slack's 3 s
         (reaction,) = slack.wait_for("reactions.add")
         line = slack.wait_for("chat.postMessage")[0]
-        assert reaction.at - t0 < slow / 2 and line.at - t0 < slow / 2
+        assert reaction.at - t0 < slow - margin and line.at - t0 < slow - margin
         assert reaction.args == {"channel": "C0GENERAL", "timestamp": body["event"]["ts"],
                                  "name": "eyes"}
         assert line.args["thread_ts"] == body["event"]["ts"]
@@ -57,7 +57,7 @@ def test_ack_lands_while_the_model_is_slow_then_the_threaded_reply(tmp_path, sla
     s = rec["slack"]
     assert (s["channel"], s["thread_ts"], s["user"], s["person"], s["kind"]) == (
         "C0GENERAL", body["event"]["ts"], MARA, "people/mara-okonkwo", "mention")
-    assert s["ack_s"] < slow / 2 and s["reply_s"] >= slow and s["reply"] == "posted"
+    assert s["ack_s"] < slow - margin and s["reply_s"] >= slow and s["reply"] == "posted"
     # The asker's person card was in the model's pile.
     pile = fake_api.messages_requests()[0].body["messages"][0]["content"]
     pile = pile if isinstance(pile, str) else pile[0]["text"]
