@@ -165,4 +165,26 @@ quiet_s = 5
 
 [rules]
 relevance_threshold = 0.65 # a rule without applies_to reminds at a tool call from here
+
+# The sections below are at their defaults, commented out: uncomment a section's lines to
+# change one (a section may appear only once in the file).
+
+# [store]
+# lock_timeout_s = 10        # how long a write waits for another writer (then exit 4)
+
+# [maintain]
+# stale_days = 180           # unchanged, unverified and unread this long: `stale`
+# history_keep = 20          # History lines kept when a long History is folded
+# history_fold_at = 40       # History lines from which `maintain` offers to fold
+# daily = true               # the model-free findings, at most once a day after a session
+
+# [projects]                 # a working folder's name (or a checkout's path) -> project
+# "acme-api-checkout" = "acme-api"
+
+# [slack]
+# api_url = ""               # "": SLACK_API_URL, else Slack's own
+# ack = "reaction"           # or "line" (a short threaded line), or "both"
+# reaction = "eyes"
+# concurrency = 4            # questions answered at a time
+# remember = false           # true: "@bot remember TITLE: what" files a card
 """

@@ -270,30 +270,6 @@ def refresh(store: Any) -> list[Delivery]:
     return [sync(store.root, rules, p, limit=limit_of(store)) for p in paths]
 
 
-def after_write(root: Path, changes: dict[str, Any]) -> None:
-    """After a commit of changes (store-relative path -> bytes, None for deleted, or a
-    marker for a person's bytes): if it may have touched a rule and this store delivers
-    rules files, bring them up to date now, so the next session's host loads them current
-    (else the session-start hook carries the change inline). Never raises."""
-    try:
-        state = _load_state(Path(root))
-        files = [v for k, v in state.items() if k != "v" and isinstance(v, dict)]
-        if not files:
-            return
-        known = {cid for f in files for cid in f.get("rules", {})}
-        # Any .md (not only paths.id_of_path's cards): a refresh too many costs little.
-        if not any(rel.startswith("feedback/") or rel[:-3] in known
-                   or (isinstance(data, bytes) and b"feedback" in data)
-                   or not isinstance(data, (bytes, type(None)))
-                   for rel, data in changes.items() if rel.endswith(".md")):
-            return
-        from ..root import StoreRoot
-
-        refresh(StoreRoot(root))
-    except Exception:  # noqa: BLE001 - the commit stands; the next session start catches up
-        pass
-
-
 def remove(root: Path | None, path: Path) -> bool:
     """Delete the rules file at path if it is ours (uninstall); forget it in the store."""
     gone = False
