@@ -32,17 +32,22 @@ def cardmem(*args: str, env: dict[str, str]) -> str:
 
 def learners_done(store: Path, events: tuple[str, ...] = ("stop", "session-end"),
                   timeout: float = 120) -> str:
-    """Wait until the learner each of `events` detached has logged its end (one
-    `EVENT/learn` line in hooks.log each; the host has exited, so every hook has run).
-    Returns the log. A check that something happened only once waits on this, not on a
-    sleep: a second learner slower than the sleep would pass unseen."""
+    """Wait until every learner that one of `events` detached has logged its end (an
+    `EVENT/learn` line for each `EVENT ... detached` line in hooks.log; the host has
+    exited, so every hook that will run has run), and at least one has. Returns the log.
+    A check that something happened only once waits on this, not on a sleep: a second
+    learner slower than the sleep would pass unseen. Not every event must detach one:
+    `claude -p` exits without waiting for its async Stop hook, which may never start."""
+    import re
     import time
 
     log = store / ".cardmem" / "hooks.log"
     deadline = time.monotonic() + timeout
     while True:
         text = log.read_text() if log.exists() else ""
-        if all(f" {e}/learn " in text for e in events):
+        detached = [e for e in events
+                    if re.search(rf"^\S+ {re.escape(e)} \S+ .*detached$", text, re.M)]
+        if detached and all(f" {e}/learn " in text for e in detached):
             return text
         assert time.monotonic() < deadline, f"learners of {events} not done in {timeout} s:\n{text}"
         time.sleep(0.1)
