@@ -55,3 +55,20 @@ def aged_store(root):
     p.write_text(p.read_text() + "\nStill true in 2025.\n")
     commit_as_person(store, when="2025-01-10T12:00:00Z")
     return store
+
+
+def card_text(title: str, body: str, card_type: str = "reference", **meta: str) -> str:
+    head = "".join(f"{k}: {v}\n" for k, v in meta.items())
+    return f"---\ntitle: {title}\ntype: {card_type}\n{head}---\n{body}\n"
+
+
+def small_store(root: Path, cards: dict[str, str], corpus: tuple[str, ...] = ("ruff", "oxc")):
+    """A committed store of the given cards (id -> text), a person's commit, beside the
+    corpus cards of those projects (so that rarity, idf, means what it does in a store)."""
+    store = corpus_store(root, corpus)
+    for cid, text in cards.items():
+        p = root / f"{cid}.md"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    commit_as_person(store)
+    return store

@@ -1,0 +1,63 @@
+"""Duplicates that are not: numbers, versions, paths and negations count (issue 28)."""
+from __future__ import annotations
+
+from maintainkit import card_text, small_store
+
+from cardmem.store.maintain import findings
+from cardmem.store.maintain.facts import facts, sentences
+
+RATE = "Clients are throttled per key; bursts above the limit get status 429 and a Retry-After header."
+
+
+def dup_findings(store):
+    return [f for f in findings(store, {"duplicate"}) if len(f.ids) > 1]
+
+
+def test_v2_and_v3_limits_are_not_duplicates(tmp_path) -> None:
+    store = small_store(tmp_path / "s", {
+        "reference/api-v2-rate-limit": card_text("API v2 rate limit",
+                                                 f"API v2 allows 100 requests/min. {RATE}"),
+        "reference/api-v3-rate-limit": card_text("API v3 rate limit",
+                                                 f"API v3 allows 500 requests/min. {RATE}")})
+    assert dup_findings(store) == []
+
+
+def test_a_negation_one_card_lacks_is_no_duplicate(tmp_path) -> None:
+    body = "merges into main for the release branch; CI checks each commit message and title."
+    store = small_store(tmp_path / "s", {
+        "reference/squash": card_text("Squash merges", f"Always squash {body}"),
+        "reference/no-squash": card_text("Squash merges", f"Never squash {body}")})
+    assert dup_findings(store) == []
+
+
+def test_six_hundred_cards_differing_only_in_numbers_give_no_finding(tmp_path) -> None:
+    cards = {f"reference/service-{n}": card_text(
+        f"Service {n} port", f"Service {n} listens on port {8000 + n} behind the shared "
+        f"proxy; its health check answers on /health every {n % 7 + 2} seconds.")
+        for n in range(600)}
+    store = small_store(tmp_path / "s", cards)
+    assert dup_findings(store) == []
+
+
+def test_a_real_duplicate_group_is_one_finding(tmp_path) -> None:
+    base = ("Deploys go out from the main branch with make deploy; the release manager "
+            "watches the dashboards for ten minutes and rolls back with make rollback.")
+    words = ("manager", "captain", "engineer", "lead")
+    cards = {f"reference/deploys-{w}": card_text("Deploying", base.replace("manager", w))
+             for w in words}
+    store = small_store(tmp_path / "s", cards)
+    [f] = dup_findings(store)
+    assert sorted(f.ids) == sorted(cards)
+
+
+def test_facts_name_numbers_versions_paths_and_negations() -> None:
+    assert facts("API v2 allows 100 requests/min") == {"#v2", "#100", "#requests/min"}
+    assert facts("Do not use the cache in `src/app.py`.") == {"!cach", "#src/app.py"}
+    assert facts("Snapshots live in `tasks/snapshots/`") == facts("Snapshots live in tasks/snapshots")
+    assert facts("Run it twice.") == frozenset()
+
+
+def test_sentences_are_items_and_sentences_without_headings() -> None:
+    body = "# Title\n\nOne thing. Two things!\n- an item\n- [ ] a task.\n\n```\ncode. here\n```\n"
+    assert sentences(body) == {"one thing", "two things", "an item", "a task",
+                               "``` code. here ```"}
