@@ -3,6 +3,7 @@
 `--apply`'s consolidating commits (consolidate.py, fold.py).
 
     run(store, only={"duplicate"}, apply=False) -> Report(findings, notes, applied)
+    reject(store, "dup-3f0c9a1b2c") -> Decision: a person says a finding's cards differ
 """
 from __future__ import annotations
 
@@ -62,3 +63,32 @@ def run(store, only: set[str] | None = None, *, apply: bool = False,
         if "stale" in kinds:
             reads.compact(store.root, keep=set(survey.cards))
     return report
+
+
+def reject(store, key: str):
+    """A person says the cards of duplicate finding `key` are different: they are
+    remembered as distinct (store/maintain/distinct.py) in one commit of theirs, and not
+    found again while each is unchanged."""
+    from cardmem.store.errors import CardmemError
+    from cardmem.store.git.writer import Message
+    from cardmem.store.learning.proposals import Decision, digest
+    from cardmem.store.maintain import distinct, duplicates
+
+    survey = Survey.of(store)
+    found = [f for f in duplicates.find(survey) if f.key == key.strip()]
+    if not found:
+        raise CardmemError(f"finding {key}", "is no open duplicate finding; `cardmem maintain "
+                                             "--only duplicate` lists them with their names")
+    ids = found[0].ids
+    msg = Message(f"maintain: distinct {', '.join(ids)}",
+                  [f"{cid}  not a duplicate of the others (a person's call, {key})" for cid in ids],
+                  "maintain")
+
+    def compute() -> dict[str, bytes | None]:
+        now = {cid: digest(store.read(cid).text) for cid in ids}
+        if now != {cid: digest(survey.cards[cid].text) for cid in ids}:
+            raise CardmemError(f"finding {key}", "a card of it changed meanwhile; run "
+                                                 "`cardmem maintain` again")
+        return {distinct.FILE: distinct.with_decision(store.root, now)}
+
+    return Decision(key, store.commit(compute, msg, agent=False), msg.lines)
