@@ -27,7 +27,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "store": {"lock_timeout_s": 10.0},
     "rules": {"relevance_threshold": 0.65},  # store/rules/match.py THRESHOLD
     "maintain": {"stale_days": 180, "history_keep": 20, "history_fold_at": 40,
-                 "daily": True},  # the learner's model-free pass, at most once a day
+                 # the learner's model-free pass, at most once a day, cut off after
+                 # daily_cpu_s of CPU (what it checked by then is recorded)
+                 "daily": True, "daily_cpu_s": 10.0},
     "projects": {},  # working-directory name -> project slug
     # `cardmem slack` (tools/slack/): api_url "" = SLACK_API_URL, else Slack's own.
     "slack": {"api_url": "", "ack": "reaction", "reaction": "eyes", "concurrency": 4,

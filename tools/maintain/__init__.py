@@ -10,7 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cardmem.store.maintain import MODEL_FREE, Finding, Survey, findings
+from cardmem.store.maintain import MODEL_FREE, Finding, OutOfTime, Survey, findings, within
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cardmem.store.progress import Progress
 
 
 @dataclass
@@ -27,13 +31,26 @@ class Report:
         return out
 
 
-def run(store, only: set[str] | None = None, *, apply: bool = False,
-        record: bool = True) -> Report:
+def run(store, only: set[str] | None = None, *, apply: bool = False, record: bool = True,
+        progress: Progress | None = None, cpu_s: float | None = None) -> Report:
     """The findings of the kinds in `only` (all when None); with apply, consolidated.
-    What stays open is recorded for doctor, search and context (store/maintain/record.py)."""
+    What stays open is recorded for doctor, search and context (store/maintain/record.py).
+    With cpu_s, the pass stops cleanly once it has used that much CPU: the kinds checked
+    by then are recorded, the rest are not, nothing is applied, and a note says so."""
+    report_to = within(cpu_s, progress) if cpu_s is not None else progress
     survey = Survey.of(store)
     kinds = [k for k in MODEL_FREE if only is None or k in only]
-    report = Report(findings(store, set(kinds), survey))
+    report = Report()
+    done: list[str] = []
+    try:
+        for kind in kinds:
+            report.findings += findings(store, {kind}, survey, report_to)
+            done.append(kind)
+    except OutOfTime as exc:
+        report.notes.append(f"cut off: {exc}; not checked: {', '.join(kinds[len(done):])}")
+        apply = False
+        only = set(done)  # and no model-judged kind either
+    kinds = done
     if only is None or "contradiction" in only:
         from .contradictions import judge_all
 
