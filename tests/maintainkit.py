@@ -42,7 +42,7 @@ def commit_as_person(store, message: str = "person edit", when: str | None = Non
     if when:
         env.update(GIT_AUTHOR_DATE=when, GIT_COMMITTER_DATE=when)
     git(store, "add", "-A")
-    git(store, "commit", "-q", "-m", message, env=env)
+    git(store, "commit", "-q", "--allow-empty", "-m", message, env=env)
 
 
 AGED = "projects/temporal/error-handling"

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 DUPLICATE = 0.6  # idf-weighted cosine of two cards' stems at or above: the same thing
 RAREST = 8  # stems per card that select candidate pairs
 MIN_STEMS = 4  # a card with fewer says too little to call it anyone's duplicate
+WIDE, WINDOW = 64, 16  # a candidate bucket above WIDE cards: each meets WINDOW after it
 LINE_SAME = 0.75  # Jaccard of two History lines' stems (with the same numbers)
 _HISTORY = re.compile(r"^## History[ \t]*$", re.M | re.I)
 
@@ -160,18 +161,34 @@ def groups(survey: Survey, progress: Progress = quiet) -> list[Group]:
             parent[x] = x = parent.get(parent[x], parent[x])
         return x
 
-    candidates = lsh.buckets(words, keys)
+    def join(a: str, b: str, score: float) -> None:
+        ra, rb = root(a), root(b)
+        parent[max(ra, rb)] = min(ra, rb)
+        for x in (a, b):
+            best[x] = max(best.get(x, 0.0), score)
+
+    # Cards with the very same features are one candidate (a thousand copies are not a
+    # million pairs); the copies join their first at once.
+    same: dict[tuple, list[str]] = defaultdict(list)
+    for cid in sorted(words):
+        same[(keys[cid], frozenset(words[cid]))].append(cid)
+    for ids in same.values():
+        for b in ids[1:]:
+            if (ids[0], b) not in apart:
+                join(ids[0], b, _score(vec[ids[0]], vec[b]))
+    firsts = {ids[0]: words[ids[0]] for ids in same.values()}
+    candidates = lsh.buckets(firsts, keys)
+    seen: set[tuple[str, str]] = set()
     for n, ids in enumerate(candidates, 1):
         for i, a in enumerate(ids):
-            for b in ids[i + 1:]:
-                ra, rb = root(a), root(b)
-                if ra == rb or (a, b) in apart:
+            # a large bucket (near-copies that are no duplicates of each other): each card
+            # meets its next WINDOW neighbours only, so it stays linear
+            for b in ids[i + 1:] if len(ids) <= WIDE else ids[i + 1:i + 1 + WINDOW]:
+                if (a, b) in seen or (a, b) in apart or root(a) == root(b):
                     continue
-                score = _score(vec[a], vec[b])
-                if score >= DUPLICATE:
-                    parent[max(ra, rb)] = min(ra, rb)
-                    for x in (a, b):
-                        best[x] = max(best.get(x, 0.0), score)
+                seen.add((a, b))
+                if (score := _score(vec[a], vec[b])) >= DUPLICATE:
+                    join(a, b, score)
         if n % 200 == 0:
             progress("comparing cards", total // 2 + total * n // (2 * len(candidates)), total)
     members: dict[str, list[str]] = defaultdict(list)
