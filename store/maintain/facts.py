@@ -63,8 +63,8 @@ _END = re.compile(r"(?<=[.!?])\s+")
 
 
 def units(body: str) -> list[str]:
-    """The body's sentences as written (list items and fenced blocks each whole, headings
-    left out: they are structure, not statements), in order."""
+    """The body's sentences as written (list items, headings and fenced blocks each
+    whole), in order."""
     out: list[str] = []
     para: list[str] = []
     fence: list[str] | None = None
@@ -84,8 +84,11 @@ def units(body: str) -> list[str]:
         if _FENCE.match(line):
             flush()
             fence = [line]
-        elif not line.strip() or _HEADING.match(line):
+        elif not line.strip():
             flush()
+        elif _HEADING.match(line):
+            flush()
+            out.append(line.strip().lstrip("#"))
         elif _ITEM.match(line):
             flush()
             para.append(_ITEM.sub("", line, count=1))
@@ -98,8 +101,9 @@ def units(body: str) -> list[str]:
 
 
 def norm(sentence: str) -> str:
-    """A sentence as compared: case, spacing and the end mark do not count."""
-    return " ".join(sentence.split()).casefold().rstrip(".!?;: ")
+    """A sentence as compared: case, spacing, the end mark and emphasis around it do not
+    count (a heading moved by a merge becomes a bold line)."""
+    return " ".join(sentence.split()).casefold().strip("*_ ").rstrip(".!?;: ")
 
 
 def sentences(body: str) -> set[str]:

@@ -57,7 +57,8 @@ def test_facts_name_numbers_versions_paths_and_negations() -> None:
     assert facts("Run it twice.") == frozenset()
 
 
-def test_sentences_are_items_and_sentences_without_headings() -> None:
-    body = "# Title\n\nOne thing. Two things!\n- an item\n- [ ] a task.\n\n```\ncode. here\n```\n"
-    assert sentences(body) == {"one thing", "two things", "an item", "a task",
+def test_sentences_are_items_headings_sentences_and_code_blocks() -> None:
+    body = "# Step 2\n\nOne thing. Two things!\n- an item\n- [ ] a task.\n\n```\ncode. here\n```\n"
+    assert sentences(body) == {"step 2", "one thing", "two things", "an item", "a task",
                                "``` code. here ```"}
+    assert sentences("**Step 2**") == {"step 2"}  # how a merge carries a heading

@@ -57,7 +57,7 @@ def superseded(text: str, by: str) -> str:
 
 
 def _paragraphs(body: str) -> list[str]:
-    """A body's paragraphs (fenced code kept whole), headings left out."""
+    """A body's paragraphs (fenced code kept whole), a heading as a bold first line."""
     out, cur, fence = [], [], False
     for ln in body.splitlines():
         if ln.lstrip().startswith(("```", "~~~")):
@@ -66,7 +66,8 @@ def _paragraphs(body: str) -> list[str]:
         if not fence and (heading or not ln.strip()):
             if cur:
                 out.append("\n".join(cur))
-            cur = []
+            # a heading moves as a bold line: the kept card's sections stay its own
+            cur = [f"**{ln.strip().lstrip('#').strip()}**"] if heading else []
         else:
             cur.append(ln)
     if cur:
@@ -75,9 +76,10 @@ def _paragraphs(body: str) -> list[str]:
 
 
 def _said(text: str) -> set[str]:
-    """The sentences a card says: description and body (History aside)."""
+    """The sentences a card says: its names, description and body (History aside)."""
     c = cardlib.parse(text, "card")
-    return sentences(c.description) | sentences(hist.parts(text)[1])
+    return (sentences("\n\n".join([c.title, *c.aliases, c.description]))
+            | sentences(hist.parts(text)[1]))
 
 
 def merged(keep: str, other: str, keep_id: str, other_id: str, today: str) -> tuple[str, str]:
@@ -93,7 +95,7 @@ def merged(keep: str, other: str, keep_id: str, other_id: str, today: str) -> tu
             aliases.append(a)
             taken.add(a.casefold())
     text = cardlib.set_key(keep, "aliases", aliases) if aliases != k.aliases else keep
-    said = _said(keep)
+    said = _said(text)  # its names now include the other's
     new = [p for p in ([o.description] if o.description else []) + _paragraphs(hist.parts(other)[1])
            if not sentences(p) <= said]
     if new:
