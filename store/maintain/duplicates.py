@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from ..progress import Progress
 
 DUPLICATE = 0.6  # idf-weighted cosine of two cards' stems at or above: the same thing
-RAREST = 8  # stems per card that select candidate pairs
+RAREST = 8  # stems per card that select candidate pairs (contradiction topics)
+MAX_DF = 100  # ...each in at most this many cards
 MIN_STEMS = 4  # a card with fewer says too little to call it anyone's duplicate
 WIDE, WINDOW = 64, 16  # a candidate bucket above WIDE cards: each meets WINDOW after it
 LINE_SAME = 0.75  # Jaccard of two History lines' stems (with the same numbers)
@@ -107,7 +108,10 @@ def card_pairs(survey: Survey, threshold: float = DUPLICATE) -> list[tuple[float
     by_stem: dict[str, list[str]] = defaultdict(list)
     for cid, ws in words.items():
         # The rarest stems the card shares with another: a stem only it has pairs nothing.
-        for w in sorted((w for w in ws if df[w] > 1), key=lambda w: (df[w], w))[:RAREST]:
+        # A stem of more than MAX_DF cards is no topic (600 cards of one template would
+        # otherwise be 179,700 pairs).
+        for w in sorted((w for w in ws if 1 < df[w] <= MAX_DF),
+                        key=lambda w: (df[w], w))[:RAREST]:
             by_stem[w].append(cid)
     scope = {c.id: _scope(c) for c in cards}
     seen: set[tuple[str, str]] = set()

@@ -82,13 +82,13 @@ def judge_all(survey: Survey, limit: int = MAX_PAIRS) -> tuple[list[Finding], st
     """Findings for the pairs the model calls contradictions, and a note when the kind
     was skipped, stopped, or left pairs unjudged."""
     cfg = survey.store.config["model"]
+    try:
+        model.resolve(cfg)
+    except model.ModelError as exc:  # before the pairs: no cost for a judge that is absent
+        return [], f"contradiction: skipped, no model ({exc.why})"
     pairs = candidates(survey)
     if not pairs:
         return [], None
-    try:
-        model.resolve(cfg)
-    except model.ModelError as exc:
-        return [], f"contradiction: skipped, no model ({exc.why}); {len(pairs)} candidate pair(s)"
     out: list[Finding] = []
     for n, (_, a, b) in enumerate(pairs[:limit]):
         prompt = f"Card A\n{_shown(survey, a)}\n\nCard B\n{_shown(survey, b)}"
