@@ -43,6 +43,7 @@ MIN_STEMS = 4  # a card with fewer says too little to call it anyone's duplicate
 WIDE, WINDOW = 64, 16  # a candidate bucket above WIDE cards: each meets WINDOW after it
 LINE_SAME = 0.75  # Jaccard of two History lines' stems (with the same numbers)
 _HISTORY = re.compile(r"^## History[ \t]*$", re.M | re.I)
+_MAY_HAVE_HISTORY = re.compile(r"^ {0,3}##[ \t]+history", re.M | re.I)
 
 
 _STEMS: dict[str, str] = {}  # word -> stem: a store repeats its words, porter is slow
@@ -82,9 +83,10 @@ def _vectors(words: dict[str, set[str]]) -> dict[str, dict[str, float]]:
     for ws in words.values():
         df.update(ws)
     n = max(1, len(words))
+    idf = {w: math.log((n + 1) / k) for w, k in df.items()}
     vec: dict[str, dict[str, float]] = {}
     for cid, ws in words.items():
-        v = {w: math.log((n + 1) / df[w]) for w in ws}
+        v = {w: idf[w] for w in ws}
         norm = math.sqrt(sum(x * x for x in v.values())) or 1.0
         vec[cid] = {w: x / norm for w, x in v.items()}
     return vec
@@ -246,6 +248,8 @@ def same_line(a: str, b: str) -> bool:
 
 def line_pairs(c: cardlib.Card) -> list[tuple[str, str]]:
     """(earlier, later) History lines of one card that say the same thing."""
+    if not _MAY_HAVE_HISTORY.search(c.text):  # most cards: no heading walk for nothing
+        return []
     lines = cardlib.history(c.text)
     out, dup = [], set()
     for i, j in combinations(range(len(lines)), 2):

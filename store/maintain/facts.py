@@ -19,13 +19,14 @@ from ..index.porter import stem
 # marks (`/`, `\`, `_`, `::`, a dotted name such as `setup.py`), or a flag (`--force`)
 _FACTY = re.compile(r"\d|[/\\_]|::|\w\.\w|^--?\w")
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2,}[a-z]")
-_TOKEN = re.compile(r"\S+")
+_TOKEN = re.compile(r"[^\s`]+")
+# a token that may be a fact once its quotes and brackets are stripped: one search each
+_MAYBE = re.compile(r"\d|[/\\_]|::|\w\.\w|(?<![\w-])--?\w|[a-z][A-Z]|[A-Z]{2,}[a-z]")
 _EDGE = "\"'()[]{}<>,;:!?.*"
 _NEGATION = {"not", "never", "no", "none", "nothing", "nobody", "nowhere", "neither",
-             "nor", "without", "cannot", "dont", "don't", "doesn't", "doesnt", "isn't",
-             "aren't", "wasn't", "weren't", "won't", "can't", "shouldn't", "mustn't",
-             "didn't", "hasn't", "haven't", "wouldn't", "couldn't", "avoid", "forbid",
-             "forbidden", "disable", "disabled", "stop"}
+             "nor", "without", "cannot", "dont", "doesnt", "avoid", "forbid", "forbidden",
+             "disable", "disabled", "stop"}
+_NEGATED = re.compile(r"\b(?:" + "|".join(sorted(_NEGATION)) + r"|[a-z]+n't)\b")
 _FILLER = {"a", "an", "the", "to", "be", "been", "being", "do", "does", "did", "ever", "any",
            "at", "all", "use", "it", "this", "that", "we", "you", "they", "is", "are", "was",
            "so", "yet", "too", "also", "just", "longer", "more", "of", "in", "on", "for"}
@@ -36,23 +37,23 @@ def facts(text: str) -> frozenset[str]:
     """The card's numbers, versions, dates, identifiers and paths ("#..." tokens, lower
     case, however quoted: `x/y/` is x/y) and negations ("!stem": the word one applies to)."""
     out: set[str] = set()
-    words: list[str] = []
-    for raw in _TOKEN.findall(text.replace("`", " ")):
-        tok = raw.strip(_EDGE)
-        if not tok:
+    for raw in _TOKEN.findall(text):
+        if not _MAYBE.search(raw):
             continue
-        if _FACTY.search(tok) or _CAMEL.search(tok):
+        tok = raw.strip(_EDGE)
+        if tok and (_FACTY.search(tok) or _CAMEL.search(tok)):
             out.add("#" + tok.lower().removeprefix("./").rstrip("/\\"))
-        words.extend(_WORD.findall(tok.lower()))
-    negated = False
-    for w in words:
-        if w in _NEGATION or w.endswith("n't"):
-            negated = True
-        elif negated and w not in _FILLER and len(w) >= 3:
-            out.add("!" + stem(w))
-            negated = False
-    if negated:
-        out.add("!")  # a trailing "no", "not": still a negation the other may lack
+    lower = text.lower()
+    for m in _NEGATED.finditer(lower):
+        for w in _WORD.finditer(lower, m.end()):
+            word = w.group().strip("'")
+            if word in _NEGATION or word.endswith("n't"):
+                continue  # "not never X": X is what is negated
+            if word not in _FILLER and len(word) >= 3:
+                out.add("!" + stem(word))
+                break
+        else:
+            out.add("!")  # a trailing "no", "not": still a negation the other may lack
     return frozenset(out)
 
 
