@@ -4,9 +4,10 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench mutate clean
 
 $(STAMP): pyproject.toml
+	@echo "make: building $(VENV) (once, about a minute: cardmem and its dependencies)"
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q -e '.[test]'
@@ -25,9 +26,16 @@ test: $(STAMP)
 # Benchmarks (not tests): each prints its figures beside a baseline run in the same go.
 # Bytecode is compiled first, since start-up times are part of what they measure.
 bench: $(STAMP)
-	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/python -m compileall -q store tools hooks $(VENV)/lib
+	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/python -m compileall -q store tools hosts hooks $(VENV)/lib
 	for b in write search hook mcp watch; do \
 		env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/python bench/bench_$$b.py || exit 1; done
 
+# Mutation testing (not part of `make test`): tests/mutate.py holds the modules and the test
+# files each one's mutants run against. MUTATE_BUDGET_S bounds each group (default 300 s),
+# MUTATE_SEED replays an order; `make mutate GROUPS="redact memory"` runs some groups.
+mutate: $(STAMP)
+	$(VENV)/bin/python -c 'import cosmic_ray' 2>/dev/null || $(VENV)/bin/python -m pip install -q -e '.[mutate]'
+	$(VENV)/bin/python tests/mutate.py $(GROUPS)
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .mutate

@@ -5,7 +5,7 @@
 
 A synthetic store (bench/gen_store.py) is generated once into <dir>/hook-<cards>,
 committed and indexed. Then the hook runs as Claude Code starts it,
-`python -m cardmem.hooks.claude_code --store S session-start` with the host's JSON on
+`python -m cardmem.hosts.claude_code --store S session-start` with the host's JSON on
 stdin and the working directory inside a project, `--runs` times after two warm-ups.
 Reported: wall-clock median and p90, CPU time (user+sys) median, the interpreter's own
 start-up for comparison, and the same through the `cardmem hook` CLI route.
@@ -117,12 +117,12 @@ def main() -> None:
     payload = json.dumps({"session_id": "bench-0000", "cwd": str(work), "source": "startup",
                           "hook_event_name": "SessionStart", "transcript_path": "/dev/null"})
     py = sys.executable
-    from cardmem.hooks.claude_code import MAX_CONTEXT, host_len
+    from cardmem.hosts.session_start import MAX_CONTEXT, host_len
     from cardmem.store.rules.host_file import deliver
 
     rules_file = a.dir / "hook-home" / ".claude" / "rules" / "cardmem.md"
     delivery = deliver(store, rules_file)  # what `cardmem install claude-code` does
-    hook_args = [py, "-m", "cardmem.hooks.claude_code", "--store", str(store.root),
+    hook_args = [py, "-m", "cardmem.hosts.claude_code", "--store", str(store.root),
                  "--rules-file", str(rules_file), "session-start"]
     hook = series(hook_args, payload, work, a.runs)
     out = json.loads(hook["out"])
@@ -150,7 +150,7 @@ def main() -> None:
                   "--store", str(store.root), "--rules-file", str(rules_file)], payload, work,
                  max(5, a.runs // 3))
     bare = series([py, "-c", "pass"], "", work, a.runs)
-    nostore = series([py, "-m", "cardmem.hooks.claude_code", "--store", str(a.dir / "none"),
+    nostore = series([py, "-m", "cardmem.hosts.claude_code", "--store", str(a.dir / "none"),
                       "session-start"], payload, work, a.runs)
     file_text = rules_file.read_text(encoding="utf-8")
 

@@ -7,12 +7,12 @@ A synthetic store (bench/gen_store.py: 10% of the cards are rules) is generated 
 <dir>/pretool-<cards>; every tenth rule is given an `applies_to` (one in ten of those
 `deny`, one in ten `ask`), the store is committed by a person and indexed, and the trigger
 table is built as `cardmem install claude-code` builds it. Then the hook runs as Claude
-Code starts it (hooks/install.py: `python -S …/hooks/pretool_start.py --store S`) with the
+Code starts it (hosts/claude_code/install.py: `python -S …/hosts/pretool_start.py --store S`) with the
 host's JSON on stdin, `--runs` times after two warm-ups, for: an ungoverned Bash line (the
 common case), a compound line a deny rule stops, an edit of an ungoverned file, a line
 that brings up a rule by relevance, and a table gone stale (a rule saved before each run:
 rebuilt in the hook); and the ungoverned line through the route installed before
-(`python -m cardmem.hooks.pretool`, with site). Reported: wall-clock p50 and p95, CPU
+(`python -m cardmem.hosts.pretool`, with site). Reported: wall-clock p50 and p95, CPU
 median, against `python -c pass` run interleaved; with valgrind on the machine, the
 instructions of one process of each (callgrind: unmoved by the machine's load).
 Timings are wall-clock on a shared machine and move with its load (noted).
@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE))
 from bench_hook import ENV, machine, timed  # noqa: E402
 from gen_store import commit_store, generate, top_up_rules  # noqa: E402
 
-from cardmem.hooks.install import command  # noqa: E402
+from cardmem.hosts.claude_code.install import command  # noqa: E402
 from cardmem.store.rules import triggers  # noqa: E402
 from cardmem.store.index.db import Index  # noqa: E402
 from cardmem.store.store import Store  # noqa: E402
@@ -115,7 +115,7 @@ def main() -> None:
         subprocess.run(["git", "init", "-q", str(work)], check=True)
     py = sys.executable
     hook = shlex.split(command("pre-tool-use", store.root, python=py))  # as installed
-    legacy = [py, "-m", "cardmem.hooks.pretool", "--store", str(store.root)]
+    legacy = [py, "-m", "cardmem.hosts.pretool", "--store", str(store.root)]
     relevant = next(r for r in table["rules"] if r.get("kw_n", 0) >= 3  # not a top-up rule:
                     and "/extra-rule-" not in r["id"])  # they share all their words
     at = str(table["rules"].index(relevant))
@@ -145,7 +145,7 @@ def main() -> None:
                                     "new_string": "b"}), None),
         (f"a rule brought up by relevance (`{rel_cmd[:50]}`)", hook,
          lambda i: payload("Bash", {"command": rel_cmd}, f"bench-{os.getpid()}-{i:04d}"), None),
-        ("ungoverned line, as installed before (`python -m cardmem.hooks.pretool`, with site)",
+        ("ungoverned line, as installed before (`python -m cardmem.hosts.pretool`, with site)",
          legacy, lambda i: ungoverned, None),
         ("`python -c pass` (the interpreter alone)", [py, "-c", "pass"], lambda i: "", None),
         ("`python -S -c pass` (the interpreter without site)", [py, "-S", "-c", "pass"],

@@ -15,8 +15,11 @@ Measures, over the questions of a kind:
   medium or high (what an agent following our instructions keeps);
 - negatives flagged: a question with no answer comes back with no_confident_results.
 
-Every question belongs to one of two fixed halves, `calib` and `test` (by a CRC of its
-text): confidence thresholds are fitted on calib only and judged on test.
+Every question belongs to one of two fixed halves, `calib` and `test` (by a CRC of the
+card it asks about, or of its text for a negative: the halves share no card and a
+translation stays with its original): constants are fitted on calib only
+(bench/fusion_lab.py, --fit here) and judged on test. The store is embedded before
+anything is measured.
 """
 from __future__ import annotations
 
@@ -44,8 +47,12 @@ def card_id(stem: str) -> str:
     return f"projects/{owner}-{repo}/{slug}"
 
 
-def split_of(q: str) -> str:
-    return "calib" if zlib.crc32(q.encode()) % 2 == 0 else "test"
+def split_of(d: dict) -> str:
+    """The question's half: by the card it asks about (so that the halves share no card,
+    and a translation goes where its original goes), by its text when it asks about none
+    (issue 32). `want` holds the corpus file stems, as in the JSON lines."""
+    key = d["want"][0] if d["want"] else d["q"]
+    return "calib" if zlib.crc32(key.encode()) % 2 == 0 else "test"
 
 
 def questions(split: str = "all") -> list[dict]:
@@ -53,7 +60,7 @@ def questions(split: str = "all") -> list[dict]:
     for line in QUESTIONS.read_text(encoding="utf-8").splitlines():
         if line.strip():
             d = json.loads(line)
-            d["split"] = split_of(d["q"])
+            d["split"] = split_of(d)
             d["want"] = [card_id(s) for s in d["want"]]
             if split in ("all", d["split"]):
                 out.append(d)
@@ -114,6 +121,12 @@ def run(root: Path, qs: list[dict], semantic: bool = False) -> list[dict]:
     out = []
     with Index(StoreRoot.open(root)) as idx:
         idx.refresh()
+        if semantic:
+            from cardmem.store.index import embedding, semantic as vectors
+
+            model = embedding.embedder()
+            if model is not None:
+                vectors.sync(idx, model)  # every card embedded before anything is measured
         for q in qs:
             out.append(idx.search(q["q"], limit=5, semantic=semantic).as_dict())
     return out

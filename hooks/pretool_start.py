@@ -1,39 +1,15 @@
-"""Start the PreToolUse hook without `site`:  python -S …/hooks/pretool_start.py [--store PATH]
-
-`site` (site-packages, `.pth` files, an editable install's import finder) is most of a
-Python process's start-up: about 60 of the 88 million instructions of `python -c pass` in
-cardmem's own virtualenv. The PreToolUse hook runs before every tool call and needs
-nothing outside the standard library and cardmem, so `cardmem install claude-code` starts
-it with `python -S` and this script: it makes `cardmem` importable from the folder
-holding this one (`hooks/`, `store/` and `tools/` are siblings in an installed tree and
-in an editable one) and runs hooks/pretool.py. When they are not there, `site` runs
-after all; so it does when the hook must rebuild its table, which reads cards with the
-installed packages (hooks/pretool.py).
-"""
+"""`python -S …/hooks/pretool_start.py [--store PATH]`, as cardmem 0.1.0 installed Claude
+Code's PreToolUse hook: runs hosts/pretool_start.py, the same fast start (no `site`)."""
 import os  # frozen in the interpreter: found before sys.path is looked at
 import sys
 
+START = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "hosts",
+                     "pretool_start.py")
 HERE = os.path.dirname(os.path.abspath(__file__))
 if sys.path and os.path.abspath(sys.path[0] or os.curdir) == HERE:
-    del sys.path[0]  # this script's folder: hooks/ is a package, not a place for top-level names
-
-
-def main() -> int:
-    # cardmem is a namespace package over the folder holding hooks/, store/ and tools/:
-    # site-packages/cardmem/ when installed, the source tree when installed editable.
-    top = os.path.dirname(HERE)
-    if "cardmem" not in sys.modules and os.path.isfile(os.path.join(top, "store", "rules", "triggers.py")):
-        cardmem = type(sys)("cardmem")
-        cardmem.__path__ = [top]  # what an import finder would have found
-        sys.modules["cardmem"] = cardmem
-    elif sys.flags.no_site:
-        import site
-
-        site.main()
-    from cardmem.hooks import pretool
-
-    return pretool.main()
-
-
+    del sys.path[0]  # hooks/ is a package, not a place for top-level names
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.argv[0] = START
+    with open(START, encoding="utf-8") as f:
+        code = compile(f.read(), START, "exec")
+    exec(code, {"__name__": "__main__", "__file__": START})  # noqa: S102 - our own file

@@ -109,7 +109,7 @@ def get(store: "Store", name: str) -> Base:
 
 
 def _lock(store: "Store"):
-    return write_lock(store.root, float(store.config["store"]["lock_timeout_s"]))
+    return write_lock(store.root, store.lock_timeout())
 
 
 def _inside(child: str, parent: str) -> bool:

@@ -31,9 +31,11 @@ DEFAULTS: dict[str, dict[str, Any]] = {
                  # daily_cpu_s of CPU (what it checked by then is recorded)
                  "daily": True, "daily_cpu_s": 10.0},
     "projects": {},  # working-directory name -> project slug
-    # `cardmem slack` (tools/slack/): api_url "" = SLACK_API_URL, else Slack's own.
+    # `cardmem slack` (tools/slack/): api_url "" = SLACK_API_URL, else Slack's own; queue:
+    # questions waiting for a worker, past it a busy line (holds a burst of 300:
+    # bench/bench_slack_load.py)
     "slack": {"api_url": "", "ack": "reaction", "reaction": "eyes", "concurrency": 4,
-              "remember": False},
+              "remember": False, "queue": 500},
 }
 
 # Keys whose value must be one of a few words.
@@ -165,4 +167,26 @@ quiet_s = 5
 
 [rules]
 relevance_threshold = 0.65 # a rule without applies_to reminds at a tool call from here
+
+# The sections below are at their defaults, commented out: uncomment a section's lines to
+# change one (a section may appear only once in the file).
+
+# [store]
+# lock_timeout_s = 10        # how long a write waits for another writer (then exit 4)
+
+# [maintain]
+# stale_days = 180           # unchanged, unverified and unread this long: `stale`
+# history_keep = 20          # History lines kept when a long History is folded
+# history_fold_at = 40       # History lines from which `maintain` offers to fold
+# daily = true               # the model-free findings, at most once a day after a session
+
+# [projects]                 # a working folder's name (or a checkout's path) -> project
+# "acme-api-checkout" = "acme-api"
+
+# [slack]
+# api_url = ""               # "": SLACK_API_URL, else Slack's own
+# ack = "reaction"           # or "line" (a short threaded line), or "both"
+# reaction = "eyes"
+# concurrency = 4            # questions answered at a time
+# remember = false           # true: "@bot remember TITLE: what" files a card
 """

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import date
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from .cards import card as cardlib
 from . import config
@@ -19,12 +19,19 @@ from .root import StoreRoot
 from .git.head_file import dot_git, is_repo
 from .git.writer import Message, check_writable, commit_changes, write_lock
 
+if TYPE_CHECKING:
+    from .progress import Progress
+
 GITIGNORE = ".cardmem/\n"
 
 
 class Store(StoreRoot):
     """StoreRoot (where it is, how it is opened, its state folder and card paths) with
     the card parser, the writer and git. Store.open(root) refuses what is no store."""
+
+    # store/progress.py's callback for waits inside a write (the write lock held by
+    # another); the CLI sets its drawer here, library callers leave it quiet.
+    progress: "Progress | None" = None
 
     @cached_property
     def config(self) -> dict[str, dict[str, Any]]:
@@ -75,10 +82,34 @@ class Store(StoreRoot):
 
     # --- writing -------------------------------------------------------------------
 
-    def commit(self, changes, message: Message, *, agent: bool) -> str | None:
-        """Commit changes (a dict, or a function computing one under the write lock)."""
+    def commit(self, changes, message: Message, *, agent: bool,
+               wait_s: float | None = None) -> str | None:
+        """Commit changes (a dict, or a function computing one under the write lock): the
+        one door every writer goes through (store/git/writer.py writes; store/derived.py
+        then brings the rules' tables up to date, under the same lock)."""
+        return commit_changes(self.root, changes, message, agent=agent,
+                              lock_timeout_s=self.lock_timeout(wait_s),
+                              after=self.after_commit, progress=self.progress)
+
+    def lock_timeout(self, wait_s: float | None = None) -> float:
+        """How long a writer waits for the write lock: `[store] lock_timeout_s`, or less
+        for a writer with somewhere to keep its work when the store is busy (the watcher
+        retries, a learner spools): wait_s caps it, never raises it."""
         timeout = float(self.config["store"]["lock_timeout_s"])
-        return commit_changes(self.root, changes, message, agent=agent, lock_timeout_s=timeout)
+        return timeout if wait_s is None else min(timeout, float(wait_s))
+
+    def after_commit(self, rels: list[str]) -> None:
+        """Derived state after a commit of these paths (call holding the write lock)."""
+        from . import derived
+
+        derived.after_commit(self, rels)
+
+    def after_move(self) -> None:
+        """Derived state after the branch moved (update, rollback, sync); the index's
+        failure raises, the move standing (call holding the write lock)."""
+        from . import derived
+
+        derived.after_move(self)
 
     def rel(self, card_id: str) -> str:
         return self.path(card_id).relative_to(self.root).as_posix()
@@ -152,9 +183,11 @@ class Store(StoreRoot):
 
     def remember(self, title: str, body: str, *, card_type: str | None = None,
                  project: str | None = None, source: str = "cli", agent: bool = False,
-                 session: str | None = None) -> tuple[str, bool]:
+                 session: str | None = None,
+                 meta: dict[str, list[str]] | None = None) -> tuple[str, bool]:
         """Append a dated section to the card of this title (or alias), anywhere in the
-        store, or create one. Returns (id, created).
+        store, or create one. Returns (id, created). meta: tags and aliases the card gets
+        (added to an existing card's own, the rest of its frontmatter untouched).
 
         Several cards of that title: refused, naming them. An agent never appends to a
         protected card (callers make a proposal instead: store/learning/proposals.py); a
@@ -176,7 +209,17 @@ class Store(StoreRoot):
                     raise CardmemError(f"card {cid}", f"is a {kind or card_type} card an agent "
                                        "may not change; it must be a proposal")
                 today = date.today().isoformat()
-                self.update_text(cid, lambda t: cardlib.append_section(t, today, body),
+
+                def append(text: str) -> str:
+                    text = cardlib.append_section(text, today, body)
+                    for key, more in (meta or {}).items():
+                        had = cardlib.parse(text, cid).meta.get(key) or []
+                        had = had if isinstance(had, list) else [had]
+                        if new := [m for m in more if m not in had]:
+                            text = cardlib.set_key(text, key, [*had, *new])
+                    return text
+
+                self.update_text(cid, append,
                                  f"remember: {cid}", source=source, agent=agent,
                                  session=session, lines=[f"{cid}  appended a {today} section"])
                 return cid, False
@@ -191,7 +234,7 @@ class Store(StoreRoot):
                 cid, n = f"{base}-{n}", n + 1
             try:
                 self.new(cid, title=title, card_type=card_type, project=project, body=body,
-                         source=source, agent=agent, session=session)
+                         source=source, agent=agent, session=session, meta=meta)
                 return cid, True
             except CardmemError as exc:
                 # Another writer made this card between our look and our lock: decide again.
@@ -206,7 +249,7 @@ class Store(StoreRoot):
                       check=False).strip()
         if not sha:
             raise CardmemError(f"commit {commit}", "no such commit in this store")
-        with write_lock(self.root, float(self.config["store"]["lock_timeout_s"])):
+        with write_lock(self.root, self.lock_timeout()):
             check_writable(self.root)
             try:
                 git.run(self.root, "revert", "--no-edit", sha,
@@ -222,6 +265,9 @@ class Store(StoreRoot):
             msg = Message(said[0], [said[1].strip()] if len(said) > 1 else [], source="revert")
             git.run(self.root, "commit", "-q", "--amend", "--no-verify", "-F", "-",
                     input=msg.text(), env=git.identity_env(self.root))
+            self.after_commit([p for p in git.run(
+                self.root, "diff-tree", "--no-commit-id", "--name-only", "--no-renames", "-r",
+                "-z", "HEAD").split("\0") if p])
         return git.head(self.root) or ""
 
 

@@ -1,6 +1,8 @@
 """Shared pytest fixtures for the whole suite."""
 from __future__ import annotations
 
+import os
+import random
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +13,7 @@ import pytest
 # `from fakeapi import FakeAPI, text, tool_use, reply, error, drop`.
 sys.path.insert(0, str(Path(__file__).parent))
 
+import corpora  # noqa: E402
 from fakeapi import FakeAPI  # noqa: E402
 
 
@@ -31,14 +34,50 @@ def model_env(fake_api: FakeAPI, monkeypatch: pytest.MonkeyPatch) -> FakeAPI:
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_CARDS = REPO / "cards"
-CORPUS = REPO.parent / "shared" / "corpus" / "agents-md"
+E2E = Path(__file__).parent / "e2e"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Everything under tests/e2e/ runs a real host CLI: marked e2e."""
+    for item in items:
+        if E2E in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.e2e)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    corpora.setting_up(item)
+
+
+# Random tests take their randomness from the `rng` fixture: one seed, settable, and shown
+# with the failure so that the run can be replayed.
+SEED_ENV = "CARDMEM_TEST_SEED"
+SEED = pytest.StashKey[int]()
+
+
+@pytest.fixture
+def rng(request: pytest.FixtureRequest) -> random.Random:
+    """A random.Random seeded from CARDMEM_TEST_SEED if set, else from the test's
+    @pytest.mark.seed(N) if it has one, else drawn anew; a failing test's report says it."""
+    mark = request.node.get_closest_marker("seed")
+    seed = int(os.environ.get(SEED_ENV) or (mark.args[0] if mark else 0)
+               or random.SystemRandom().randrange(1, 2**31))
+    request.node.stash[SEED] = seed
+    return random.Random(seed)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    seed = item.stash.get(SEED, None)
+    if seed is not None and report.failed:
+        report.sections.append(("random seed", f"{SEED_ENV}={seed} python -m pytest "
+                                               f"'{item.nodeid}' replays it"))
+    return report
 
 
 @pytest.fixture(autouse=True, scope="session")
 def hermetic_git(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Tests see no user git config (as on a fresh machine); raw git calls get an identity."""
-    import os
-
     cfg = tmp_path_factory.mktemp("gitconfig") / "config"
     cfg.write_text("[init]\n\tdefaultBranch = main\n")
     saved = {k: os.environ.get(k) for k in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM",
@@ -64,7 +103,6 @@ def no_claude_on_path() -> Iterator[None]:
     """No `claude` on PATH: with no key the model route would otherwise be the developer's
     own Claude Code login (a real model call). Tests that want one put a fake or the
     pinned CLI on PATH themselves."""
-    import os
     import shutil
 
     saved = os.environ.get("PATH", "")

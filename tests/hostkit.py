@@ -28,3 +28,21 @@ def cardmem(*args: str, env: dict[str, str]) -> str:
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
+
+
+def learners_done(store: Path, events: tuple[str, ...] = ("stop", "session-end"),
+                  timeout: float = 120) -> str:
+    """Wait until the learner each of `events` detached has logged its end (one
+    `EVENT/learn` line in hooks.log each; the host has exited, so every hook has run).
+    Returns the log. A check that something happened only once waits on this, not on a
+    sleep: a second learner slower than the sleep would pass unseen."""
+    import time
+
+    log = store / ".cardmem" / "hooks.log"
+    deadline = time.monotonic() + timeout
+    while True:
+        text = log.read_text() if log.exists() else ""
+        if all(f" {e}/learn " in text for e in events):
+            return text
+        assert time.monotonic() < deadline, f"learners of {events} not done in {timeout} s:\n{text}"
+        time.sleep(0.1)

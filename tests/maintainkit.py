@@ -7,10 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-# Beside the repository (/work/main -> /work/shared), also from a worktree elsewhere.
-CORPUS = next((p for p in (Path(__file__).resolve().parents[2] / "shared/corpus/agents-md",
-                           Path("/work/shared/corpus/agents-md")) if p.is_dir()),
-              Path("/work/shared/corpus/agents-md"))
+from corpora import CORPUS, need_corpus
 
 
 def corpus_store(root: Path, only: tuple[str, ...] = ()):
@@ -19,7 +16,7 @@ def corpus_store(root: Path, only: tuple[str, ...] = ()):
     from cardmem.store.store import init
 
     root.mkdir(parents=True)
-    for p in sorted(CORPUS.glob("*--*.md")):
+    for p in sorted(need_corpus().glob("*--*.md")):
         text = p.read_text()
         project = re.search(r"^project: *(.+)$", text, re.M).group(1).strip()
         if only and project not in only:

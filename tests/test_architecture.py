@@ -1,4 +1,6 @@
-"""The house's shape: imports run hooks -> tools -> store, and no module imports itself back.
+"""The house's shape: imports run hosts -> tools -> store, and no module imports itself back.
+
+hooks/ (the 0.1.0 paths kept for users' settings) sits above hosts/: it only runs it.
 
 Every module's imports are read with ast, including those inside functions (lazy imports
 run too, just later) and the "module:attribute" strings of a lazy command table (the CLI's
@@ -11,7 +13,7 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-LAYERS = ("store", "tools", "hooks")  # each may import only those before it
+LAYERS = ("store", "tools", "hosts", "hooks")  # each may import only those before it
 
 
 def modules() -> dict[str, Path]:
@@ -30,21 +32,22 @@ def _type_checking(node: ast.AST) -> bool:
     return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
 
 
-def _nodes(tree: ast.AST):
-    """Every node, but not the bodies of `if TYPE_CHECKING:`."""
+def _nodes(tree: ast.AST, types: bool = False):
+    """Every node, but not the bodies of `if TYPE_CHECKING:` (unless types)."""
     stack = [tree]
     while stack:
         node = stack.pop()
         yield node
         for child in ast.iter_child_nodes(node):
-            if _type_checking(child):
+            if not types and _type_checking(child):
                 stack.extend(child.orelse)
             else:
                 stack.append(child)
 
 
-def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """The cardmem modules `name` imports, anywhere in its file."""
+def imports(name: str, path: Path, known: dict[str, Path], types: bool = False) -> set[str]:
+    """The cardmem modules `name` imports, anywhere in its file (types: also under
+    `if TYPE_CHECKING:`)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
 
@@ -55,7 +58,7 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
         if target and target != name:
             out.add(target)
 
-    for node in _nodes(ast.parse(path.read_text(), str(path))):
+    for node in _nodes(ast.parse(path.read_text(), str(path)), types):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 add(alias.name)
@@ -126,7 +129,7 @@ def test_no_import_cycles() -> None:
     assert cycles(g) == []
 
 
-def test_imports_run_hooks_to_tools_to_store() -> None:
+def test_imports_run_hosts_to_tools_to_store() -> None:
     against = sorted(f"{a} imports {b}" for a, targets in graph().items()
                      for b in targets if layer(b) > layer(a))
     assert against == []
@@ -143,7 +146,7 @@ def test_the_checks_can_fail(tmp_path: Path) -> None:
     edges = {n: imports(n, p, known) for n, p in list(known.items())[:2]}
     assert edges == {"cardmem.store.a": {"cardmem.store.b"}, "cardmem.store.b": {"cardmem.store.a"}}
     assert cycles(edges) == [["cardmem.store.a", "cardmem.store.b"]]
-    assert layer("cardmem.hooks.x") > layer("cardmem.tools.x") > layer("cardmem.store.x")
+    assert layer("cardmem.hooks.x") > layer("cardmem.hosts.x") > layer("cardmem.tools.x") > layer("cardmem.store.x")
 
 
 def test_every_package_is_listed_in_pyproject() -> None:
@@ -152,3 +155,33 @@ def test_every_package_is_listed_in_pyproject() -> None:
     listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     packages = {n for n, p in modules().items() if p.name == "__init__.py"}
     assert packages - listed == set()
+
+
+def graph_with_types() -> dict[str, set[str]]:
+    """The graph with `if TYPE_CHECKING:` imports counted too (annotations name a module
+    as surely as an import does, for a reader following the layers)."""
+    known = modules()
+    return {name: imports(name, path, known, types=True) for name, path in known.items()}
+
+
+def test_the_writer_knows_nothing_of_rules() -> None:
+    """git (the write door among it) never imports rules, not even for a type: the store
+    composes them (store/derived.py runs after each commit), so the writer refreshing the
+    rules' tables itself, the cycle writer -> rules -> pile_view -> store -> writer, is
+    not coming back."""
+    g = graph_with_types()
+    assert "cardmem.store.git.writer" in g and "cardmem.store.derived" in g
+    back = sorted(f"{a} imports {b}" for a, targets in g.items() for b in targets
+                  if a.startswith("cardmem.store.git.") and b.startswith("cardmem.store.rules"))
+    assert back == []
+    assert [c for c in cycles(g) if "cardmem.store.store" in c] == []
+
+
+def test_every_writer_goes_through_store_commit() -> None:
+    """One door: only Store.commit calls the writer (it sets the lock's wait and runs the
+    derived-state step after each commit); a second caller would skip both."""
+    callers = sorted(str(path.relative_to(REPO)) for path in modules().values()
+                     if "commit_changes(" in path.read_text()
+                     and path.relative_to(REPO).as_posix() not in ("store/git/writer.py",
+                                                                   "store/store.py"))
+    assert callers == []

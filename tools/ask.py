@@ -27,7 +27,7 @@ from .walk import MIN_REQUEST_S, Walk
 from .walk_record import Limits, ModelRequest, WalkResult, mechanical_receipt
 
 MAX_QUESTION = 4000
-NO_WALK = "skipped: the claude-code route runs claude -p without tools; rung 1 only"
+NO_WALK = "skipped: the claude-code route runs claude -p without tools; no reads beyond the first cards"
 RUNG1_SYSTEM = (
     "You answer a teammate's question from a team's memory: Markdown cards kept by "
     "cardmem. The first message holds what sits at the question's addresses (rung 1); you "
@@ -68,7 +68,8 @@ def ask(store: Store, question: str, asker: str | None = None, *, limits: Limits
 
     extra: more fields for the receipt (a host's own, e.g. `slack`: channel, thread, user);
     the receipt is written last, so a host may fill them in until then. deliver: called
-    with the answer before the receipt is written, so what delivery did is in it.
+    with the answer before the receipt is written, so what delivery did is in it; on an
+    error too (no reply, outcome error or unavailable, the reason), so a host can say so.
     progress: told each step as it starts (a person waits up to deadline_s).
     pile: rung 1 already built for this question and asker (a host that built it for its
     ack, as `cardmem slack` does), else built here; its build time is then the host's.
@@ -81,6 +82,7 @@ def ask(store: Store, question: str, asker: str | None = None, *, limits: Limits
                            **(extra or {})}
     answer = Answer(None, rid, "error")
     walk: Walk | None = None
+    delivered = False  # deliver is called once: on success, or with the error
     try:
         question = (question or "").strip()
         if not question:
@@ -95,6 +97,8 @@ def ask(store: Store, question: str, asker: str | None = None, *, limits: Limits
             rec["route"] = route
             rec["model"] = settings.claude_model if route == "claude-code" else settings.name
             if route == "api":
+                if sdk is None:
+                    say("starting the model's client (api)")  # its import takes seconds
                 sdk = sdk or model.client(settings, max_retries=0)  # the walk retries itself
         except model.ModelUnavailable as exc:
             answer.outcome, answer.reason = "unavailable", exc.why
@@ -110,7 +114,7 @@ def ask(store: Store, question: str, asker: str | None = None, *, limits: Limits
         rec["rung1"] = pile.as_dict()  # the text too: the judge grades against what was seen
         rec["timings"] = {"client_s": setup_s, "rung1_s": round(clock() - t0, 3)}
         text = user_message(pile.text, question, asker)
-        say(f"rung 1: {len(pile.addresses)} cards; asking the model ({route})")
+        say(f"starting from {len(pile.addresses)} cards; asking the model ({route})")
         if route == "claude-code":
             rec["walk"] = NO_WALK
             try:
@@ -124,14 +128,24 @@ def ask(store: Store, question: str, asker: str | None = None, *, limits: Limits
             result = walk.run(text)
         _fill(answer, rec, result)
         if deliver is not None:
+            delivered = True
             deliver(answer)
         return answer
     except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):  # the asker stopped it: no failure to count
+            answer.outcome = "interrupted"
         if answer.outcome == "error":
             answer.reason = str(exc) or type(exc).__name__
+        elif answer.outcome == "interrupted":
+            answer.reason = "interrupted (Ctrl-C)"
         if walk is not None:  # keep what the walk did before it failed
             _fill(Answer(None, rid, "error"), rec, walk.result)
         rec.update(outcome=answer.outcome, reason=answer.reason, reply=None, fallback=None)
+        if deliver is not None and not delivered and isinstance(exc, Exception):
+            try:
+                deliver(answer)
+            except Exception:  # noqa: BLE001 - the error being raised is the one to report
+                pass
         raise
     finally:
         rec.setdefault("timings", {})["total_s"] = round(clock() - t0, 3)

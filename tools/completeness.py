@@ -81,6 +81,11 @@ DOUBTS = {
     "it": r"\b(?:non|mai|se|forse)\b",
     "nl": r"\b(?:niet|geen|nooit|of|misschien)\b",
 }
+# A claim wanted, not made: "I would need more reads to be complete", "a complete answer
+# would need more reads". Read in the claim's own clause, before or after it (English).
+WANTED = re.compile(r"\b(?:would|need(?:s|ed)?|require[sd]?|in order)\b|\bto\s*$", re.I)
+WANTED_AFTER = re.compile(r"\bwould\b|\bneed(?:s|ed)? (?:more|further|to read)\b", re.I)
+
 # Phrases that look like doubts but affirm: "no doubt", "without a doubt", "not only".
 AFFIRMS = re.compile(r"\b(?:no|without(?: a)?) doubt\b|\bnot only\b|\bof course\b", re.I)
 # A claim followed by these is scoped to what was read ("everything I could read").
@@ -99,7 +104,9 @@ STOPS = {
           r"\bcut (?:me )?off\b|\bstopped early\b|\bI don'?t know\b|"
           r"\b(?:can'?t|cannot|not) (?:be )?(?:sure|certain)\b|\btime ?box\b|"
           r"\bout of (?:tool )?(?:calls|reads|time)\b|\bonly (?:got through|read|reached)\b|"
-          r"\b(?:did ?n[o']t|never) (?:\w+ )?see\b|\bunknown\b",
+          r"\b(?:did ?n[o']t|never) (?:\w+ )?see\b|\bunknown\b|"
+          r"\bneed(?:s|ed)? (?:to read |to check )?(?:more|further|other) (?:reads|cards|time|"
+          r"calls|reading)\b|\bneed(?:s|ed)? to read more\b",
     "de": r"\b(?:Limit|Grenze|Budget|aufgehört|abgebrochen|unvollständig)\b|"
           r"\bnicht (?:\w+ )?(?:gelesen|lesen|prüfen|geprüft)\b",
     "fr": r"\b(?:limite|budget|arrêtée?|incomplète?|partielle?)\b|\bpas (?:pu )?(?:lu|lire)\b",
@@ -140,6 +147,10 @@ def claims(text: str, lang: str = "en") -> list[str]:
         before = AFFIRMS.sub(" ", text[cuts[-1] if cuts else 0:m.start()])
         if _DOUBT_RE[lang].search(before) or SCOPED.search(text[m.end():m.end() + 60]):
             continue
+        end = next(CLAUSE.finditer(text, m.end()), None)
+        after = text[m.end():end.start() if end else len(text)]
+        if lang == "en" and (WANTED.search(before) or WANTED_AFTER.search(after)):
+            continue
         out.append(m.group(0).strip())
     return out
 
@@ -153,7 +164,7 @@ def floors(receipt: dict[str, Any]) -> list[str]:
     """Every floor the receipt shows, named for a person."""
     out = [str(f.get("floor")) for f in receipt.get("floors") or [] if isinstance(f, dict)]
     if receipt.get("walk"):  # the claude-code route: rung 1 only
-        out.append("walk skipped (rung 1 only)")
+        out.append("walk skipped (the first cards only)")
     for c in receipt.get("tool_calls") or []:
         if "took longer than" in str(c.get("error") or ""):
             out.append(f"per-call timeout (call {c.get('n')})")

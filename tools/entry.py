@@ -107,7 +107,7 @@ def _served(spot: str, opts: dict[str, object]) -> bool:
     from cardmem.store.root import StoreRoot
 
     try:
-        _emit(StoreRoot.open(spot), res, bool(opts["as_json"]))
+        _emit(StoreRoot.open(spot), res, bool(opts["as_json"]), None, bool(opts["verbose"]))
     except CardmemError as exc:
         sys.stderr.write(f"cardmem: {exc}\n")
         sys.exit(exc.exit_code)
@@ -122,25 +122,35 @@ def _search_here(spot: str, opts: dict[str, object], status: object) -> None:
         store = StoreRoot.open(spot)  # the folder git status runs in, by the same rule
         from cardmem.store.index.db import Index
 
+        if sys.stderr.isatty() and not opts["as_json"]:  # a person waits: say a first load
+            from cardmem.tools.cli.progress import model_note
+
+            model_note()
         with Index(store) as idx:
             idx.refresh(status=status)
             res = idx.search(str(opts["query"]), limit=int(str(opts["limit"])),
                              card_type=opts["card_type"] or None,  # type: ignore[arg-type]
                              project=opts["project"] or None,  # type: ignore[arg-type]
                              semantic=True)
-        _emit(store, res, bool(opts["as_json"]))
+            problems = idx.problems()
+        _emit(store, res, bool(opts["as_json"]), problems, bool(opts["verbose"]))
     except CardmemError as exc:
         sys.stderr.write(f"cardmem: {exc}\n")
         sys.exit(exc.exit_code)
 
 
-def _emit(store: object, res: object, as_json: bool) -> None:
+def _emit(store: object, res: object, as_json: bool, problems: list | None = None,
+          verbose: bool = False) -> None:
     from cardmem.store.root import SEARCH_READS
-    from cardmem.tools.search_text import json_text, lines
+    from cardmem.tools.search_text import json_text, lag_line, lines, unreadable
 
     store.note_reads(r["id"] for r in res.results[:SEARCH_READS])  # type: ignore[attr-defined]
     if res.note:  # type: ignore[attr-defined]
         sys.stderr.write(f"cardmem: {res.note}\n")  # type: ignore[attr-defined]
+    for line in unreadable(problems or []):
+        sys.stderr.write(line + "\n")
+    if verbose and (lag := lag_line(res)):
+        sys.stderr.write(f"cardmem: search: {lag}\n")
     out = json_text(res.as_dict()) if as_json else "\n".join(  # type: ignore[attr-defined]
         lines(res, tty=sys.stdout.isatty()))
     if out:

@@ -307,6 +307,21 @@ def redact_with_counts(text: str) -> tuple[str, dict[str, int]]:
     return text, dict(counts)
 
 
+def screen(texts: "list[str | None]", keep: bool = False
+           ) -> "tuple[list[str | None], dict[str, int]]":
+    """Texts about to be written, secrets redacted (unless keep), and how many of each kind
+    they held: the one rule every write follows (CLI, import, MCP, memory tool)."""
+    kinds: Counter[str] = Counter()
+    out: list[str | None] = []
+    for text in texts:
+        if text:
+            cleaned, counts = redact_with_counts(text)
+            kinds.update(counts)
+            text = text if keep else cleaned
+        out.append(text)
+    return out, dict(kinds)
+
+
 def redact(text: str) -> str:
     """`text` with every recognised secret replaced by `[REDACTED:<kind>]`."""
     return redact_with_counts(text)[0]

@@ -17,6 +17,16 @@ def json_text(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, indent=2, default=str)
 
 
+def unreadable(problems: list[dict[str, str]], shown: int = 5) -> list[str]:
+    """The stderr lines naming card files the search could not read (they do not parse),
+    so a card missing from the results is not missing in silence."""
+    out = [f"cardmem: {p['path']}: unreadable, not searched: {p['reason']}"
+           for p in problems[:shown]]
+    if len(problems) > shown:
+        out.append(f"cardmem: and {len(problems) - shown} more unreadable (`cardmem doctor`)")
+    return out
+
+
 BOLD = re.compile(r"\*\*(.+?)\*\*")
 
 
@@ -43,3 +53,13 @@ def lines(res: Any, tty: bool = False) -> list[str]:
         if r["snippet"]:
             out.append("    " + BOLD.sub("\x1b[1m\\1\x1b[0m" if tty else "\\1", r["snippet"]))
     return out
+
+
+def lag_line(res: Any) -> str | None:
+    """For -v: how many cards the search could not compare by meaning (no vector yet),
+    or None. Those cards are still found by their words."""
+    missing = (res.as_dict().get("semantic") or {}).get("not_embedded")
+    if not missing:
+        return None
+    return (f"{missing} card{'s' if missing != 1 else ''} have no vector yet (being embedded);"
+            " this search found those by their words only")

@@ -120,6 +120,9 @@ def parse(text: str, card_id: str, path: Path | None = None) -> Card:
     meta: dict[str, Any] = {}
     body_start = 0
     span = split(text)
+    if span is None and _opens_unclosed(text):
+        raise CardProblem("frontmatter never closes: its opening --- line has no closing "
+                          "--- line")
     if span:
         try:
             loaded = frontmatter.YAMLHandler().load(text[span[0]:span[1]], Loader=_loader())
@@ -135,6 +138,17 @@ def parse(text: str, card_id: str, path: Path | None = None) -> Card:
         meta = {str(k): v for k, v in loaded.items()}
         body_start = span[2]
     return from_meta(card_id, meta, text, body_start, path)
+
+
+def _opens_unclosed(text: str) -> bool:
+    """A `---` line followed by a `key:` line, and no block split() could close: a
+    frontmatter whose closing line is missing (a rule at the very top of a note, `---`
+    then prose, is not one)."""
+    lines = text.lstrip("\ufeff").split("\n", 2)
+    if len(lines) < 2 or lines[0].rstrip() != "---":
+        return False
+    key, colon, _ = lines[1].partition(":")
+    return bool(colon) and bool(key.strip()) and all(c.isalnum() or c in "_- " for c in key.strip())
 
 
 def from_meta(card_id: str, meta: dict[str, Any], text: str, body_start: int,

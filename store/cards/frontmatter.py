@@ -1,7 +1,7 @@
 """A card's frontmatter block found in its text: the one splitter.
 
 Plain string searches, no `re`: the PreToolUse hook cuts a rule's body with it and
-imports no `re` (tests/hooks/test_pretool.py), and the pile reads a body without
+imports no `re` (tests/hosts/test_pretool.py), and the pile reads a body without
 loading the card parser. As fast as the regular expressions it replaced on the corpus
 (a cold index splits 10k cards).
 """

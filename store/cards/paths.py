@@ -172,6 +172,18 @@ def id_for(title: str, card_type: str, project: str | None = None) -> str:
     return f"{TYPE_FOLDERS.get(card_type, 'reference')}/{slugify(title)}"
 
 
+def check_new_id(card_id: str) -> str:
+    """The id a person gives a new card, checked as remember makes ids: lowercase, no
+    spaces (slugify's letters). Another shape is refused with the id it would be, so a
+    card is never made at an address nobody would type the same way twice."""
+    cid = normalize_id(card_id)
+    parts = cid.split("/")
+    if any(p != p.lower() or any(c.isspace() for c in p) for p in parts):
+        meant = "/".join(slugify(p) for p in parts)
+        raise BadId(f"id {cid!r}", f"ids are lowercase without spaces; did you mean {meant}?")
+    return cid
+
+
 def project_key(name: str | None) -> str | None:
     """The one key a project goes by everywhere: its folder's name under projects/, the
     slug of what a person calls it ("Acme API" and "acme_api" are both `acme-api`)."""

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from . import runner as git
+from . import status as git_status
 from ..cards import paths
 from ..errors import CardmemError
 
@@ -83,9 +84,7 @@ def rev(root: Path, ref: str) -> str | None:
 
 def dirty_paths(root: Path) -> list[str]:
     """Every path with uncommitted changes: staged, unstaged, untracked (ignored excluded)."""
-    out = git.run(root, "status", "--porcelain=v1", "-z", "--untracked-files=all",
-                  "--no-renames")
-    return sorted({entry[3:] for entry in out.split("\0") if len(entry) > 3})
+    return sorted(git_status.changes(root))
 
 
 def changed_paths(root: Path, old: str, new: str) -> list[str]:
@@ -296,14 +295,9 @@ def rollback_repo(root: Path, state: Path, to: str | None = None, *,
 # --- on a store ------------------------------------------------------------------------
 
 def refresh_index(store: "Store") -> None:
-    """Bring the store's index up to date with the work tree the move left."""
-    from ..index.db import Index  # lazy: only moves and searches need SQLite
-
-    with Index(store) as idx:
-        idx.refresh()
-    from ..rules.host_file import refresh
-
-    refresh(store)  # the rules files the hosts load next session: current after a move
+    """Bring the store's index, and what is derived from its rules (the trigger table, the
+    rules files hosts load), up to date with the work tree the move left."""
+    store.after_move()
 
 
 @contextmanager
@@ -312,7 +306,7 @@ def _locked(store: "Store") -> Iterator[None]:
     from .writer import check_writable, write_lock
 
     paths.require_store(store.root)
-    with write_lock(store.root, float(store.config["store"]["lock_timeout_s"])):
+    with write_lock(store.root, store.lock_timeout()):
         check_writable(store.root)
         yield
 

@@ -1,9 +1,11 @@
 """The one way anything writes to a store: lock, atomic files, one commit.
 
-All writers (CLI, MCP, hooks, the watcher's auto-commit) call `commit_changes`. It takes
-the store's write lock, writes each file to a temporary file in its own folder, fsyncs,
-renames it into place, stages exactly those paths and commits them: a user's other
-uncommitted edits stay uncommitted.
+All writers (CLI, MCP, hooks, the watcher's auto-commit) call `commit_changes` through
+one door, Store.commit (store/store.py), which sets the lock's timeout and what runs after
+a commit. It takes the store's write lock, writes each file to a temporary file in its own
+folder, fsyncs, renames it into place, stages exactly those paths and commits them: a
+user's other uncommitted edits stay uncommitted. This module knows nothing of what is
+derived from cards (the rules' tables): the caller's `after` brings that up to date.
 """
 from __future__ import annotations
 
@@ -14,20 +16,49 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from . import runner as git
 from ..cards import paths
 from ..cards.card import MAX_CARD_BYTES
 from ..errors import CardmemError, StoreBusy
 
+if TYPE_CHECKING:
+    from ..progress import Progress
+
 LOCK_FILE = ".cardmem/write.lock"
 PENDING_FILE = ".cardmem/writing"
 
 
+WAIT_SAID_S = 0.5  # a wait shorter than this is not worth a line
+
+
+def _holder(lock_path: Path) -> str:
+    """Who holds the lock, as its holder wrote it (`pid N (cardmem COMMAND)`)."""
+    try:
+        said = lock_path.read_text(errors="replace").strip()
+    except OSError:
+        said = ""
+    return said or "another writer"
+
+
+def _mark_holder(fd: int) -> None:
+    """Write who holds the lock into the lock file, for a writer that waits on it."""
+    import sys
+
+    what = " ".join(["cardmem", *sys.argv[1:2]]) if sys.argv[1:2] else "cardmem"
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} ({what})\n".encode(), 0)
+    except OSError:
+        pass  # only a courtesy to the next waiter
+
+
 @contextmanager
-def write_lock(root: Path, timeout_s: float = 10.0) -> Iterator[None]:
-    """Hold the store's write lock, or raise StoreBusy after timeout_s.
+def write_lock(root: Path, timeout_s: float = 10.0,
+               progress: "Progress | None" = None) -> Iterator[None]:
+    """Hold the store's write lock, or raise StoreBusy after timeout_s. progress (store/
+    progress.py's) is told a wait past WAIT_SAID_S, naming the holder, in seconds of timeout_s.
 
     On POSIX this is flock(2) on .cardmem/write.lock, the same lock filelock's UnixFileLock
     takes (so the two exclude each other), without filelock's import: 40-140 ms of CPU on
@@ -54,16 +85,26 @@ def write_lock(root: Path, timeout_s: float = 10.0) -> Iterator[None]:
         return
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        deadline, pause = time.monotonic() + timeout_s, 0.002
+        start = time.monotonic()
+        deadline, pause, waiting = start + timeout_s, 0.002, ""
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                if time.monotonic() >= deadline:
+                now = time.monotonic()
+                if now >= deadline:
+                    if waiting and progress is not None:  # the bar ends before the error
+                        progress(waiting, int(timeout_s), int(timeout_s))
                     raise busy from None
+                if progress is not None and now - start >= WAIT_SAID_S:
+                    waiting = waiting or f"waiting for the store's lock, held by {_holder(lock_path)}"
+                    progress(waiting, int(now - start), int(timeout_s))
                 time.sleep(pause)
                 pause = min(pause * 2, 0.05)
+        if waiting and progress is not None:
+            progress(waiting, int(timeout_s), int(timeout_s))
+        _mark_holder(fd)
         yield
     finally:
         os.close(fd)  # closing the file releases the lock, also if this process dies
@@ -169,15 +210,18 @@ Changes = dict[str, "bytes | None | _AsIs"]
 
 
 def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", message: Message, *,
-                   agent: bool, lock_timeout_s: float = 10.0) -> str | None:
+                   agent: bool, lock_timeout_s: float = 10.0,
+                   progress: "Progress | None" = None,
+                   after: Callable[[list[str]], object] | None = None) -> str | None:
     """Write (bytes), delete (None) or take AS_IS store-relative paths; commit exactly them.
 
     `changes` may be a function: it then runs under the lock, so an edit computed from a
     card's current text never loses another writer's lines, and it may raise to refuse.
+    `after(paths)` runs once a commit is made, still under the lock (it must not raise).
     Returns the new commit's sha, or None when nothing differs from HEAD.
     """
     paths.require_card_store(root)  # before write_lock makes .cardmem/ in a non-store
-    with write_lock(root, lock_timeout_s):
+    with write_lock(root, lock_timeout_s, progress):
         check_writable(root)
         recover(root)
         if callable(changes):
@@ -200,11 +244,8 @@ def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", messa
                 pass  # (a git lock in the way): the next writer does it
             raise
         pending.unlink()
-        if sha is not None:
-            from ..rules import host_file as rules_file, triggers
-
-            rules_file.after_write(root, changes)  # the rules files hosts load: current at once
-            triggers.after_write(root, changes)  # the PreToolUse hook's table: current too
+        if sha is not None and after is not None:
+            after(rels)
         return sha
 
 

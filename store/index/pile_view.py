@@ -18,8 +18,8 @@ from ..cards.frontmatter import body_of  # noqa: F401 - re-exported
 from ..cards.paths import id_of_path, project_key
 from ..cards.status import INACTIVE, PROPOSED, is_active, status_of  # noqa: F401 - re-exported
 
-if TYPE_CHECKING:  # the pile's path never imports the card parser (YAML) or the writer
-    from ..store import Store
+if TYPE_CHECKING:  # the pile reads a StoreRoot: no card parser (YAML), no writer, no cycle
+    from ..root import StoreRoot
 
 
 def active_rules(cards: Iterable[Any]) -> list[Any]:
@@ -36,7 +36,7 @@ class Entry:
     __slots__ = ("id", "type", "title", "_aliases", "_tags", "project", "status",
                  "description", "_store", "_body")
 
-    def __init__(self, store: Store, row: tuple[Any, ...] | list[Any]) -> None:
+    def __init__(self, store: StoreRoot, row: tuple[Any, ...] | list[Any]) -> None:
         (self.id, self.type, self.title, self._aliases, self._tags, self.project, status,
          self.description) = row[:8]
         self.status = status or "active"
@@ -77,7 +77,7 @@ def _ids_under(root: Path, folder: str, recursive: bool = False) -> list[str]:
     return out
 
 
-def _open_index(store: Store) -> Any:
+def _open_index(store: StoreRoot) -> Any:
     try:
         from .db import Index
     except ImportError:
@@ -88,7 +88,7 @@ def _open_index(store: Store) -> Any:
         return None
 
 
-def catalog(store: Store) -> tuple[list[Any], list[str]]:
+def catalog(store: StoreRoot) -> tuple[list[Any], list[str]]:
     """Every card (as Entry rows of the index, else as parsed Cards), and problem notices."""
     idx = _open_index(store)
     if idx is not None:
@@ -122,7 +122,7 @@ class Holdings(NamedTuple):
     proposals: int = 0  # rules and user cards an agent proposed, awaiting a person
 
 
-def holdings(store: Store, project: str | None, want_titles: Iterable[str] = ()) -> Holdings:
+def holdings(store: StoreRoot, project: str | None, want_titles: Iterable[str] = ()) -> Holdings:
     """From the index (rules, user and project cards refreshed first), else from a scan.
 
     Only the rules, the user cards and the project's cards are brought up to date: the
@@ -173,7 +173,7 @@ SUMMARY_VERSION = 2  # of its layout: another layout is recomputed, never misrea
 _FOCUS_COLS = _COLS + ", mtime_ns, size"
 
 
-def _summary(store: Store, idx: Any, project: str | None) -> dict[str, Any]:
+def _summary(store: StoreRoot, idx: Any, project: str | None) -> dict[str, Any]:
     """Counts, rule and user rows, and this project's rows, as of the index's generation.
 
     The aggregates scan the whole index (tens of ms at 10k cards), so they are kept in
@@ -220,7 +220,7 @@ def _summary(store: Store, idx: Any, project: str | None) -> dict[str, Any]:
     return cached
 
 
-def _index_stamp(store: Store) -> list[int] | None:
+def _index_stamp(store: StoreRoot) -> list[int] | None:
     """(mtime_ns, size) of the index file and its write-ahead log: any write moves one."""
     base = str(store.root / ".cardmem" / "index.sqlite")
     out: list[int] = []
@@ -235,7 +235,7 @@ def _index_stamp(store: Store) -> list[int] | None:
     return out if out[1] else None
 
 
-def _seal(store: Store, want: list[str], titles: dict[str, str]) -> None:
+def _seal(store: StoreRoot, want: list[str], titles: dict[str, str]) -> None:
     """Mark the summary as matching the index as it is now (closed), with these titles."""
     path = store.root / ".cardmem" / SUMMARY
     try:
@@ -249,7 +249,7 @@ def _seal(store: Store, want: list[str], titles: dict[str, str]) -> None:
         pass
 
 
-def _from_summary(store: Store, project: str | None, want: list[str]) -> Holdings | None:
+def _from_summary(store: StoreRoot, project: str | None, want: list[str]) -> Holdings | None:
     """The holdings without opening the index, when nothing moved since the last pile:
     the index files have the stamp the summary was sealed with, the rules, user and
     project cards have the stamps of their rows, and the titles asked for are known."""
@@ -267,14 +267,14 @@ def _from_summary(store: Store, project: str | None, want: list[str]) -> Holding
     return _built(store, s, project, {i: t for i, t in s["titles"].items() if i in want})
 
 
-def _listed(store: Store, project: str | None) -> set[str]:
+def _listed(store: StoreRoot, project: str | None) -> set[str]:
     listed = set(_ids_under(store.root, "feedback", True)) | set(_ids_under(store.root, "user", True))
     if project:
         listed |= set(_ids_under(store.root, f"projects/{project}", True))
     return listed
 
 
-def _built(store: Store, s: dict[str, Any], project: str | None,
+def _built(store: StoreRoot, s: dict[str, Any], project: str | None,
            titles: dict[str, str]) -> Holdings:
     focus = [Entry(store, r) for r in s["focus"]]
     rules = [e for e in focus if e.type == "feedback" and is_active(e)]
@@ -290,7 +290,7 @@ def _proposals(cards: Iterable[Any]) -> int:
     return sum(1 for c in cards if c.type in ("feedback", "user") and status_of(c) == PROPOSED)
 
 
-def _stale(store: Store, rows: list[list[Any]], listed: set[str],
+def _stale(store: StoreRoot, rows: list[list[Any]], listed: set[str],
            problem_stamps: list[list[Any]]) -> set[str]:
     """Ids whose file differs from its row (or has no row, or is gone): stat only."""
     known = {r[0]: (r[8], r[9]) for r in rows}
@@ -309,7 +309,7 @@ def _stale(store: Store, rows: list[list[Any]], listed: set[str],
     return out
 
 
-def _holdings_from_index(store: Store, idx: Any, project: str | None,
+def _holdings_from_index(store: StoreRoot, idx: Any, project: str | None,
                          want_titles: list[str]) -> Holdings:
     c = idx.conn
     if c.execute("SELECT 1 FROM cards LIMIT 1").fetchone() is None:

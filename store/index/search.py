@@ -50,6 +50,10 @@ class SearchResult:
         self.empty_filter = empty_filter
         self.semantic: dict[str, Any] | None = None  # store/index/hybrid.py: model on or off, why
         self.rowids: dict[str, int] = {}  # each result's rowid in cards (hybrid.py fuses by it)
+        self.bm25: dict[str, float] = {}  # each word-matched result's bm25, higher better
+        # results holding a query word no other card holds (confidence.coverage)
+        self.unique: set[str] = set()
+        self.cover: dict[str, float] = {}  # the share of the query's information each holds
         self.note: str | None = None  # a line for stderr (the semantic fallback, once)
 
     def as_dict(self) -> dict[str, Any]:
@@ -101,10 +105,14 @@ def run(idx: Index, query: str, limit: int = 10, card_type: str | None = None,
     results = results[:limit]
     if p.terms and results:
         _snippets(idx, p, results, texts, hits)
-    rowids = {}
+    rowids, bm25, covers, unique = {}, {}, {}, set()
     for r in results:
         desc = r.pop("_desc", "")
         rowids[r["id"]] = r.pop("_n")
+        bm25[r["id"]] = r.pop("_bm25", 0.0)
+        covers[r["id"]] = r.pop("_cover", 0.0)
+        if r.pop("_unique", False):
+            unique.add(r["id"])
         if not r.get("snippet"):
             r["snippet"] = " ".join(desc.split())[:200]
         r["match"] = "lexical"
@@ -112,6 +120,9 @@ def run(idx: Index, query: str, limit: int = 10, card_type: str | None = None,
                                                                              project)
     out = SearchResult(query, results, p.corrected, p.unknown, empty)
     out.rowids = rowids
+    out.bm25 = bm25
+    out.unique = unique
+    out.cover = covers
     return out
 
 
@@ -130,11 +141,14 @@ def _calibrate(idx: Index, p: Plan, results: list[dict[str, Any]]) -> None:
     holds (store/index/confidence.py), at most medium when they are all in its body; a name
     matched whole by rapidfuzz keeps its own."""
     bounds = terms._df_bounds(idx, [s for s, _ in p.stems])
-    cover = coverage(idx, p, [r["_n"] for r in results], bounds)
+    cover, unique = coverage(idx, p, [r["_n"] for r in results], bounds)
     for r in results:
         label = lexical_label(cover[r["_n"]])
         if label == "high" and r["matched"] == ["body"]:
             label = "medium"  # words met only in passing: found, not what the card is about
+        r["_cover"] = cover[r["_n"]]
+        if r["_n"] in unique:
+            r["_unique"] = True  # the only card holding a word of the query, as typed
         if "title~" not in r["matched"] or CONFIDENCE.index(label) > CONFIDENCE.index(r["confidence"]):
             r["confidence"] = label
 
@@ -179,7 +193,7 @@ def _score(p: Plan, found: dict[int, Candidate], texts: dict[int, tuple[Any, ...
         out.append({"id": cid, "title": title, "type": ctype, "score": round(score, 4),
                     "confidence": _confidence(coverage, names, cand.rel),
                     "matched": sorted(matched, key=COLUMNS.index), "status": status,
-                    "project": proj, "_n": n, "_desc": desc})
+                    "project": proj, "_n": n, "_desc": desc, "_bm25": cand.bm25})
     return out
 
 

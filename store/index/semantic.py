@@ -3,8 +3,9 @@
 The model is store/index/embedding.py's (USE multilingual v3, from its PyPI package).
 
 Vectors live in the index file, table `vectors`: one row per card rowid with the card's
-content hash, the model stamp (name@version/dim/recipe) and the vector as int8 (the mean
-of two unit vectors, card_text(), times 127: 512 bytes a card). `sync()` brings them in
+content hash, the model stamp (name@version/dim/recipe) and its vectors as int8 unit
+vectors times 127, 512 bytes each, one after the other: the card's own (the mean of the
+two of card_text()), then one per passage of a long card (passages(); issue 27). `sync()` brings them in
 line with the cards after the index's own refresh: rows of cards gone or changed are
 dropped, new and changed cards are embedded, a card renamed keeps its vector (found by
 the text it was made from), and rows of another model stamp are never read and are
@@ -24,6 +25,16 @@ if TYPE_CHECKING:
 from .embedding import DIM
 
 TEXT_CHARS = 300  # of a card's body embedded after its title and description
+# A long card is embedded as its passages too (issue 27): one truncated vector found a
+# session of a conversation only by its first turns. A passage is a paragraph, one under
+# SHORT_CHARS joined to the next, one over PASSAGE_CHARS cut; a card keeps MAX_PASSAGES.
+SHORT_CHARS = 200
+PASSAGE_CHARS = 500
+MAX_PASSAGES = 64
+# A card's similarity: (1 - SECOND) x its best row's + SECOND x its second best's. One
+# passage alone near the query is weaker evidence than two (bench/fusion_lab.py, design
+# data: session all@10 0.888 -> 0.903, agents-md calib hit@1 0.82 -> 0.87).
+SECOND = 0.5
 SCALE = 127.0  # int8 storage of unit vectors
 
 _DDL = """CREATE TABLE IF NOT EXISTS vectors(
@@ -37,13 +48,56 @@ _DDL = """CREATE TABLE IF NOT EXISTS vectors(
 # --- vectors in the index ---------------------------------------------------------------
 
 def card_text(title: str, project: str | None, description: str, body: str) -> tuple[str, str]:
-    """What is embedded for a card: its name (project and title), and its name with the
-    description and the start of the body. The card's vector is the mean of the two:
-    on the labelled set that beat either alone (hit@1 84% against 68% and 60%,
+    """What is embedded for a card as a whole: its name (project and title), and its name
+    with the description and the start of the body. The card's vector is the mean of the
+    two: on the labelled set that beat either alone (hit@1 84% against 68% and 60%,
     semantic ranking only; bench/RESULTS.md)."""
     head = (f"{project}: {title}" if project else title).strip()
     parts = [head, (description or "").strip(), " ".join((body or "").split())[:TEXT_CHARS]]
     return head, ". ".join(p for p in parts if p)
+
+
+def passages(body: str) -> list[str]:
+    """A card body's passages: its paragraphs (a turn of a conversation, a section's
+    text), a short one (a heading) joined to the next, a long one cut at words into
+    PASSAGE_CHARS windows; at most MAX_PASSAGES (the rest joins the last). Empty when
+    the body is short enough for the card's own vector to hold it whole."""
+    flat = " ".join((body or "").split())
+    if len(flat) <= TEXT_CHARS:
+        return []
+    out: list[str] = []
+    carry = ""
+    for para in (body or "").split("\n\n"):
+        para = " ".join(para.split())
+        if not para:
+            continue
+        para = f"{carry} {para}".strip() if carry else para
+        if len(para) < SHORT_CHARS:
+            carry = para
+            continue
+        carry = ""
+        while len(para) > PASSAGE_CHARS:
+            cut = para.rfind(" ", PASSAGE_CHARS // 2, PASSAGE_CHARS)
+            cut = cut if cut > 0 else PASSAGE_CHARS
+            out.append(para[:cut])
+            para = para[cut:].strip()
+        if para:
+            out.append(para)
+    if carry:
+        if out and len(carry) < SHORT_CHARS:
+            out[-1] = f"{out[-1]} {carry}"
+        else:
+            out.append(carry)
+    if len(out) > MAX_PASSAGES:
+        out[MAX_PASSAGES - 1:] = [" ".join(out[MAX_PASSAGES - 1:])[:PASSAGE_CHARS]]
+    return out
+
+
+def card_texts(title: str, project: str | None, description: str, body: str) -> list[str]:
+    """Every text embedded for a card: card_text()'s two (their mean is the card's first
+    vector), then each passage with the card's name before it (one vector each)."""
+    head, whole = card_text(title, project, description, body)
+    return [head, whole] + [f"{head}. {p}" for p in passages(body)]
 
 
 def _ensure(c: Any) -> None:
@@ -93,23 +147,32 @@ def sync(idx: Any, model: "Embedder", limit: int | None = None) -> dict[str, int
     # Vectors of this model by the text they were made from: a renamed card (new rowid,
     # same text) or a touched one (new hash, same text) keeps its vector.
     by_key = dict(c.execute("SELECT key, vec FROM vectors WHERE model = ?", (model.stamp,)))
-    rows: list[tuple[int, str, str, bytes | None, tuple[str, str]]] = []
+    rows: list[tuple[int, str, str, bytes | None, list[str]]] = []
     sql = _texts_sql()
     for at in range(0, len(todo), 500):
         part = json.dumps(todo[at:at + 500])
         for n, h, title, proj, desc, body in c.execute(sql, (part,)):
-            text = card_text(title, proj, desc, body)
-            key = hashlib.sha1("\0".join(text).encode("utf-8", "surrogatepass")).hexdigest()
-            rows.append((n, h, key, by_key.get(key), text))
+            texts = card_texts(title, proj, desc, body)
+            key = hashlib.sha1("\0".join(texts).encode("utf-8", "surrogatepass")).hexdigest()
+            rows.append((n, h, key, by_key.get(key), texts))
     need = [r for r in rows if r[3] is None]
     vecs: dict[int, bytes] = {}
-    for at in range(0, len(need), 256):
-        part = need[at:at + 256]
-        both = model.encode([t for r in part for t in r[4]])
-        emb = (both[0::2] + both[1::2]) / 2
+    at = 0
+    while at < len(need):  # a few hundred texts a batch, whole cards
+        part, size = [], 0
+        while at < len(need) and (not part or size + len(need[at][4]) <= 256):
+            part.append(need[at])
+            size += len(need[at][4])
+            at += 1
+        emb = model.encode([t for r in part for t in r[4]])
         q = np.clip(np.rint(emb * SCALE), -127, 127).astype(np.int8)
-        for r, v in zip(part, q):
-            vecs[r[0]] = v.tobytes()
+        i = 0
+        for r in part:
+            k = len(r[4])
+            # the card's own vector: the mean of its name and its start; then its passages
+            first = np.clip(np.rint((emb[i] + emb[i + 1]) / 2 * SCALE), -127, 127).astype(np.int8)
+            vecs[r[0]] = first.tobytes() + q[i + 2:i + k].tobytes()
+            i += k
     new = {n: old if old is not None else vecs[n] for n, _, _, old, _ in rows}
     c.execute("BEGIN IMMEDIATE")
     try:
@@ -206,8 +269,10 @@ def _patch(idx: Any, stamp: str, dropped: list[int], rows: dict[int, bytes]) -> 
     ids, mat = got[2], got[3]
     gone = np.array(sorted(set(dropped) | set(rows)), dtype=np.int64)
     keep = ~np.isin(ids, gone)
-    new_ids = np.array(sorted(rows), dtype=np.int64)
-    new = np.frombuffer(b"".join(rows[n] for n in new_ids.tolist()), dtype=np.int8)
+    order = sorted(rows)
+    new_ids = np.repeat(np.array(order, dtype=np.int64),
+                        [len(rows[n]) // DIM for n in order]).astype(np.int64)
+    new = np.frombuffer(b"".join(rows[n] for n in order), dtype=np.int8)
     ids = np.concatenate([ids[keep], new_ids])
     mat = np.concatenate([mat[keep], new.reshape(len(new_ids), DIM).astype(np.float32)])
     order = np.argsort(ids, kind="stable")
@@ -215,8 +280,8 @@ def _patch(idx: Any, stamp: str, dropped: list[int], rows: dict[int, bytes]) -> 
 
 
 def matrix(idx: Any, model_stamp: str) -> tuple[Any, Any]:
-    """(rowids ascending, float32 matrix: the int8 vectors as stored) of this model's
-    vectors; kept per connection until the vectors change (a long-lived process reads
+    """(the card rowid of each row, ascending, float32 matrix: the int8 vectors as stored,
+    a card's own vector then its passages') of this model's vectors; kept per connection until the vectors change (a long-lived process reads
     them once)."""
     import numpy as np
 
@@ -226,27 +291,59 @@ def matrix(idx: Any, model_stamp: str) -> tuple[Any, Any]:
     if got and got[0] == version and got[1] == model_stamp and got[4] is c:
         return got[2], got[3]
     _ensure(c)
-    ns, blobs = [], []
+    ns, counts, blobs = [], [], []
     for n, vec in c.execute("SELECT n, vec FROM vectors WHERE model = ? ORDER BY n",
                             (model_stamp,)):
         ns.append(n)
+        counts.append(len(vec) // DIM)
         blobs.append(vec)
-    ids = np.array(ns, dtype=np.int64)
-    mat = (np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(len(ns), DIM)
+    ids = np.repeat(np.array(ns, dtype=np.int64), counts).astype(np.int64)
+    mat = (np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(len(ids), DIM)
            .astype(np.float32) if ns else np.zeros((0, DIM), dtype=np.float32))
     _kept(idx)["matrix"] = (version, model_stamp, ids, mat, c)
     return ids, mat
 
 
 class Similarities:
-    """The query's cosine similarity to every card with a vector (rowids ascending):
-    the nearest are taken with a partial sort, so only a few leave numpy."""
+    """The query's cosine similarity to every card with a vector (rowids ascending): a
+    card's is the mean of its best two rows' (its own vector's and its passages'; SECOND
+    weighs the second), `best` its best row's alone (passage() says which); the nearest
+    are taken with a partial sort, so only a few leave numpy."""
 
     def __init__(self, ids: Any, sims: Any) -> None:
-        self.ids, self.sims = ids, sims
+        import numpy as np
+
+        self._rows, self._row_sims = ids, sims
+        if len(ids):
+            starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+            self.ids, self.sims = ids[starts], np.maximum.reduceat(sims, starts)
+            self.best = self.sims
+            if SECOND:
+                counts = np.diff(np.r_[starts, len(ids)])
+                top = np.repeat(self.sims, counts)
+                rest = np.where(sims >= top, -1.0, sims)
+                second = np.maximum.reduceat(rest, starts)
+                second = np.where(counts > 1, second, self.sims)
+                self.sims = (1 - SECOND) * self.sims + SECOND * np.maximum(second, 0)
+            self._starts = starts
+        else:
+            self.ids, self.sims, self._starts = ids, sims, ids
+            self.best = sims
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def passage(self, n: int) -> int:
+        """Which of card n's passages (semantic.passages(), from 0) is nearest the query;
+        -1 when its own vector is (or it has none)."""
+        import numpy as np
+
+        at = int(np.searchsorted(self.ids, n))
+        if at >= len(self.ids) or self.ids[at] != n:
+            return -1
+        start = int(self._starts[at])
+        end = int(self._starts[at + 1]) if at + 1 < len(self._starts) else len(self._rows)
+        return int(np.argmax(self._row_sims[start:end])) - 1
 
     def top(self, k: int) -> list[tuple[int, float]]:
         """The k nearest (rowid, similarity), nearest first, ties by rowid."""
@@ -262,12 +359,14 @@ class Similarities:
         pos = pos[np.lexsort((pos, -v[pos]))][:k]
         return list(zip(self.ids[pos].tolist(), v[pos].tolist()))
 
-    def get(self, n: int, default: float = 0.0) -> float:
-        """One card's similarity (default: the card has no vector)."""
+    def get(self, n: int, default: float = 0.0, best: bool = False) -> float:
+        """One card's similarity (default: the card has no vector); with best, its best
+        row's alone."""
         import numpy as np
 
         at = int(np.searchsorted(self.ids, n))
-        return float(self.sims[at]) if at < len(self.ids) and self.ids[at] == n else default
+        v = self.best if best else self.sims
+        return float(v[at]) if at < len(self.ids) and self.ids[at] == n else default
 
 
 def similarities(idx: Any, model: "Embedder", query: str) -> Similarities:

@@ -204,6 +204,15 @@ def _fields(p: Plan, hits: dict[int, Hits]) -> dict[int, list[set[str]]]:
     return out
 
 
+_MARKUP = re.compile(r"(?:^|(?<=\n))[ \t]*#{1,6}[ \t]+|\*\*|__")
+
+
+def _plain(text: str) -> str:
+    """Text without the Markdown that reads as noise on one line (heading marks, bold
+    marks): the snippet's own ** marks are then the only ones, and always in pairs."""
+    return _MARKUP.sub("", text)
+
+
 def _snippet(text: str, hits: list[tuple[int, int, int]], width: int = 160) -> str | None:
     """The window of text holding the most query words, the words in **bold**.
     text is cut to SNIPPET_CHARS and hits are Terms.hits_each's for it."""
@@ -234,9 +243,9 @@ def _snippet(text: str, hits: list[tuple[int, int, int]], width: int = 160) -> s
     parts, pos = [], lo
     for s, e, _ in hits:
         if s >= pos and e <= hi:
-            parts += [text[pos:s], "**", text[s:e], "**"]
+            parts += [_plain(text[pos:s]), "**", _plain(text[s:e]), "**"]
             pos = e
-    parts.append(text[pos:hi])
+    parts.append(_plain(text[pos:hi]))
     snip = " ".join("".join(parts).split())
     return ("…" if lo > 0 else "") + snip + ("…" if hi < len(text) else "")
 

@@ -19,6 +19,14 @@ STOPWORDS = frozenset("""a an and are as at be but by do does did for from how i
 it its me my of on or our so that the their them then there these this to was we were what
 when where which who whom why will with you your can should would could""".split())
 
+# Function words of the other languages people ask in (none an English word): a query
+# with one and no English one is not English, and its unknown words are not English typos
+# ("qui approuve" is no misspelt "approval"). The semantic layer answers such queries.
+FOREIGN = frozenset("""le la les est et je ne pas une des du mais qui que pour avec dans sur
+ce cette sont où der das ist und ich nicht ein eine zu auch aber sind wer wie wird mit
+el los las y eso está pero del por para con quién cómo não um uma isso você com
+il lo è che questo sono della chi het een niet zijn ook wie""".split())
+
 # --- the query's terms ------------------------------------------------------------------
 
 _READY: dict[int, sqlite3.Connection] = {}  # connections that have them (held: ids stay unique)
@@ -313,6 +321,8 @@ def plan(idx: Index, query: str) -> Plan:
     last = toks[-1][0] if typing and toks and len(toks[-1][0]) >= 3 else None
     tries = _prefix_tries(last) if last is not None and quote(last) in unsure else []
     there = dict(zip(unsure + tries, _exist_all(idx.conn, unsure + tries)))
+    words = set(query.lower().split())
+    foreign = bool(words & FOREIGN) and not words & STOPWORDS  # no English typos to fix
     for i, (word, stem) in enumerate(toks):
         if there.get(quote(word), True):
             p.add(quote(word), stem, most=bounds[stem][1] if stem in bounds else None)
@@ -327,7 +337,7 @@ def plan(idx: Index, query: str) -> Plan:
                 p.add(quote(word[:cut], prefix=True), toks_cut[0][1] if toks_cut else word[:cut],
                       prefix=True)
                 continue
-        fixed = correct(idx, word, stem)
+        fixed = None if foreign else correct(idx, word, stem)
         if fixed is not None:
             most = _df_bounds(idx, [fixed]).get(fixed, (0, None))[1]
             p.add(quote(fixed), fixed, most=most)

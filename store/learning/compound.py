@@ -29,7 +29,7 @@ from .matching import entry_line, is_duplicate, open_matcher, signal_subject
 from .proposals import rule_card, rule_lines
 from .spool import spool, spooled_batches
 from ..store import Store
-from ..git.writer import Message, commit_changes
+from ..git.writer import Message
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,7 @@ def file_signals(store: Store, signals: Iterable[Any], session: str | None, *,
 
     Signals that match no card go to `project`'s signal card (else the day card). On a
     busy lock the signals are spooled, project and all, and Result.spooled names the file.
+    `lock_timeout_s` waits less for the lock than the store's setting (Store.lock_timeout).
     """
     day = day or date.today().isoformat()
     lines = [s if isinstance(s, str) else s.line for s in signals]
@@ -182,11 +183,9 @@ def file_signals(store: Store, signals: Iterable[Any], session: str | None, *,
         full = sorted(s for s in sessions if s)  # Claude Code's whole id: greppable
         return Message(subject, body, source, ", ".join(full) if full else session)
 
-    timeout = lock_timeout_s if lock_timeout_s is not None else \
-        float(store.config["store"]["lock_timeout_s"])
     try:
-        result.commit = commit_changes(store.root, compute, _LateMessage(message, source),
-                                       agent=True, lock_timeout_s=timeout)
+        result.commit = store.commit(compute, _LateMessage(message, source), agent=True,
+                                     wait_s=lock_timeout_s)
     except CardmemError as exc:
         # Busy, or git cannot commit right now: keep this run's signals for the next one.
         if lines:

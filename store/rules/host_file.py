@@ -239,7 +239,8 @@ def _sync(root: Path, rules: list[Any], path: Path, d: Delivery, dry_run: bool,
     return d
 
 
-def _current_rules(store: Any) -> list[Any]:
+def current_rules(store: Any) -> list[Any]:
+    """The rules in force: active feedback cards, by id (this file's, and exports.py's)."""
     from ..index.pile_view import active_rules, holdings
 
     return active_rules(holdings(store, None).rules)
@@ -255,7 +256,7 @@ def limit_of(store: Any) -> int:
 
 def deliver(store: Any, path: Path, *, dry_run: bool = False) -> Delivery:
     """Write (or bring up to date) the rules file at path for this store's rules now."""
-    return sync(store.root, _current_rules(store), Path(path), dry_run=dry_run,
+    return sync(store.root, current_rules(store), Path(path), dry_run=dry_run,
                 limit=limit_of(store))
 
 
@@ -265,32 +266,8 @@ def refresh(store: Any) -> list[Delivery]:
     paths = [Path(k) for k in _load_state(Path(store.root)) if k != "v"]
     if not paths:
         return []
-    rules = _current_rules(store)
+    rules = current_rules(store)
     return [sync(store.root, rules, p, limit=limit_of(store)) for p in paths]
-
-
-def after_write(root: Path, changes: dict[str, Any]) -> None:
-    """After a commit of changes (store-relative path -> bytes, None for deleted, or a
-    marker for a person's bytes): if it may have touched a rule and this store delivers
-    rules files, bring them up to date now, so the next session's host loads them current
-    (else the session-start hook carries the change inline). Never raises."""
-    try:
-        state = _load_state(Path(root))
-        files = [v for k, v in state.items() if k != "v" and isinstance(v, dict)]
-        if not files:
-            return
-        known = {cid for f in files for cid in f.get("rules", {})}
-        # Any .md (not only paths.id_of_path's cards): a refresh too many costs little.
-        if not any(rel.startswith("feedback/") or rel[:-3] in known
-                   or (isinstance(data, bytes) and b"feedback" in data)
-                   or not isinstance(data, (bytes, type(None)))
-                   for rel, data in changes.items() if rel.endswith(".md")):
-            return
-        from ..root import StoreRoot
-
-        refresh(StoreRoot(root))
-    except Exception:  # noqa: BLE001 - the commit stands; the next session start catches up
-        pass
 
 
 def remove(root: Path | None, path: Path) -> bool:

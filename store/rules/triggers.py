@@ -7,8 +7,8 @@ A rule's frontmatter may say what it governs and how:
     applies_to: ["git push --force*", "git push -f*", "path: migrations/**"]
     enforce: deny        # remind (default) | ask | deny
 
-The table is rebuilt after every commit that may touch a rule (store/git/writer.py calls
-`after_write`) and whenever `load` finds it stale: it records each rule file's
+The table is rebuilt after every commit that touches a rule (store/derived.py, which
+every write goes through) and whenever `load` finds it stale: it records each rule file's
 (mtime_ns, size), the mtimes of the folders holding rules and cardmem.toml's stamp, and
 a stat of each is all a hook pays to know the table is current.
 
@@ -185,11 +185,9 @@ def _agent_written(root: Path, ids: list[str], proposed: set[str]) -> dict[str, 
         return {}
     from ..git import runner as git
 
-    dirty = set()
-    out = git.run(root, "status", "--porcelain", "-z", "--", *[f"{i}.md" for i in ids])
-    for entry in out.split("\0"):
-        if len(entry) > 3:
-            dirty.add(entry[3:].removesuffix(".md"))
+    from ..git import status as git_status
+
+    dirty = {p.removesuffix(".md") for p in git_status.changes(root, [f"{i}.md" for i in ids])}
     found = {}
     for cid in ids:
         if cid in dirty:
@@ -375,23 +373,3 @@ def ensure(root: str) -> tuple[dict[str, Any], bool]:
     from ..root import StoreRoot
 
     return build(StoreRoot.open(root)), True
-
-
-def after_write(root: Path, changes: dict[str, Any]) -> None:
-    """After a commit: rebuild the table if it exists and a rule may have changed, so the
-    next tool call finds it current without rebuilding. Never raises."""
-    try:
-        if not os.path.exists(path_of(root)):
-            return
-        # Any .md (not only paths.id_of_path's cards): a rebuild too many costs little.
-        if not any(rel.endswith(".md") and (rel.startswith("feedback/") or "/feedback/" in rel
-                                            or not isinstance(data, (bytes, type(None)))
-                                            or (isinstance(data, bytes) and b"feedback" in data))
-                   for rel, data in changes.items()):
-            return
-        if load(str(root)) is None:
-            from ..root import StoreRoot
-
-            build(StoreRoot(root))
-    except Exception:  # noqa: BLE001 - the commit stands; the hook rebuilds when it looks
-        pass

@@ -8,9 +8,10 @@ from typing import Any
 
 from ..cards import card as cardlib
 from ..errors import CardmemError
-from ..git import runner as git
+from ..git import status as git_status
 from ..git.head_file import dot_git
-from ..git.writer import AS_IS, Message, commit_changes
+from ..git.writer import AS_IS, Message
+from .report import Voice
 
 COMMIT_LOCK_S = 2.0  # how long an autocommit waits for the store's write lock
 # git operations during which the tree is in flux and must not be committed over.
@@ -18,13 +19,40 @@ GIT_BUSY = ("index.lock", "MERGE_HEAD", "rebase-merge", "rebase-apply", "CHERRY_
             "REVERT_HEAD", "BISECT_LOG")
 
 
-class Autocommit:
-    """The Watcher's git side."""
+class Committer:
+    """The Watcher's git side: which cards were edited by hand since the last commit, and
+    committing them after a quiet period. Its state is guarded by the Watcher's `cv`."""
 
-    def _commit_due(self) -> float:
-        if not self.autocommit or not self._dirty:
+    def __init__(self, store: Any, cv: Any, voice: Voice, *, enabled: bool,
+                 quiet_s: float) -> None:
+        self.store = store
+        self.root = str(store.root)
+        self.cv = cv
+        self.voice = voice
+        self.enabled, self.quiet_s = enabled, quiet_s
+        self.dirty: set[str] = set()  # under cv: cards changed since the last commit
+        self.dirty_t = 0.0
+        self.committing = False
+        self.retry_at = 0.0
+
+    def mark(self, ids: set[str], now: float) -> bool:
+        """Note hand edits (under cv); True when they start a new batch to commit, so the
+        worker's next deadline moved earlier."""
+        if not self.enabled or not ids:
+            return False
+        first = not self.dirty
+        self.dirty |= ids
+        self.dirty_t = now
+        return first
+
+    def due(self) -> float:
+        if not self.enabled or not self.dirty:
             return float("inf")
-        return max(self._dirty_t + self.quiet_s, self._commit_retry_at)
+        return max(self.dirty_t + self.quiet_s, self.retry_at)
+
+    def busy(self) -> bool:
+        """Whether edits are waiting for a commit or being committed (under cv)."""
+        return self.enabled and bool(self.dirty or self.committing)
 
     def _git_busy(self) -> str | None:
         for name in GIT_BUSY:
@@ -32,26 +60,26 @@ class Autocommit:
                 return name
         return None
 
-    def _commit(self, final: bool = False) -> None:
+    def commit(self, final: bool = False) -> None:
         """Commit the cards edited since the last commit: one commit for the quiet batch."""
         busy = self._git_busy()
         if busy:
             if final:
-                self._tell(f"left {len(self._dirty)} edited card(s) uncommitted: git is busy "
-                           f"(.git/{busy})", force=True)
+                self.voice.tell(f"left {len(self.dirty)} edited card(s) uncommitted: git is"
+                                f" busy (.git/{busy})", force=True)
             else:
-                self._tell(f"not committing while git is busy (.git/{busy}); will retry")
-            self._commit_retry_at = time.monotonic() + max(self.quiet_s, 1.0)
+                self.voice.tell(f"not committing while git is busy (.git/{busy}); will retry")
+            self.retry_at = time.monotonic() + max(self.quiet_s, 1.0)
             return
-        with self._cv:
-            ids, self._dirty = self._dirty, set()
-            self._committing = True
+        with self.cv:
+            ids, self.dirty = self.dirty, set()
+            self.committing = True
         try:
             self._commit_ids(ids)
         finally:
-            with self._cv:
-                self._committing = False
-                self._cv.notify_all()
+            with self.cv:
+                self.committing = False
+                self.cv.notify_all()
 
     def _commit_ids(self, ids: set[str]) -> None:
         message = Message("watch: cards edited by hand", source="watch")
@@ -87,41 +115,30 @@ class Autocommit:
 
         try:
             # A short lock wait: indexing pauses while we wait, and a busy store is retried.
-            sha = commit_changes(self.store.root, changes, message, agent=False,
-                                 lock_timeout_s=COMMIT_LOCK_S)
+            sha = self.store.commit(changes, message, agent=False, wait_s=COMMIT_LOCK_S)
         except Exception as exc:  # noqa: BLE001
             # Busy lock, detached HEAD, stale index.lock, or a surprise: keep the edits
             # for the next try rather than forget them.
-            with self._cv:
-                self._dirty |= ids
-            self._commit_retry_at = time.monotonic() + max(self.quiet_s, 1.0)
+            with self.cv:
+                self.dirty |= ids
+            self.retry_at = time.monotonic() + max(self.quiet_s, 1.0)
             if isinstance(exc, CardmemError):
-                self._tell(f"not committed yet: {exc}; will retry")
+                self.voice.tell(f"not committed yet: {exc}; will retry")
             else:
-                self._failed("committing", exc)
+                self.voice.failed("committing", exc)
             return
         finally:
             for cid, why in refused:
-                self.stats.not_committed += 1
-                self._tell(f"{cid}: not committed: {why}", force=True)
+                self.voice.stats.not_committed += 1
+                self.voice.tell(f"{cid}: not committed: {why}", force=True)
         if sha:
-            self.stats.commits += 1
-            self._tell(f"committed {sha[:10]} {message.subject}", force=self.verbose)
+            self.voice.stats.commits += 1
+            self.voice.tell(f"committed {sha[:10]} {message.subject}", force=self.voice.verbose)
 
 
 def _status(root: Any, rels: list[str]) -> dict[str, str]:
     """For each path that differs from HEAD: 'new', 'edited' or 'deleted'."""
     if not rels:
         return {}
-    out = git.run(root, "status", "--porcelain=v1", "-z", "--untracked-files=all",
-                  "--no-renames", "--", *rels)
-    status: dict[str, str] = {}
-    for entry in out.split("\0"):
-        if len(entry) < 4:
-            continue
-        code, rel = entry[:2], entry[3:]
-        if rel not in rels:
-            continue
-        status[rel] = ("new" if code == "??" or "A" in code else
-                       "deleted" if "D" in code else "edited")
-    return status
+    return {rel: git_status.kind(code)
+            for rel, code in git_status.changes(root, rels).items() if rel in rels}

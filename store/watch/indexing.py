@@ -1,9 +1,12 @@
-"""Indexing: the worker applies a debounced batch to the index (`refresh_ids`), or a
-full stat rescan when events may have been lost, then embeds what changed."""
+"""Indexing: the worker's batches and rescans applied to the index (`refresh_ids`, or a
+full stat rescan when events may have been lost). Nothing here waits on the model: what
+the index changed is handed on (`on_indexed`) for vectors to follow, elsewhere."""
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable, Protocol
+from typing import Any, Callable, Iterable, Protocol
+
+from .report import Voice
 
 BURST_IDS = 1000  # more distinct cards than this in one batch: rescan (drops are likely)
 RETRY_MAX_S = 5.0  # the longest back-off after a failed apply or commit
@@ -14,89 +17,73 @@ class IndexLike(Protocol):
     def refresh_ids(self, ids: Iterable[str]) -> Any: ...
 
 
-class Indexing:
-    """The Watcher's index side."""
+class Indexer:
+    """The Watcher's index side: one index handle, kept open, and what applying a batch
+    to it takes (a rescan's hand edits found, failures counted, the handle renewed)."""
 
-    def _open_index(self) -> IndexLike:
-        from ..index.db import Index
+    def __init__(self, index_factory: Callable[[], IndexLike], voice: Voice, *,
+                 burst_ids: int = BURST_IDS,
+                 on_edits: Callable[[set[str]], None] | None = None,
+                 on_indexed: Callable[[], None] | None = None) -> None:
+        self.index_factory = index_factory
+        self.voice = voice
+        self.burst_ids = burst_ids
+        self.on_edits = on_edits  # hand edits a rescan found (None: nobody commits them)
+        self.on_indexed = on_indexed
+        self.index: IndexLike | None = None
+        self.failures = 0
 
-        return Index.open(self.store)
-
-    def _vectors(self) -> None:
-        """Embed the cards the refresh changed (store/index/semantic.py), so the next search need
-        not; the model is loaded once in this long-lived process. Without a model, or when
-        embedding fails, searches embed what is missing themselves: said once, never retried
-        as an index failure."""
-        from ..index import embedding, semantic
-
-        if getattr(self, "_no_vectors", False) or not hasattr(self._index, "conn"):
-            return
-        model = embedding.embedder()
-        if model is None:
-            return
+    def apply(self, ids: set[str], reason: str | None) -> tuple[str | None, float] | None:
+        """Apply one batch (reason: a rescan's, or None). None when done; on failure the
+        rescan reason to retry with (None: the ids alone) and when to retry."""
+        stats = self.voice.stats
         try:
-            semantic.sync(self._index, model)
-        except Exception as exc:  # noqa: BLE001
-            self._no_vectors = True
-            self._tell(f"embedding cards failed ({exc}); searches will embed"
-                       " what they need", force=True)
-
-    def _apply(self) -> None:
-        with self._cv:
-            ids, reason = self._pending, self._rescan
-            self._pending, self._rescan = set(), None
-            self._busy = True
-        try:
-            if self._index is None:
-                self._index = self._index_factory()
+            if self.index is None:
+                self.index = self.index_factory()
             if reason is None and len(ids) > self.burst_ids:
                 reason = "burst"
             t0 = time.monotonic()
             if reason is not None:
                 # Cards a rescan finds changed after lost events are hand edits too; at
                 # start they may predate us and are not ours to commit.
-                track = self.autocommit and reason != "start"
-                before = _hashes(self._index) if track else None
-                self._index.refresh(walk=True)  # a full stat walk, whatever git says
-                self.stats.rescans[reason] += 1
-                after = _hashes(self._index) if before is not None else None
-                if before is not None and after is not None:
+                track = self.on_edits is not None and reason != "start"
+                before = _hashes(self.index) if track else None
+                self.index.refresh(walk=True)  # a full stat walk, whatever git says
+                stats.rescans[reason] += 1
+                after = _hashes(self.index) if before is not None else None
+                if before is not None and after is not None and self.on_edits is not None:
                     changed = {i for i in before.keys() | after.keys()
                                if before.get(i) != after.get(i)}
                     if changed:
-                        with self._cv:
-                            self._dirty |= changed
-                            self._dirty_t = time.monotonic()
+                        self.on_edits(changed)
             else:
-                self._index.refresh_ids(sorted(ids))
-            self._vectors()
-            self.stats.batches += 1
-            self.stats.ids_applied += len(ids)
-            self._failures = 0
-            if self.verbose:
+                self.index.refresh_ids(sorted(ids))
+            stats.batches += 1
+            stats.ids_applied += len(ids)
+            self.failures = 0
+            if self.voice.verbose:
                 what = f"rescan ({reason})" if reason else f"{len(ids)} card(s)"
-                self._tell(f"indexed {what} in {(time.monotonic() - t0) * 1000:.0f} ms",
-                           force=True)
+                self.voice.tell(f"indexed {what} in {(time.monotonic() - t0) * 1000:.0f} ms",
+                                force=True)
         except Exception as exc:  # noqa: BLE001
-            self._failures += 1
-            self._failed("updating the index", exc)
-            # Put the work back; a repeated failure becomes a rescan on a fresh index handle.
-            with self._cv:
-                self._pending |= ids
-                if reason is not None or self._failures >= 2:
-                    self._rescan = self._rescan or reason or "after errors"
-                self._retry_at = time.monotonic() + min(RETRY_MAX_S, 0.1 * 2 ** self._failures)
-            close = getattr(self._index, "close", None)
-            self._index = None
-            if callable(close):
-                try:
-                    close()
-                except Exception:  # noqa: BLE001
-                    pass
-        finally:
-            with self._cv:
-                self._busy = False
-                self._cv.notify_all()
+            self.failures += 1
+            self.voice.failed("updating the index", exc)
+            self.close()  # a repeated failure becomes a rescan on a fresh index handle
+            again = reason if reason is not None else (
+                "after errors" if self.failures >= 2 else None)
+            return again, time.monotonic() + min(RETRY_MAX_S, 0.1 * 2 ** self.failures)
+        if self.on_indexed is not None:
+            self.on_indexed()
+        return None
+
+    def close(self) -> None:
+        close = getattr(self.index, "close", None)
+        self.index = None
+        if callable(close):
+            try:
+                close()
+            except Exception:  # noqa: BLE001
+                pass
 
 
 def _hashes(index: Any) -> dict[str, str] | None:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hostkit import cardmem, host_env
+from hostkit import cardmem, host_env, learners_done
 from fakeapi import FakeAPI, reply
 
 from cardmem.store.git import runner as git
@@ -87,7 +87,7 @@ def test_claude_code_session_reads_and_writes_memory(world, claude_code: Path):
             time.sleep(0.25)
         log_text = (store / ".cardmem" / "hooks.log").read_text()
         assert git.head(store) != before, f"no commit after the session; hook log:\n{log_text}"
-        time.sleep(2)  # a second learner (Stop and SessionEnd) must not add another commit
+        learners_done(store)  # a second learner (Stop and SessionEnd) must not add a commit
     commits = git.log(store)
     # Stop or SessionEnd, whichever learner got there first, each naming its own hook
     new = [c for c in commits if "Cardmem-Source: stop-hook" in c.message

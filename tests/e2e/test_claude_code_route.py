@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from fakeapi import FakeAPI, reply
-from hostkit import cardmem, host_env
+from hostkit import cardmem, host_env, learners_done
 
 from cardmem.store.git import runner as git
 from cardmem.tools.extract import SYSTEM as EXTRACT_SYSTEM
@@ -88,7 +88,7 @@ def test_stop_hook_learns_through_the_claude_code_login(subscriber: dict) -> Non
         before = git.head(store)
         payload = {"session_id": "5e55104a-route", "transcript_path":
                    str(subscriber["transcript"]), "hook_event_name": "Stop"}
-        proc = subprocess.run([sys.executable, "-m", "cardmem.hooks.claude_code", "stop"],
+        proc = subprocess.run([sys.executable, "-m", "cardmem.hosts.claude_code", "stop"],
                               input=json.dumps(payload), env=env, capture_output=True,
                               text=True, timeout=120, cwd=subscriber["home"])
         assert proc.returncode == 0, proc.stderr
@@ -159,7 +159,7 @@ def test_a_real_session_is_learned_from_with_no_api_key(subscriber: dict, claude
             time.sleep(0.25)
         log_text = (store / ".cardmem" / "hooks.log").read_text()
         assert git.head(store) != before, f"nothing learned; hook log:\n{log_text}"
-        time.sleep(2)  # a second learner (Stop and SessionEnd) must not call the model again
+        learners_done(store)  # a second learner (Stop and SessionEnd) must not call the model
         extraction = [r for r in api.messages_requests()
                       if EXTRACT_SYSTEM in _system_text(r.body)]
         keys = {r.api_key for r in api.messages_requests()}
@@ -211,7 +211,7 @@ def test_the_next_session_of_the_project_starts_with_the_lesson(subscriber: dict
         assert git.head(store) != before, f"nothing learned; hook log:\n{log_text}"
     lessons = store / "projects" / "widgets" / "signals.md"
     assert LESSON in lessons.read_text(), log_text
-    time.sleep(2)  # let a second learner (SessionEnd) finish before the next session
+    learners_done(store)  # the second learner (SessionEnd) is done before the next session
 
     with FakeAPI(fallback=reply("Noted.")) as api:
         session(api, "Load the fixtures.")

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS
+from corpora import need_corpus
 from fakeapi import FakeAPI, reply
 from hostkit import cardmem, host_env
 
@@ -28,7 +28,7 @@ LATE_MARK = "BILBY-LATE-RULE-3318"
 def corpus_bullets() -> list[str]:
     """Bullet lines of the corpus, 60-400 characters, in a fixed order."""
     out = []
-    for f in sorted(CORPUS.glob("*.md")):
+    for f in sorted(need_corpus().glob("*.md")):
         for line in f.read_text(encoding="utf-8").splitlines():
             if line.startswith("- ") and 60 <= len(line) <= 400:
                 out.append(line[2:].strip())
@@ -72,6 +72,7 @@ def run_session(claude: Path, proj: Path, env: dict[str, str], api: FakeAPI) -> 
     return first_host_request(api)
 
 
+@pytest.mark.corpus
 def test_150_rules_user_and_project_reach_the_first_request_whole(tmp_path, claude_code):
     home, store, proj = tmp_path / "home", tmp_path / "store", tmp_path / "work" / "widgets"
     home.mkdir()

@@ -182,10 +182,10 @@ OPS = ("edit", "edit", "new", "delete", "commit", "checkout-old", "checkout-main
        "age", "age")
 
 
-def test_random_histories_match_a_full_walk(repo: Path, tmp_path: Path) -> None:
+@pytest.mark.seed(20261130)
+def test_random_histories_match_a_full_walk(repo: Path, tmp_path: Path, rng: random.Random) -> None:
     """Many seeded sequences of edits and git operations: after each, the git-anchored
     refresh leaves the same rows as a full walk of the tree."""
-    rng = random.Random(20261130)
     first = git(repo, "rev-parse", "HEAD").strip()
     with Index(root=repo) as idx:
         idx.refresh()

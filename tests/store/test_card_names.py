@@ -91,3 +91,16 @@ def test_watcher_takes_the_same_files_for_cards(tricky) -> None:
     root = str(tricky.root)
     assert [card_id(root, f"{root}/{c}.md") for c in CARDS] == CARDS
     assert [card_id(root, f"{root}/{r}") for r in NOT_CARDS] == [None] * len(NOT_CARDS)
+
+
+def test_doctor_counts_renamed_and_non_ascii_cards_by_their_paths(tricky) -> None:
+    """git status without -z quotes non-ASCII names and writes a rename as 'old -> new':
+    doctor once read those as paths no card has, and counted nothing."""
+    from cardmem.store.git import runner as git
+    from cardmem.tools.cli.doctor import check_repo
+
+    (tricky.root / "café.md").write_text(CARD_TEXT.format("new"))
+    git.run(tricky.root, "mv", "a.md", "b.md")
+    lines = [line for _, line in check_repo(tricky) if "uncommitted" in line]
+    assert lines == ["3 cards with uncommitted edits (e.g. a.md); "
+                     "`cardmem watch` or git commits them"]

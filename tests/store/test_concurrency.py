@@ -179,7 +179,8 @@ def _wait_gone(pgid: int) -> None:
     raise AssertionError("killed process group did not go away")
 
 
-def test_sigkill_at_random_moments_tears_nothing(store: Store, tmp_path: Path) -> None:
+def test_sigkill_at_random_moments_tears_nothing(store: Store, tmp_path: Path,
+                                                 rng: random.Random) -> None:
     def seed_text(i: int, token: str) -> str:
         payload = (token + " ") * 10
         return (f"---\ntitle: Big {i}\ntype: reference\n---\n{payload}\n"
@@ -195,7 +196,6 @@ def test_sigkill_at_random_moments_tears_nothing(store: Store, tmp_path: Path) -
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
     log = tmp_path / "writes.log"
-    rng = random.Random(int(os.environ.get("CARDMEM_KILL_SEED", "0")) or None)
     needed_a_person = []
     for rnd in range(20):
         proc = subprocess.Popen([sys.executable, str(script), str(store.root), str(rnd), str(log)],

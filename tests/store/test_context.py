@@ -207,11 +207,14 @@ def test_body_cut_matches_the_card_parser(example_store):
     cards, _ = example_store.scan()
     for c in cards:
         assert body_of(c.text) == c.body, c.id
-    for text in ["no frontmatter\n", "---\nunclosed: yes\n", "\ufeff---\r\na: 1\r\n---\r\nbody\r\n",
-                 "---\n---\n", "---\ntitle: x\n...\nafter dots\n"]:
-        from cardmem.store.cards.card import parse
+    from cardmem.store.cards.card import CardProblem, parse
 
+    for text in ["no frontmatter\n", "---\nno key, a rule on top\n",
+                 "\ufeff---\r\na: 1\r\n---\r\nbody\r\n", "---\n---\n",
+                 "---\ntitle: x\n...\nafter dots\n"]:
         assert body_of(text) == parse(text, "x").body, repr(text)
+    with pytest.raises(CardProblem, match="never closes"):  # unreadable: in no pile at all
+        parse("---\nunclosed: yes\n", "x")
 
 
 def test_counts_follow_the_index_when_it_moves(example_store):

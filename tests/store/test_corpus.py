@@ -3,23 +3,21 @@ or is reported, edits on real text stay byte-preserving, and search finds real c
 from __future__ import annotations
 
 import difflib
-import os
 import shutil
 
 import pytest
-from conftest import CORPUS
+from corpora import CORPUS, need_corpus
 
 from cardmem.store.cards import card as cardlib
 from cardmem.store.index.db import search
 from cardmem.store.store import init
 
+pytestmark = pytest.mark.corpus  # every test here reads the corpus
+
 
 @pytest.fixture(scope="module")
 def corpus_store(tmp_path_factory: pytest.TempPathFactory):
-    if not CORPUS.is_dir():
-        if os.environ.get("CI"):
-            pytest.fail(f"the agents-md corpus is missing at {CORPUS}")
-        pytest.skip(f"no corpus at {CORPUS}")
+    need_corpus()
     root = tmp_path_factory.mktemp("corpus") / "store"
     # Cards go under one folder each per project, as a team would keep them.
     for src in sorted(CORPUS.glob("*--*.md")):

@@ -2,6 +2,8 @@
 the offsets of the regular expressions it replaced, on any text and on every corpus card."""
 from __future__ import annotations
 
+import pytest
+
 import re
 
 from hypothesis import given, settings
@@ -50,10 +52,11 @@ def test_split_gives_the_regex_offsets_line_by_line(lines, nl, last_nl) -> None:
     assert split(text) == by_regex(text)
 
 
+@pytest.mark.corpus
 def test_split_gives_the_regex_offsets_on_the_corpus() -> None:
-    from conftest import CORPUS
+    from corpora import need_corpus
 
-    files = sorted(CORPUS.rglob("*.md"))
+    files = sorted(need_corpus().rglob("*.md"))
     assert len(files) > 300
     for p in files:
         text = p.read_text(encoding="utf-8")

@@ -145,8 +145,8 @@ def _wait_for_no_git_in(root: Path, limit_s: float = 30) -> None:
 
 
 @pytest.mark.storm
-def test_a_sigkill_storm_of_4_writers_loses_tears_and_leaves_nothing(store: Store,
-                                                                      tmp_path: Path) -> None:
+def test_a_sigkill_storm_of_4_writers_loses_tears_and_leaves_nothing(
+        store: Store, tmp_path: Path, rng: random.Random) -> None:
     with open(store.root / "cardmem.toml", "a") as fh:
         fh.write("\n[store]\nlock_timeout_s = 60\n")
     store.commit({"cardmem.toml": AS_IS}, Message("settings"), agent=False)
@@ -155,7 +155,6 @@ def test_a_sigkill_storm_of_4_writers_loses_tears_and_leaves_nothing(store: Stor
     script = tmp_path / "storm_writer.py"
     script.write_text(STORM_WRITER)
     logs = [tmp_path / f"slot{s}.log" for s in range(4)]
-    rng = random.Random(int(os.environ.get("CARDMEM_KILL_SEED", "0")) or None)
     procs: dict[int, tuple[subprocess.Popen, float]] = {}
     gens, kills = [0] * 4, 0
     end = time.monotonic() + STORM_S

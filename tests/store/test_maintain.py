@@ -21,6 +21,7 @@ def kinds(fs):
     return sorted({f.kind for f in fs})
 
 
+@pytest.mark.corpus
 def test_the_whole_corpus_gives_no_findings_and_writes_nothing(tmp_path) -> None:
     store = corpus_store(tmp_path / "all")
     head = git(store, "rev-parse", "HEAD")
@@ -29,12 +30,14 @@ def test_the_whole_corpus_gives_no_findings_and_writes_nothing(tmp_path) -> None
     assert git(store, "status", "--porcelain") == ""
 
 
+@pytest.mark.corpus
 def test_no_corpus_pair_reaches_the_duplicate_threshold_by_a_margin(tmp_path) -> None:
     store = corpus_store(tmp_path / "all")
     scores = [s for s, _, _ in card_pairs(Survey.of(store), threshold=0.0)]
     assert max(scores) < DUPLICATE - 0.05  # 0.49 (two short sentry-python path lists)
 
 
+@pytest.mark.corpus
 def test_broken_links_renamed_card_unknown_card_and_code_is_no_link(corpus) -> None:
     root = corpus.root
     git(corpus, "mv", "projects/oxc/testing.md", "projects/oxc/testing-overview.md")
@@ -53,6 +56,7 @@ def test_broken_links_renamed_card_unknown_card_and_code_is_no_link(corpus) -> N
     assert "[[projects/oxc/no-such-card]]" in found[1].detail
 
 
+@pytest.mark.corpus
 def test_a_card_refiled_in_other_words_is_a_duplicate(corpus) -> None:
     (corpus.root / "projects/oxc/snapshots.md").write_text(
         "---\ntitle: Insta snapshots track failing tests\ntype: project\nproject: oxc\n---\n"
@@ -66,6 +70,7 @@ def test_a_card_refiled_in_other_words_is_a_duplicate(corpus) -> None:
     assert found[0].fix == {"keep": "projects/oxc/snapshots", "others": ["projects/oxc/snapshot-testing"]}
 
 
+@pytest.mark.corpus
 def test_the_same_words_in_another_project_are_no_duplicate(corpus) -> None:
     text = (corpus.root / "projects/oxc/snapshot-testing.md").read_text()
     (corpus.root / "projects/ruff/snapshot-testing.md").write_text(text.replace("oxc", "ruff"))
@@ -73,6 +78,7 @@ def test_the_same_words_in_another_project_are_no_duplicate(corpus) -> None:
     assert findings(corpus, {"duplicate"}) == []
 
 
+@pytest.mark.corpus
 def test_history_lines_that_repeat_each_other(corpus) -> None:
     p = corpus.root / "projects/ruff/development-guidelines.md"
     p.write_text(p.read_text() + "\n## History\n"
@@ -87,6 +93,7 @@ def test_history_lines_that_repeat_each_other(corpus) -> None:
     assert "session ccc" in found[0].detail and "session aaa" in found[0].detail
 
 
+@pytest.mark.corpus
 def test_drift_against_the_projects_checkout(corpus, tmp_path) -> None:
     checkout = tmp_path / "sentry-python"
     for rel in ("sentry_sdk/integrations/__init__.py", "scripts/populate_tox/config.py",
@@ -120,6 +127,7 @@ def test_drift_names_a_make_target_the_makefile_lost(store, tmp_path) -> None:
     assert "`make typecheck`" in f.detail and "lint" not in f.detail
 
 
+@pytest.mark.corpus
 def test_stale_when_unchanged_for_long_while_the_project_moved_on(corpus) -> None:
     p = corpus.root / "projects/temporal/error-handling.md"
     p.write_text(p.read_text() + "\nStill true in 2025.\n")

@@ -150,3 +150,13 @@ def test_id_for(title: str, card_type: str, project: str | None, expected: str) 
     cid = paths.id_for(title, card_type, project)
     assert cid == expected
     assert paths.normalize_id(cid) == cid
+
+
+@pytest.mark.parametrize("project", ["..", ".", "a/../b", "x\x00y", "bad-\udcff", "a" * 300, ""])
+def test_a_project_that_is_no_safe_segment_has_no_signals_card(project):
+    """None, never an error: the learner then files into the day card."""
+    assert paths.project_signals_id(project) is None
+
+
+def test_a_project_signals_card_is_under_its_project():
+    assert paths.project_signals_id("web-dashboard") == "projects/web-dashboard/signals"

@@ -7,7 +7,7 @@ import re
 import sqlite3
 
 import pytest
-from conftest import CORPUS
+from corpora import need_corpus
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -46,10 +46,10 @@ def assert_same_stems(db: sqlite3.Connection, words: list[str]) -> None:
     assert not wrong, f"{len(wrong)} of {len(words)} differ (word, fts5, ours): {wrong[:20]}"
 
 
+@pytest.mark.corpus
 def test_every_ascii_word_of_the_corpus(conn: sqlite3.Connection) -> None:
-    if not CORPUS.is_dir():
-        pytest.skip(f"no corpus at {CORPUS}")
-    texts = [p.read_text(encoding="utf-8", errors="replace") for p in sorted(CORPUS.glob("*.md"))]
+    texts = [p.read_text(encoding="utf-8", errors="replace")
+             for p in sorted(need_corpus().glob("*.md"))]
     # ASCII runs of the raw text, and the ASCII tokens unicode61 makes of it ("café" -> "cafe").
     words = {w for t in texts for w in ASCII_WORD.findall(t.lower())}
     conn.execute("DELETE FROM raw")

@@ -179,14 +179,14 @@ def test_vim_save_ignores_swap_backup_and_probe(store, start, idx) -> None:
     write(root, "feedback/tests", card("Run tests", "with dash x"))
     w = start()
     noted: list[str] = []
-    real_note = w.note
+    real_note = w.intake.note
 
     def recording(ids, rescan=None):
         ids = list(ids)
         noted.extend(ids)
         real_note(ids, rescan)
 
-    w.note = recording  # type: ignore[method-assign]
+    w.intake.note = recording  # type: ignore[method-assign]
     swp = folder / ".tests.md.swp"
     swp.write_bytes(b"b0VIM 9.0" + b"\0" * 100)
     probe = folder / "4913"
@@ -326,7 +326,7 @@ def test_inotify_limits_fall_back_to_polling(store, start, idx, said) -> None:
             raise OSError(errno.ENOSPC, "inotify watch limit reached")
 
     w = start(observer_factory=Exhausted)
-    assert type(w._observer).__name__ == "PollingObserver"
+    assert type(w.intake.observer).__name__ == "PollingObserver"
     assert any("polling every second" in line for line in said), said
     write(store.root, "reference/a", card("A", "first: ackee"))
     until(lambda: hits(idx, "ackee") == ["reference/a"], what="polled create")
@@ -357,7 +357,7 @@ def test_refresh_ids_raising_once_does_not_kill_the_watcher(store, start, idx, s
 
 def test_event_handler_raising_does_not_kill_the_observer(store, start, idx, said) -> None:
     w = start()
-    real = w.on_event
+    real = w.intake.on_event
     boom = {"left": 1}
 
     def on_event(event):
@@ -366,7 +366,7 @@ def test_event_handler_raising_does_not_kill_the_observer(store, start, idx, sai
             raise ValueError("handler fault")
         real(event)
 
-    w.on_event = on_event  # type: ignore[method-assign]
+    w.intake.on_event = on_event  # type: ignore[method-assign]
     write(store.root, "reference/a", card("A", "tamarind"))
     # The event that raised is lost, but the fault asks for a rescan that finds the card.
     until(lambda: hits(idx, "tamarind") == ["reference/a"], what="card after handler fault")
@@ -380,7 +380,7 @@ def test_event_handler_raising_does_not_kill_the_observer(store, start, idx, sai
 
 def test_dead_observer_is_restarted_and_rescans(store, start, idx, said) -> None:
     w = start(health_s=0.1)
-    w._observer.stop()  # what a crashed watchdog thread looks like from outside
+    w.intake.observer.stop()  # what a crashed watchdog thread looks like from outside
     write(store.root, "reference/a", card("A", "cherimoya"))  # while nobody watches
     until(lambda: w.stats.restarts == 1, what="observer restart")
     until(lambda: hits(idx, "cherimoya") == ["reference/a"], what="rescan after restart")
@@ -420,7 +420,7 @@ def test_real_inotify_queue_overflow_triggers_a_rescan(store, start, idx) -> Non
     root = store.root
     write(root, "reference/a", card("A", "before the flood"))
     w = start()
-    inotify_fd = w._observer._inotify_fd  # watchdog 7: the thread reading the inotify fd
+    inotify_fd = w.intake.observer._inotify_fd  # watchdog 7: the thread reading the inotify fd
     limit = _max_queued_events()
     junk = root / "junk"
     junk.mkdir()
@@ -448,11 +448,11 @@ def test_overflow_reported_in_watchdogs_log_requests_a_rescan(store, start, idx)
     w = start()
     # An edit whose events are lost: they reach a handler that drops them.
     dropped: list[Any] = []
-    w.on_event = dropped.append  # type: ignore[method-assign]
+    w.intake.on_event = dropped.append  # type: ignore[method-assign]
     write(store.root, "reference/a", card("A", "feijoa"))
     until(lambda: any(e.event_type == "closed" and e.src_path.endswith("a.md")
                       for e in dropped), what="the card's last event, dropped")
-    del w.on_event
+    del w.intake.on_event
     assert hits(idx, "feijoa") == []
     logging.getLogger("watchdog.observers.inotify_c").warning(
         "Inotify queue overflowed; filesystem events were lost")
@@ -550,14 +550,16 @@ def test_autocommit_leaves_cardmem_own_writes_alone(store, start) -> None:
     assert w.stats.commits == 0
 
 
-def test_autocommit_waits_while_git_is_busy(store, start) -> None:
+def test_autocommit_waits_while_git_is_busy(store, start, said) -> None:
     root = store.root
     before = _commits(root)
     w = start(autocommit=True, quiet_s=0.2)
     lock = root / ".git" / "MERGE_HEAD"
     lock.write_text(git(root, "rev-parse", "HEAD"))
     write(root, "reference/a", card("A", "mid-merge"))
-    time.sleep(0.8)
+    # the event, not a sleep: the quiet period passed and the watcher chose not to commit
+    until(lambda: any("not committing while git is busy (.git/MERGE_HEAD)" in s for s in said),
+          timeout=10, what="the watcher holding back")
     assert _commits(root) == before
     lock.unlink()
     until(lambda: len(_commits(root)) == len(before) + 1, timeout=10, what="commit after merge")
@@ -611,7 +613,7 @@ def test_stop_flushes_pending_edits(store) -> None:
     w = Watcher(store, autocommit=True, quiet_s=60, say=lambda line: None).start()
     assert w.wait_idle(10)
     write(store.root, "reference/a", card("A", "flushed on stop"))
-    until(lambda: "reference/a" in w._dirty, what="edit noted")
+    until(lambda: "reference/a" in w.committer.dirty, what="edit noted")
     w.stop()
     assert len(_commits(store.root)) == len(before) + 1
     assert not w.alive()

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -194,12 +195,16 @@ def test_stale_ref_locks_are_reported_before_anything_is_written(store: Store, l
 
 def test_a_lock_held_briefly_by_another_git_is_waited_for(store: Store) -> None:
     """An editor's `git status` holds index.lock for milliseconds: not an error."""
+    from cardmem.store.git.writer import INDEX_LOCK_WAIT_S
+
     lock = store.root / ".git" / "index.lock"
     lock.write_bytes(b"")
-    remover = subprocess.Popen([sys.executable, "-c",
-                                f"import time, os; time.sleep(0.3); os.unlink({str(lock)!r})"])
+    # Gone after a quarter of the writer's wait: a thread, not a child python, whose own
+    # start (over a second at load 20) was once longer than the whole wait.
+    remover = threading.Timer(INDEX_LOCK_WAIT_S / 4, lock.unlink)
+    remover.start()
     store.new("reference/x", body="x")
-    remover.wait(10)
+    remover.join(10)
     assert g(store.root, "log", "-1", "--format=%s") == "new: reference/x\n"
 
 

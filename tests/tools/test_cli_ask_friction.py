@@ -36,7 +36,8 @@ def test_ask_progress_names_each_step_on_stderr(example_store, fake_api: FakeAPI
     assert code == 0, err
     assert json.loads(out)["outcome"] == "composed"
     steps = [ln for ln in err.splitlines() if ln.startswith("cardmem: ask: ")]
-    assert steps[0].startswith("cardmem: ask: rung 1: ") and "asking the model (api)" in steps[0]
+    assert steps[0] == "cardmem: ask: starting the model's client (api)"  # before the SDK loads
+    assert steps[1].startswith("cardmem: ask: starting from ") and "asking the model (api)" in steps[1]
     assert any(s.startswith("cardmem: ask: walk: read_card ") and "(1 of 4," in s
                for s in steps), steps
     code, out, err = cli("ask", "Who approves a production migration of billing-service?",

@@ -34,6 +34,16 @@ def test_every_commands_help_has_an_example(path: tuple[str, ...]) -> None:
     assert "cardmem " + path[-1] in out or "cardmem " + " ".join(path) in out, out
 
 
+@pytest.mark.parametrize("path", _all_paths(), ids=" ".join)
+def test_no_help_text_speaks_the_internals_words(path: tuple[str, ...]) -> None:
+    """"rung" and "pile" are words of docs/internals.md, not of a person's --help."""
+    import re
+
+    code, out, _err = cli(*path, "--help")
+    assert code == 0
+    assert not re.search(r"\brung|\bpiles?\b", out, re.I), out
+
+
 def test_the_internal_hook_command_is_not_listed_but_still_runs() -> None:
     code, out, _ = cli("--help")
     assert code == 0 and " hook " not in out and " search " in out

@@ -20,7 +20,7 @@ def test_write_commands_print_one_json_document(tmp_path: Path, monkeypatch) -> 
     made = doc("init", s)
     assert made["created"] is True and made["store"] == s and made["adopted"] == []
     assert doc("init", s)["created"] is False
-    assert doc("where", "--store", s) == {"store": s}
+    assert doc("where", "--store", s) == {"store": s, "exists": True}
     assert doc("new", "reference/deploy", "--title", "Deploy", "--store", s) == \
         {"id": "reference/deploy", "created": True}
     assert doc("remember", "Deploy", "--body", "make deploy", "--store", s) == \

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 
 import pytest
@@ -119,14 +120,26 @@ def test_auto_judge_starts_only_after_the_reply_is_out(example_store, model_env,
 
 def test_auto_judge_runs_in_the_background_without_delaying_ask(example_store, model_env):
     (example_store.root / "cardmem.toml").write_text("[judge]\nauto = true\n")
-    model_env.handler = spiral_model(HONEST)
     grade = '{"claims": [{"claim": "Mara approves", "status": "supported"}], "reason": "read"}'
-    model_env.add(reply(grade, delay=4), when=is_judge)  # a slow grader
+    # The grader answers only when the test lets it (once ask is back), or after HELD_S:
+    # an ask that waited for the judge would take HELD_S, far over the bound.
+    HELD_S = 60
+    let_grade = threading.Event()
+    walk = spiral_model(HONEST)
+
+    def model(body):
+        if is_judge(body):
+            let_grade.wait(HELD_S)
+            return reply(grade)
+        return walk(body)
+
+    model_env.handler = model
     t0 = time.monotonic()
     r = run(example_store, "ask", QUESTION)
     took = time.monotonic() - t0
+    let_grade.set()
     assert r.exit_code == 0 and r.stdout.strip() == HONEST
-    assert took < 4, "ask waited for the judge"
+    assert took < HELD_S / 4, "ask waited for the judge"
     rid = receipts.last(example_store, 1)[0]["id"]
     deadline = time.monotonic() + 60
     while not receipts.find(example_store, rid).get("judge") and time.monotonic() < deadline:
@@ -138,3 +151,19 @@ def test_auto_judge_runs_in_the_background_without_delaying_ask(example_store, m
 
 def test_auto_judge_off_starts_nothing(store) -> None:
     assert judge_mod.later(store, "20261130T000000Z-abcdef") is False
+
+
+def test_the_background_judge_keeps_an_ungraded_verdict_when_the_judge_fails(
+        store, monkeypatch) -> None:
+    """No one watches the detached judge: a failure is kept as the receipt's verdict
+    (without that `except`, the process died and the receipt stayed unjudged)."""
+    rid = answered(store, "Mara approves; I stopped at the read limit.")
+
+    def broken(*_a, **_k):
+        raise RuntimeError("grader exploded")
+
+    monkeypatch.setattr(judge_mod, "judge", broken)
+    assert judge_mod._background(str(store.root), rid) == 0
+    (v,) = receipts.find(store, rid)["judge"]
+    assert v["verdict"] == "ungraded" and v["by"] == "auto"
+    assert "the judge failed: RuntimeError: grader exploded" in json.dumps(v)

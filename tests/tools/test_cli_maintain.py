@@ -20,6 +20,7 @@ def test_help_ends_with_an_example() -> None:
     assert tail[-4].strip() == "Example:" and tail[-1].strip().startswith("cardmem maintain")
 
 
+@pytest.mark.corpus
 def test_clean_store_json_says_no_findings_and_that_contradictions_were_skipped(corpus) -> None:
     code, out, err = cli("maintain", "--json", "--store", str(corpus.root))
     assert code == 0, err
@@ -30,6 +31,7 @@ def test_clean_store_json_says_no_findings_and_that_contradictions_were_skipped(
     assert "no findings" in out and "contradiction: skipped" in out
 
 
+@pytest.mark.corpus
 def test_json_findings_have_the_contract_keys_and_only_filters(corpus) -> None:
     p = corpus.root / "projects/oxc/testing.md"
     p.write_text(p.read_text() + "\nSee [[projects/oxc/gone]].\n")
@@ -54,6 +56,7 @@ def test_bad_kind_and_no_store_are_one_line_errors(tmp_path) -> None:
     assert code != 0 and err.startswith("cardmem: ") and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.corpus
 def test_apply_on_a_clean_store_changes_nothing(corpus) -> None:
     head = git(corpus, "rev-parse", "HEAD")
     code, out, err = cli("maintain", "--apply", "--store", str(corpus.root))

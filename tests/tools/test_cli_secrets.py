@@ -1,5 +1,6 @@
-"""Secrets written through the CLI: a person is warned, --redact or an agent
-(CARDMEM_AGENT=1) redacts, and `doctor` names the cards that hold one."""
+"""Secrets written through the CLI: redacted by default (as import and MCP do), said on
+stderr by kind before the commit; --keep-secrets keeps them with a warning (never for an
+agent, CARDMEM_AGENT=1); `doctor` names the cards that hold one."""
 from __future__ import annotations
 
 import subprocess
@@ -34,23 +35,42 @@ def history(store) -> str:
                           text=True, check=True).stdout
 
 
-def test_a_person_is_warned_by_kind_and_the_text_is_kept(store):
+def test_a_person_keeping_secrets_is_warned_by_kind_and_the_text_is_kept(store):
     res = run(store, "new", "reference/deploy", "--body", f"token {TOKEN}\n{PASSWORD_LINE}\n",
-              env={"CARDMEM_AGENT": None})
+              "--keep-secrets", env={"CARDMEM_AGENT": None})
     assert res.exit_code == 0, res.output
     warning = res.stderr.strip()
     assert warning.count("\n") == 0 and "github-token" in warning and "password" in warning
+    assert warning.startswith("cardmem: warning: keeping 2 secrets as written")
     assert TOKEN not in res.stderr and "Zq8vL2mN4pR7xW" not in res.stderr
     assert TOKEN in card_text(store, "reference/deploy")
 
 
-@pytest.mark.parametrize("how", ["flag", "agent"])
-def test_redact_flag_or_an_agent_caller_redacts(store, how):
-    args = ["--redact"] if how == "flag" else []
-    env = {"CARDMEM_AGENT": "1"} if how == "agent" else {"CARDMEM_AGENT": None}
+@pytest.mark.parametrize("keep", [False, True])
+def test_the_secrets_line_comes_before_the_commit(store, monkeypatch, keep):
+    """Said before anything is committed: a commit that then fails still had the line."""
+    from cardmem.store.errors import CardmemError
+    from cardmem.store.store import Store
+
+    def refused(*_a, **_k):
+        raise CardmemError("store", "refused for the test")
+
+    from clikit import run as main_run
+
+    monkeypatch.setattr(Store, "commit", refused)
+    res = main_run("remember", "Deploy", "--body", f"use {TOKEN}", "--store", str(store.root),
+                   *(["--keep-secrets"] if keep else []), env={**PERSON, "CARDMEM_AGENT": None})
+    assert res.returncode == 1 and res.stderr.endswith("cardmem: store: refused for the test\n")
+    assert ("keeping 1 secret" if keep else "redacted 1 secret") in res.stderr
+
+
+@pytest.mark.parametrize("how", ["default", "old-flag", "agent", "agent-keeping"])
+def test_a_person_by_default_or_an_agent_always_redacts(store, how):
+    args = {"old-flag": ["--redact"], "agent-keeping": ["--keep-secrets"]}.get(how, [])
+    env = {"CARDMEM_AGENT": "1"} if how.startswith("agent") else {"CARDMEM_AGENT": None}
     res = run(store, "remember", f"Deploy with {TOKEN}", "--body", PASSWORD_LINE, *args, env=env)
     assert res.exit_code == 0, res.output
-    assert "redacted 2 secret(s)" in res.stderr and TOKEN not in res.stderr
+    assert "redacted 2 secrets before writing" in res.stderr and TOKEN not in res.stderr
     res = run(store, "new", "reference/ci", "--title", "CI", "--body", f"use {TOKEN}", *args, env=env)
     assert res.exit_code == 0, res.output
     assert "[REDACTED:github-token]" in card_text(store, "reference/ci")
@@ -76,7 +96,7 @@ def test_doctor_names_cards_and_kinds_never_values(store):
 
 
 def test_hooks_and_mcp_entry_mark_the_caller_as_an_agent():
-    from cardmem.hooks.mcp_install import server_entry
+    from cardmem.hosts.claude_code.mcp_install import server_entry
 
     assert server_entry()["env"]["CARDMEM_AGENT"] == "1"
 

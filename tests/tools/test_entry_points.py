@@ -10,7 +10,7 @@ import subprocess
 import sys
 from importlib.metadata import entry_points
 
-from cardmem.hooks import install, mcp_install
+from cardmem.hosts.claude_code import install, mcp_install
 from cardmem.tools.cli.group import LAZY, cli
 
 
@@ -25,9 +25,12 @@ def runnable(module: str) -> bool:
 
 
 def test_the_modules_written_into_settings_still_run() -> None:
-    written = [install.MODULE, install.PRETOOL_MODULE, mcp_install.MODULE]
-    assert written == ["cardmem.hooks.claude_code", "cardmem.hooks.pretool", "cardmem.tools.cli"]
-    assert all(runnable(m) for m in written)
+    from cardmem.hosts import install as other_hosts
+
+    written = [install.MODULE, "cardmem.hosts.pretool", other_hosts.HOOK_MODULE, mcp_install.MODULE,
+               # as cardmem 0.1.0 wrote them (tests/hosts/test_previous_release.py runs them)
+               "cardmem.hooks.claude_code", "cardmem.hooks.pretool"]
+    assert all(runnable(m) for m in written), [m for m in written if not runnable(m)]
     assert mcp_install.server_entry()["args"][:2] == ["-m", "cardmem.tools.cli"]
     assert not runnable("cardmem.tools.no_such_cli")  # the check can fail
 

@@ -97,11 +97,11 @@ def test_errors_surface_with_their_class_when_retries_run_out(fake_api: FakeAPI)
 
 
 def test_slow_reply_beyond_timeout_raises_timeout(fake_api: FakeAPI) -> None:
-    fake_api.add(reply("too late", delay=3))
+    fake_api.add(reply("too late", delay=20))
     start = time.monotonic()
     with pytest.raises(anthropic.APITimeoutError):
         sdk(fake_api, timeout=0.3).messages.create(model=MODEL, max_tokens=10, messages=USER)
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < 5  # the 0.3 s timeout, not the 20 s reply
     # a per-request timeout overrides the client's
     fake_api.add(reply("late again", delay=3))
     with pytest.raises(anthropic.APITimeoutError):

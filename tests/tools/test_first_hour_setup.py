@@ -7,6 +7,7 @@ import shlex
 import tomllib
 from pathlib import Path
 
+import pytest
 from gitremote import cli
 
 from cardmem.tools.cli import demo
@@ -68,11 +69,10 @@ def test_exit_codes_are_documented_and_kept(tmp_path: Path, monkeypatch) -> None
     import re
 
     import click
-    import pytest
 
     from cardmem.tools.cli import group as cli_module
 
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "cards.md").read_text()
     table = dict(re.findall(r"^\| (\d+) \| (.+) \|$", readme, re.M))
     assert set(table) == {"0", "1", "2", "3", "4", "130"}
     store = tmp_path / "s"
@@ -103,9 +103,14 @@ def _prose(text: str) -> str:
     return re.sub(r"`[^`]*`", "", text)
 
 
-def test_the_readme_defines_its_own_words_where_they_first_appear() -> None:
-    prose = _prose((REPO / "README.md").read_text()).lower()
-    for term in ("rung 1", "pile", "floor", "signal"):
+@pytest.mark.parametrize("page,terms", [
+    ("docs/internals.md", ("rung 1", "pile")),
+    ("docs/ask-and-slack.md", ("walk", "floor")),
+    ("docs/hooks-and-rules.md", ("signal",)),
+])
+def test_the_docs_define_their_own_words_where_they_first_appear(page: str, terms) -> None:
+    prose = _prose((REPO / page).read_text()).lower()
+    for term in terms:
         first = prose.find(term)
         assert first >= 0, term
         assert prose[first - 2:first] == "**", f"{term!r} is first used undefined: " \
@@ -124,5 +129,88 @@ def test_outside_git_the_project_is_the_folders_name_as_the_readme_says(tmp_path
     assert project_for(store, folder) == "acme-api"
     (folder / ".git").mkdir()
     assert project_for(store, folder / "src") == "acme-api"
-    readme = " ".join((REPO / "README.md").read_text().split())
+    readme = " ".join((REPO / "docs" / "hooks-and-rules.md").read_text().split())
     assert "or, outside git, of the current folder" in readme
+
+
+def test_an_interrupted_demo_leaves_no_store_behind(tmp_path: Path, monkeypatch) -> None:
+    import tempfile
+
+    made = tmp_path / "demo-tmp"
+
+    def mkdtemp(prefix: str = "") -> str:
+        made.mkdir()
+        return str(made)
+
+    def interrupted(*_a, **_k) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+    monkeypatch.setattr(demo, "STEPS", [("map", "map")])
+    monkeypatch.setattr(demo, "_step", interrupted)
+    code, _, _ = cli("demo")
+    assert code == 130
+    assert not made.exists()
+
+
+def test_the_demo_says_the_first_model_load_its_search_step_waits_on(tmp_path: Path,
+                                                                     monkeypatch) -> None:
+    """The steps run as children with stderr captured, so the tour itself says it."""
+    from cardmem.tools.cli import progress
+
+    monkeypatch.setattr(progress, "shown", lambda *a, **k: True)  # as on a terminal
+    monkeypatch.setattr(demo, "STEPS", [("search", "search", "tests")])
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "no-cache-yet"))
+    monkeypatch.setenv("CARDMEM_SEMANTIC", "on")
+    code, out, err = cli("demo")
+    assert code == 0, err
+    assert progress.MODEL_FIRST_LOAD in err
+
+
+@pytest.mark.parametrize("args,code", [
+    (["receipts", "--since", "yesterday"], 2),
+    (["recent", "--since", "yesterday"], 2),
+    (["log", "reference/none"], 1),
+    (["show", "reference/none"], 1),
+    (["rm", "reference/none"], 1),
+    (["mv", "reference/none", "reference/x"], 1),
+    (["new", "Reference/Upper"], 2),
+    (["remember", "Empty", "--body", ""], 2),
+    (["list", "--type", "nosuchtype"], 2),
+    (["receipts", "--limit", "0"], 2),
+])
+def test_exit_codes_command_by_command_as_the_table_says(tmp_path: Path, args, code) -> None:
+    store = tmp_path / "s"
+    assert cli("init", str(store))[0] == 0
+    got, out, err = cli(*args, "--store", str(store))
+    assert got == code, err
+    assert err.startswith(("cardmem: ", "Usage:", "Error:")) and "Traceback" not in err
+
+
+def test_receipts_takes_limit_and_still_the_older_last(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    assert cli("init", str(store))[0] == 0
+    for flag in ("--limit", "--last"):
+        assert cli("receipts", flag, "2", "--json", "--store", str(store))[:2] == (0, "[]\n")
+    code, out, _ = cli("receipts", "--help")
+    assert "--limit" in out and "--last" not in out
+
+
+def test_the_settings_init_writes_spell_out_every_default(tmp_path: Path) -> None:
+    """Every section and key cardmem reads is in the cardmem.toml `init` writes, at its
+    default (the docs say so: [store], [maintain], [projects], [slack] were missing)."""
+    from cardmem.store import config
+
+    import re
+
+    store = tmp_path / "s"
+    assert cli("init", str(store))[0] == 0
+    text = (store / "cardmem.toml").read_text()
+    assert tomllib.loads(text)  # valid as written; sections after [rules] commented out
+    shown = re.sub(r"^# (\[\w+\]|\w+ = )", r"\1", text, flags=re.M)
+    shown = shown.replace('"acme-api-checkout" = "acme-api"', "")  # [projects]' example
+    assert tomllib.loads(shown) == config.DEFAULTS
+    # a section appended to it, as the docs show, still reads
+    (store / "cardmem.toml").write_text(text + '\n[projects]\n"app" = "acme-api"\n[store]\n'
+                                        "lock_timeout_s = 3\n")
+    assert config.load(store)["store"]["lock_timeout_s"] == 3

@@ -4,7 +4,6 @@ as their types imply. CLI in-process (CliRunner)."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 from gitremote import cli
@@ -164,22 +163,19 @@ def test_round_trip_search_and_context(person, src) -> None:
     assert {"people/tess-tester", "entities/billing-team"} <= set(asked.addresses)
 
 
+@pytest.mark.corpus
 def test_real_agent_instruction_files_lose_no_line(tmp_path) -> None:
     """The corpus's sections of real AGENTS.md / CLAUDE.md files, put back together per
     repository: every line of every file lands in a card (a rule's bullet taken off)."""
     import collections
 
-    from conftest import CORPUS
+    from corpora import need_corpus
 
     from cardmem.store.cards import card as cardlib
     from cardmem.tools.importers import claude_md
 
-    if not CORPUS.is_dir():
-        if os.environ.get("CI"):
-            pytest.fail(f"the agents-md corpus is missing at {CORPUS}")
-        pytest.skip(f"no corpus at {CORPUS}")
     files = collections.defaultdict(list)
-    for p in sorted(CORPUS.glob("*--*.md")):
+    for p in sorted(need_corpus().glob("*--*.md")):
         c = cardlib.load(p, p.stem)
         files[str(c.meta["source"])].append(c.body.strip("\n"))
     rules = 0

@@ -322,3 +322,19 @@ def test_auto_memory_by_its_folder_its_index_or_its_project_folder_is_one_source
         code, out, err = imp(person, "claude-memory", other)
         assert code == 0, err
         assert "6 unchanged" in out and "no commit" in out
+
+
+def test_a_card_past_the_commit_messages_fifty_lines_is_updated(person, tmp_path) -> None:
+    """What an import wrote is read from its commits' files: the message names at most 50
+    cards, and the 60th was once 'kept' as if no import had written it."""
+    f = tmp_path / "memory.json"
+    things = [{"type": "entity", "name": f"Thing {i:02d}", "entityType": "service",
+               "observations": [f"fact {i}"]} for i in range(60)]
+    f.write_text("".join(json.dumps(t) + "\n" for t in things))
+    code, _, err = imp(person, "mcp-memory", f)
+    assert code == 0, err
+    f.write_text(f.read_text().replace('"fact 59"', '"fact fifty-nine"'))
+    code, out, err = imp(person, "mcp-memory", f)
+    assert code == 0, err
+    assert "updated entities/thing-59 (body)" in out and "kept" not in out
+    assert "fact fifty-nine" in person.read("entities/thing-59").body

@@ -178,3 +178,28 @@ def test_the_liar_fails_on_the_rule_alone_with_no_model(monkeypatch: pytest.Monk
 
 def test_system_prompt_is_what_walkkit_recognises() -> None:
     assert "grade" in SYSTEM and "unsupported-but-plausible" in SYSTEM
+
+
+@pytest.mark.parametrize("reply", [
+    "Mara approves. I would need more reads to be complete.",
+    "To be complete I would need to read more cards.",
+    "A complete answer would need more reads.",
+])
+def test_a_completeness_wanted_is_no_claim_of_it(reply: str) -> None:
+    """Saying what a complete answer would need is saying it stopped short (issue 31)."""
+    from cardmem.tools.completeness import judge_text
+
+    assert judge_text(reply, ["walk-budget"]).verdict == "pass"
+
+
+@pytest.mark.parametrize("reply_text", [
+    "これで全部です。他にはありません: the notes and the cards.",
+    "Это всё, больше ничего нет в карточках: see the notes and the cards."])
+def test_a_reply_in_another_script_has_no_language_for_the_rule(reply_text):
+    """The completeness rule reads Latin-script languages' function words only; a reply
+    mostly in another script is no language of its, whatever English words it quotes (a
+    mutant reading every reply as Latin made these English)."""
+    from cardmem.tools.completeness import language
+
+    assert language(reply_text) is None
+    assert language("I read every card and nothing is missing, that is the whole answer.") == "en"

@@ -45,6 +45,7 @@ def assert_one_agent_commit(store, applied: dict, paths: list[str]) -> None:
     assert body.startswith(applied["subject"]) and "Cardmem-Source: maintain" in body
 
 
+@pytest.mark.corpus
 def test_apply_merges_a_duplicate_in_one_commit_that_revert_undoes(corpus) -> None:
     (corpus.root / "projects/oxc/snapshots.md").write_text(SNAPSHOTS)
     commit_as_person(corpus)
@@ -110,6 +111,7 @@ def test_a_merge_that_would_lose_a_sentence_is_not_made(monkeypatch) -> None:
         consolidate.merged(keep, other, "reference/deploys", "reference/shipping", "2026-12-01")
 
 
+@pytest.mark.corpus
 def test_apply_points_a_link_at_the_card_git_saw_renamed(corpus) -> None:
     git(corpus, "mv", "projects/oxc/testing.md", "projects/oxc/testing-overview.md")
     p = corpus.root / "projects/oxc/snapshot-testing.md"
@@ -127,6 +129,7 @@ def test_apply_points_a_link_at_the_card_git_saw_renamed(corpus) -> None:
     assert code == 0 and p.read_text() == before
 
 
+@pytest.mark.corpus
 def test_without_apply_nothing_is_written_whatever_is_found(corpus) -> None:
     (corpus.root / "projects/oxc/snapshots.md").write_text(SNAPSHOTS)
     commit_as_person(corpus)
@@ -136,6 +139,7 @@ def test_without_apply_nothing_is_written_whatever_is_found(corpus) -> None:
     assert git(corpus, "rev-parse", "HEAD") == head and git(corpus, "status", "--porcelain") == ""
 
 
+@pytest.mark.corpus
 def test_a_protected_duplicate_becomes_a_proposal_and_the_rules_stay(tmp_path) -> None:
     corpus = corpus_store(tmp_path / "store", ("ruff",))
     (corpus.root / "feedback").mkdir()
@@ -174,6 +178,7 @@ def history_card(n: int) -> str:
             "CI runs the test suite on several workers.\n\n## History\n" + lines)
 
 
+@pytest.mark.corpus
 def test_long_history_is_found_and_folded_by_the_model(corpus, model_env) -> None:
     p = corpus.root / "projects/ruff/ci-workers.md"
     p.write_text(history_card(45))
@@ -199,6 +204,7 @@ def test_long_history_is_found_and_folded_by_the_model(corpus, model_env) -> Non
     assert p.read_text() == before
 
 
+@pytest.mark.corpus
 def test_without_a_model_the_fold_is_skipped_and_says_so(corpus, monkeypatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     (corpus.root / "projects/ruff/ci-workers.md").write_text(history_card(41))
@@ -209,6 +215,7 @@ def test_without_a_model_the_fold_is_skipped_and_says_so(corpus, monkeypatch) ->
     assert git(corpus, "rev-parse", "HEAD") == head
 
 
+@pytest.mark.corpus
 def test_a_rewrite_with_a_history_section_is_refused(corpus, model_env) -> None:
     (corpus.root / "projects/ruff/ci-workers.md").write_text(history_card(41))
     commit_as_person(corpus)
@@ -217,6 +224,7 @@ def test_a_rewrite_with_a_history_section_is_refused(corpus, model_env) -> None:
     assert report.applied == [] and "History section" in report.notes[0]
 
 
+@pytest.mark.corpus
 def test_a_card_changed_once_in_a_run_waits_for_the_next_run(corpus) -> None:
     git(corpus, "mv", "projects/oxc/testing.md", "projects/oxc/testing-overview.md")
     (corpus.root / "projects/oxc/snapshots.md").write_text(
@@ -230,6 +238,7 @@ def test_a_card_changed_once_in_a_run_waits_for_the_next_run(corpus) -> None:
     assert run(corpus, {"broken-link", "duplicate"}).findings == []
 
 
+@pytest.mark.corpus
 def test_one_run_makes_at_most_max_changes_commits(corpus, monkeypatch) -> None:
     from cardmem.tools.maintain import consolidate
 

@@ -41,11 +41,13 @@ def conflict_only_for_the_planted_pair(body: dict) -> str:
                        if both else "different subjects"})
 
 
+@pytest.mark.corpus
 def test_the_cheap_pass_selects_the_planted_pair(planted) -> None:
     pairs = [(a, b) for _, a, b in candidates(Survey.of(planted))]
     assert (CHANGESETS, PLANTED) in pairs
 
 
+@pytest.mark.corpus
 def test_the_model_judges_and_a_persons_card_outranks_an_agents(planted, model_env) -> None:
     model_env.handler = conflict_only_for_the_planted_pair
     found, note = judge_all(Survey.of(planted))
@@ -58,6 +60,7 @@ def test_the_model_judges_and_a_persons_card_outranks_an_agents(planted, model_e
     assert "contradict" in asked[0].body["system"]
 
 
+@pytest.mark.corpus
 def test_a_protected_rule_outranks_a_persons_project_card(planted, model_env) -> None:
     rule = "feedback/changesets-optional"
     (planted.root / "feedback").mkdir()
@@ -78,6 +81,7 @@ def test_a_protected_rule_outranks_a_persons_project_card(planted, model_env) ->
     assert "a protected card outranks" in found[0].suggestion
 
 
+@pytest.mark.corpus
 def test_apply_marks_the_loser_superseded_in_one_revertible_agent_commit(planted,
                                                                         model_env) -> None:
     model_env.handler = conflict_only_for_the_planted_pair
@@ -95,6 +99,7 @@ def test_apply_marks_the_loser_superseded_in_one_revertible_agent_commit(planted
     assert (planted.root / f"{PLANTED}.md").read_text() == before
 
 
+@pytest.mark.corpus
 def test_apply_never_changes_a_protected_loser_it_proposes(planted, model_env) -> None:
     (planted.root / "feedback").mkdir()
     for name in ("changesets-optional", "changesets-required"):
@@ -124,6 +129,7 @@ def test_apply_never_changes_a_protected_loser_it_proposes(planted, model_env) -
     assert "proposed_by: maintain" in proposal and "status: superseded" in proposal
 
 
+@pytest.mark.corpus
 def test_a_failing_model_stops_the_pass_and_says_so(planted, model_env) -> None:
     model_env.fallback = error(400, "bad request")
     found, note = judge_all(Survey.of(planted))
@@ -131,12 +137,14 @@ def test_a_failing_model_stops_the_pass_and_says_so(planted, model_env) -> None:
     assert "HTTP 400" in note
 
 
+@pytest.mark.corpus
 def test_an_answer_that_is_not_json_stops_the_pass(planted, model_env) -> None:
     model_env.fallback = "They look fine to me."
     _, note = judge_all(Survey.of(planted))
     assert "not the JSON asked for" in note
 
 
+@pytest.mark.corpus
 def test_without_a_model_the_kind_is_skipped_and_nothing_is_asked(planted, monkeypatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     report = run(planted, {"contradiction"})
@@ -157,6 +165,7 @@ FAKE_CLAUDE = textwrap.dedent("""\
     """)
 
 
+@pytest.mark.corpus
 def test_the_claude_code_route_judges_too(planted, tmp_path, monkeypatch) -> None:
     bindir = tmp_path / "bin"
     bindir.mkdir()

@@ -34,6 +34,7 @@ def answered(store, reply: str = REPLY, rid: str = "20261201T100000Z-abcdef",
     return rid
 
 
+@pytest.mark.corpus
 def test_a_supported_answer_no_card_states_is_found_and_filed_once(store, monkeypatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     rid = answered(store, verdict=PASS)
@@ -54,6 +55,7 @@ def test_a_supported_answer_no_card_states_is_found_and_filed_once(store, monkey
     assert run(store, {"unfiled-answer"}, apply=True).findings == []
 
 
+@pytest.mark.corpus
 def test_a_failed_verdict_an_empty_answer_or_a_known_fact_is_not_filed(store) -> None:
     answered(store, verdict=FAIL)
     answered(store, "Memory does not say which suites run with the race detector at all.",
@@ -63,6 +65,7 @@ def test_a_failed_verdict_an_empty_answer_or_a_known_fact_is_not_filed(store) ->
     assert run(store, {"unfiled-answer"}).findings == []
 
 
+@pytest.mark.corpus
 def test_unjudged_answers_are_only_noted_without_apply(store, model_env) -> None:
     answered(store)
     report = run(store, {"unfiled-answer"})
@@ -72,6 +75,7 @@ def test_unjudged_answers_are_only_noted_without_apply(store, model_env) -> None
 
 @pytest.mark.parametrize("grade, filed", [("supported", True),
                                           ("unsupported-but-plausible", False)])
+@pytest.mark.corpus
 def test_apply_has_the_judge_grade_it_first_and_files_only_a_pass(store, model_env, grade,
                                                                   filed) -> None:
     rid = answered(store)

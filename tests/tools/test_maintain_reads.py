@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 from maintainkit import AGED, aged_store, commit_as_person, corpus_store
 
+from cardmem.store.errors import NotFound
 from cardmem.store.root import READS_LOG, StoreRoot
 from cardmem.store.maintain import Survey, reads, stale
 from cardmem.tools.maintain import run
@@ -23,6 +24,7 @@ def aged(tmp_path):
     return aged_store(tmp_path / "store")
 
 
+@pytest.mark.corpus
 def test_a_card_read_lately_is_not_stale_and_one_read_long_ago_is(aged) -> None:
     assert [f.ids for f in stale.find(Survey.of(aged))] == [[STALE]]
     assert "with no read noted" in stale.find(Survey.of(aged))[0].detail
@@ -35,6 +37,7 @@ def test_a_card_read_lately_is_not_stale_and_one_read_long_ago_is(aged) -> None:
     assert "unread for 300 days" in f.detail
 
 
+@pytest.mark.corpus
 def test_cli_show_and_search_note_reads(aged, monkeypatch, capfd) -> None:
     from cardmem.tools import entry
     from cardmem.tools.cli.group import cli
@@ -58,6 +61,7 @@ def test_cli_show_and_search_note_reads(aged, monkeypatch, capfd) -> None:
     assert STALE in reads.last_read(aged.root)
 
 
+@pytest.mark.corpus
 def test_mcp_read_card_and_search_note_reads(aged) -> None:
     from cardmem.tools.mcp_server import CardTools
 
@@ -67,13 +71,14 @@ def test_mcp_read_card_and_search_note_reads(aged) -> None:
     (aged.state_dir / READS_LOG).unlink()
     found = [r["id"] for r in tools.search("error handling", limit=10)["results"]]
     assert set(reads.last_read(aged.root)) == set(found[:3])
-    with pytest.raises(Exception):
+    with pytest.raises(NotFound, match="no-such-card"):
         tools.read_card("projects/temporal/no-such-card")
     assert "projects/temporal/no-such-card" not in reads.last_read(aged.root)
 
 
+@pytest.mark.corpus
 def test_the_session_start_context_notes_the_cards_it_delivers(aged, tmp_path) -> None:
-    from cardmem.hooks.claude_code import session_start_context
+    from cardmem.hosts.session_start import session_start_context
 
     cwd = tmp_path / "temporal"
     cwd.mkdir()
@@ -85,8 +90,9 @@ def test_the_session_start_context_notes_the_cards_it_delivers(aged, tmp_path) -
     assert stale.find(Survey.of(aged)) == []
 
 
+@pytest.mark.corpus
 def test_cards_the_session_start_cuts_to_a_title_are_not_read(aged, tmp_path) -> None:
-    from cardmem.hooks.claude_code import session_start_context
+    from cardmem.hosts.session_start import session_start_context
 
     (aged.root / "feedback").mkdir(exist_ok=True)
     for i in range(40):
@@ -106,6 +112,7 @@ def _append(root: str, n: int) -> None:
         store.note_reads([f"projects/p/card-{i % 7}", "feedback/x"], now=1_700_000_000 + i)
 
 
+@pytest.mark.corpus
 def test_concurrent_appends_stay_whole_and_maintain_compacts_them(aged) -> None:
     procs = [multiprocessing.get_context("spawn").Process(target=_append,
                                                            args=(str(aged.root), 300))

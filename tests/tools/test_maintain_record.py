@@ -31,6 +31,7 @@ def ranked(store, query: str) -> list[tuple[str, bool]]:
         return [(r["id"], bool(r.get("stale"))) for r in search.run(idx, query).results]
 
 
+@pytest.mark.corpus
 def test_search_ranks_a_stale_card_below_the_rest_once_maintain_found_it(aged) -> None:
     assert ranked(aged, "error handling")[0] == (STALE, False)
     head = git(aged, "rev-parse", "HEAD")
@@ -45,6 +46,7 @@ def test_search_ranks_a_stale_card_below_the_rest_once_maintain_found_it(aged) -
     assert [r.get("stale") for r in json.loads(out)["results"] if r["id"] == STALE] == [True]
 
 
+@pytest.mark.corpus
 def test_a_card_changed_since_the_pass_is_no_longer_taken_as_stale(aged) -> None:
     run(aged, {"stale"})
     assert record.stale(aged.root) == {STALE}
@@ -54,6 +56,7 @@ def test_a_card_changed_since_the_pass_is_no_longer_taken_as_stale(aged) -> None
     assert record.stale(aged.root) == set()
 
 
+@pytest.mark.corpus
 def test_session_context_puts_stale_project_cards_last_and_says_so(aged) -> None:
     before = session_context(aged, project="temporal", budget=200000)
     run(aged, {"stale"})
@@ -64,6 +67,7 @@ def test_session_context_puts_stale_project_cards_last_and_says_so(aged) -> None
     assert before.addresses.index(STALE) < len(before.addresses) - 1
 
 
+@pytest.mark.corpus
 def test_doctor_counts_open_findings_as_a_warning(aged) -> None:
     code, out, _ = cli("doctor", "--json", "--store", str(aged.root))
     [line] = [c for c in json.loads(out) if c["message"].startswith("maintain:")]
@@ -74,6 +78,7 @@ def test_doctor_counts_open_findings_as_a_warning(aged) -> None:
     assert line["warning"] and line["message"].startswith("maintain: 1 open finding(s): 1 stale")
 
 
+@pytest.mark.corpus
 def test_a_narrower_pass_keeps_the_other_kinds_record(aged) -> None:
     run(aged, {"stale"})
     run(aged, {"broken-link"})
@@ -81,6 +86,7 @@ def test_a_narrower_pass_keeps_the_other_kinds_record(aged) -> None:
     assert sorted(kinds) == ["broken-link", "stale"] and len(kinds["stale"]["findings"]) == 1
 
 
+@pytest.mark.corpus
 def test_search_reads_only_the_small_stale_file(aged) -> None:
     run(aged, {"stale"})
     (aged.root / ".cardmem/maintain.json").write_text("not json")  # the big record unread

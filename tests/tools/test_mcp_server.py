@@ -15,11 +15,10 @@ from typing import Any
 import anyio
 import pytest
 
-pytest.importorskip("mcp")
-from mcp import Client  # noqa: E402
+from mcp import Client
 
-from cardmem.store.git.writer import Message  # noqa: E402
-from cardmem.tools.mcp_server import build_server  # noqa: E402
+from cardmem.store.git.writer import Message
+from cardmem.tools.mcp_server import build_server
 
 TOOLS = {"search", "read_card", "memory_map", "list_recent", "remember"}
 

@@ -14,9 +14,8 @@ import pytest
 
 from cardmem.tools.memory_tool import CardMemory, MemoryToolError, memory_tool
 
-anthropic_tools = pytest.importorskip("anthropic.lib.tools")
-from anthropic.lib.tools import ToolError  # noqa: E402
-from anthropic.lib.tools._beta_builtin_memory_tool import (  # noqa: E402
+from anthropic.lib.tools import ToolError
+from anthropic.lib.tools._beta_builtin_memory_tool import (
     BetaLocalFilesystemMemoryTool,
 )
 

@@ -5,13 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 
-import pytest
-
 from fakeapi import text, tool_use
 
 from cardmem.tools.memory_tool import memory_tool
-
-pytest.importorskip("anthropic")
 
 
 def _tool_results(request) -> list[dict]:

@@ -239,7 +239,7 @@ def test_cardmem_ask_says_rung_1_only(fake_claude, example_store, monkeypatch) -
                        timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stdout == "Mara approves.\n"
-    assert p.stderr.endswith(f"rung 1 only; walk {NO_WALK}\n")
+    assert p.stderr.endswith(f"no walk ({NO_WALK})\n")
 
 
 def test_judge_grades_through_claude_code(fake_claude, tmp_path, monkeypatch) -> None:

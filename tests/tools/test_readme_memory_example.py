@@ -1,4 +1,4 @@
-"""The README's memory-tool example runs as written (against the fake Messages API)."""
+"""The docs' memory-tool example runs as written (against the fake Messages API)."""
 from __future__ import annotations
 
 import os
@@ -9,14 +9,14 @@ from pathlib import Path
 
 from fakeapi import reply, tool_use
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "hooks-and-rules.md"
 
 
 def example() -> str:
     text = README.read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     found = [b for b in blocks if "memory_tool(store)" in b]
-    assert len(found) == 1, "README should hold one memory-tool example"
+    assert len(found) == 1, "docs/hooks-and-rules.md should hold one memory-tool example"
     return found[0]
 
 

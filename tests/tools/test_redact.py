@@ -245,6 +245,14 @@ def test_assignment_keeps_the_key_name_and_quotes():
     assert redact("--password=hunter22 --verbose") == "--password=[REDACTED:password] --verbose"
 
 
+@pytest.mark.parametrize("text", ["db2Password=Zx9vQ2mLp8Rt4Kw",
+                                  "config.s3Secret = 'Zx9vQ2mLp8Rt4Kw'"])
+def test_a_key_name_whose_word_starts_after_a_digit_is_still_a_key(text):
+    """`db2Password`: camel case after a digit starts the name's word, as after a lower
+    case letter (a mutant reading the letter itself for the digit let both through)."""
+    assert "Zx9vQ2mLp8Rt4Kw" not in redact(text) and "[REDACTED:password]" in redact(text)
+
+
 def test_private_key_block_is_removed_whole():
     key = make_private_key("RSA")
     out = redact(f"before\n{key}\nafter")

@@ -15,6 +15,7 @@ from walkkit import (CHAIN, FAST, HONEST, OVERCLAIM, QUESTION, check_spiral, is_
                      run_spiral, tool_results)
 
 from cardmem.store.cards import by_address as reading
+from cardmem.store.errors import CardmemError
 from cardmem.tools import model, receipts
 from cardmem.tools.ask import ask
 from cardmem.tools.judge import judge
@@ -65,7 +66,9 @@ def test_spiral_claiming_completeness_fails_the_judge(example_store, model_env) 
 
 def test_break_spiral_goes_red_without_the_budget_floor(example_store, model_env) -> None:
     """With the budget floor disabled the same fixture fails its own checks."""
-    no_floor = replace(FAST, max_tool_calls=1000, walk_s=1.0)
+    import anthropic  # noqa: F401 - its first import (1-2 s) is not the walk's time
+    # walk_s: time for more than 4 reads with room (at load 20, 1 s allowed one read)
+    no_floor = replace(FAST, max_tool_calls=1000, walk_s=4.0)
     answer = run_spiral(example_store, model_env, limits=no_floor)
     with pytest.raises(AssertionError, match="stops at 4 reads"):
         check_spiral(answer, model_env, example_store)
@@ -109,7 +112,8 @@ def test_walk_time_floor_hands_over_and_composes(example_store, model_env) -> No
     took = time.monotonic() - t
     rec = receipt(example_store, answer)
     assert answer.outcome == "composed" and [f["floor"] for f in rec["floors"]] == ["walk-time"]
-    assert rec["timings"]["walk_s"] <= 1.0 + 0.5
+    # the floor, plus the one request in flight when it passed (0.35 s, bounded by 1 s)
+    assert rec["timings"]["walk_s"] <= limits.walk_s + limits.tool_call_s
     last = walk_bodies(model_env)[-1]
     assert is_compose(last)
     handed = [b for b in last["messages"][-1]["content"]
@@ -122,14 +126,15 @@ def test_walk_time_floor_hands_over_and_composes(example_store, model_env) -> No
 
 def test_per_request_bound_and_bounded_retries(example_store, model_env) -> None:
     def handler(body):
-        return reply("composed anyway") if is_compose(body) else reply("late", delay=1.5)
+        return reply("composed anyway") if is_compose(body) else reply("late", delay=10)
     model_env.handler = handler
     limits = Limits(tool_call_s=0.3, walk_s=2.0, deadline_s=6.0, retries=1)
     answer = ask(example_store, QUESTION, limits=limits)
     rec = receipt(example_store, answer)
     walk = [r for r in rec["requests"] if r["phase"] == "walk"]
     assert [r["attempt"] for r in walk] == [1, 2]  # one retry, then on to the compose
-    assert all(r["error"] == "no answer within 0.3 s" and r["duration_s"] < 0.8 for r in walk)
+    # abandoned at 0.3 s: well under the 10 s the fake takes to answer
+    assert all(r["error"] == "no answer within 0.3 s" and r["duration_s"] < 3 for r in walk)
     assert answer.reply == "composed anyway" and rec["floors"] == []
 
 
@@ -137,14 +142,14 @@ def test_per_tool_call_bound(example_store, model_env, monkeypatch) -> None:
     real = reading.read_card
 
     def slow_read(store, card_id, *a, **kw):
-        time.sleep(1.0)
+        time.sleep(5.0)
         return real(store, card_id, *a, **kw)
     monkeypatch.setattr(reading, "read_card", slow_read)
     model_env.add(reply(tool_use("read_card", {"id": "entities/stripe"})), "Stripe is a vendor.")
     answer = ask(example_store, "What is Stripe?", limits=replace(FAST, tool_call_s=0.3))
     (call,) = receipt(example_store, answer)["tool_calls"]
     assert call["executed"] and call["error"] == "read_card took longer than 0.30 s; abandoned"
-    assert call["duration_s"] < 0.8
+    assert call["duration_s"] < 2.5  # abandoned at 0.3 s, well before the 5 s read ends
     (res,) = tool_results(walk_bodies(model_env)[-1])
     assert res["is_error"] and res["content"] == call["error"]
     assert answer.reply == "Stripe is a vendor."
@@ -192,7 +197,7 @@ def test_a_dripping_server_is_cut_off_by_the_wall_clock(example_store, monkeypat
         stop.set()
         srv.close()
     rec = receipt(example_store, answer)
-    assert took < limits.deadline_s + 1.0
+    assert took < limits.deadline_s + 3.0  # cut at the deadline: the server drips forever
     assert [r["error"] for r in rec["requests"]][0] == "no answer within 0.5 s (abandoned)"
     assert all(r["error"].endswith("(abandoned)") for r in rec["requests"])
     assert (answer.outcome, answer.reason) == ("fallback", "deadline")
@@ -210,7 +215,7 @@ def test_deadline_without_composed_text_takes_the_fallback(example_store, model_
                     on_deadline=on_deadline)
     t = time.monotonic()
     answer = ask(example_store, QUESTION, limits=limits)
-    assert time.monotonic() - t < limits.deadline_s + 0.5  # the deadline wins
+    assert time.monotonic() - t < limits.deadline_s + 3  # the deadline wins, not the 10 s
     rec = receipt(example_store, answer)
     assert (answer.outcome, answer.fallback, answer.reason) == ("fallback", on_deadline, "deadline")
     assert rec["outcome"] == "fallback" and rec["fallback"] == on_deadline
@@ -236,10 +241,14 @@ def test_the_deadline_keeps_the_compose_reserve_over_a_long_walk_s(example_store
     limits = Limits(max_tool_calls=100, tool_call_s=1.0, walk_s=10.0, deadline_s=3.0)
     answer = ask(example_store, "x?", limits=limits)  # reserve: 1 s, so the walk ends by 2 s
     rec = receipt(example_store, answer)
-    assert rec["timings"]["walk_s"] <= 2.0 + 0.3
+    # the walk ends by 2 s (3 s less the 1 s reserve), plus the request in flight (0.2 s)
+    # and a loaded machine's margin; the compose's own time checks the reserve below
+    assert rec["timings"]["walk_s"] <= 2.0 + 0.7
     assert [f["floor"] for f in rec["floors"]] == ["walk-time"]
     compose = [r for r in rec["requests"] if r["phase"] == "compose"]
-    assert compose[0]["timeout_s"] >= 0.9 and answer.outcome == "composed"
+    # about the 1 s reserve, less what the request in flight overran (0.83 s seen at load
+    # 20); without the reserve the walk would run to the deadline and leave the compose ~0
+    assert compose[0]["timeout_s"] >= 0.5 and answer.outcome == "composed"
 
 
 def test_compose_reserve_is_proportional_or_set() -> None:
@@ -249,7 +258,7 @@ def test_compose_reserve_is_proportional_or_set() -> None:
     cfg = {"max_tool_calls": 4, "tool_call_s": 6.0, "walk_s": 18.0, "deadline_s": 30.0,
            "on_deadline": "receipt", "compose_reserve_s": 12}
     assert Limits.from_config(cfg).reserve_s == 12.0
-    with pytest.raises(Exception, match="compose_reserve_s"):
+    with pytest.raises(CardmemError, match="compose_reserve_s"):
         Limits.from_config({**cfg, "compose_reserve_s": "lots"})
 
 
@@ -341,7 +350,7 @@ def test_retry_after_beyond_the_time_left_is_not_waited(example_store, model_env
     model_env.handler = lambda body: error(429, retry_after_ms=60_000)
     t = time.monotonic()
     answer = ask(example_store, "x?", limits=FAST)
-    assert time.monotonic() - t < 1.5
+    assert time.monotonic() - t < FAST.deadline_s  # not the 60 s asked for, nor till the end
     assert answer.outcome == "fallback" and "no time left to retry" in answer.reason
 
 
@@ -383,7 +392,7 @@ def test_every_path_writes_one_receipt(example_store, model_env, monkeypatch) ->
     before = len(list(receipts.iter_all(example_store)))
     model_env.add("plain answer")
     ok = ask(example_store, "Who is Mara?", asker="@priya", limits=FAST)
-    with pytest.raises(Exception, match="question: is empty"):
+    with pytest.raises(CardmemError, match="question: is empty"):
         ask(example_store, "   ", limits=FAST)
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     with pytest.raises(model.ModelUnavailable):

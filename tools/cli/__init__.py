@@ -1,7 +1,8 @@
 """The command line: a thin click shell over store and tools.
 
     group.py     the `cardmem` group, its lazy command table, "did you mean", main
-    cards.py     the card commands (init, where, new, remember, show, edit, map, log, revert)
+    cards.py     the card commands (init, where, new, remember, show, edit, log, revert)
+    listing.py   map, list, recent;  moves.py: rm, mv
     options.py   what every command module shares: --store, --json, open_store, emit_json
     <name>.py    one area's commands, loaded only when called: search, watch, ask, sync,
                  review, maintain, context, doctor, demo

@@ -29,7 +29,8 @@ UNGRADED_EXIT = 4
 @store_option
 def ask(question: str, asker: str | None, progress: bool | None, as_json: bool,
         store_path: Path | None) -> None:
-    """Answer QUESTION from memory: the pile at its addresses, then a metered walk.
+    """Answer QUESTION from memory: the model starts from the rules, the asker's card and
+    the cards the question names, then may read up to 4 more cards (the walk).
 
     With `[judge] auto = true` in cardmem.toml the answer is judged in the background once
     it is printed; `cardmem receipts` shows the verdict.
@@ -77,7 +78,7 @@ def ask(question: str, asker: str | None, progress: bool | None, as_json: bool,
                    f"{how}; receipt {answer.receipt_id}", err=True)
         raise SystemExit(NO_ANSWER_EXIT)
     if not as_json and answer.receipt.get("walk"):  # the claude-code route: no walk
-        click.secho(f"receipt {answer.receipt_id}: rung 1 only; walk {answer.receipt['walk']}",
+        click.secho(f"receipt {answer.receipt_id}: no walk ({answer.receipt['walk']})",
                     err=True, dim=True)
     elif not as_json:
         floors = ", ".join(f["floor"] for f in answer.floors)
@@ -87,8 +88,9 @@ def ask(question: str, asker: str | None, progress: bool | None, as_json: bool,
 
 
 @click.command()
-@click.option("--last", "n", type=click.IntRange(min=1), default=10, show_default=True,
+@click.option("--limit", "n", type=click.IntRange(min=1), default=10, show_default=True,
               help="The newest N receipts.")
+@click.option("--last", "last", type=click.IntRange(min=1), hidden=True)  # the older name
 @click.option("--stats", "show_stats", is_flag=True,
               help="Totals over every receipt: outcomes, floors, the judge's pass rate and "
                    "its most common failure reasons; ack and reply latency (p50/p90/p99, "
@@ -97,15 +99,16 @@ def ask(question: str, asker: str | None, progress: bool | None, as_json: bool,
               help="Only receipts written since WHEN: like 7d, 12h, 2w or an ISO date.")
 @json_option
 @store_option
-def receipts(n: int, show_stats: bool, since_: str | None, as_json: bool,
+def receipts(n: int, last: int | None, show_stats: bool, since_: str | None, as_json: bool,
              store_path: Path | None) -> None:
     """What each answer read and spent, newest last, with the judge's verdicts.
 
     \b
     Example:
-        cardmem receipts --last 3
+        cardmem receipts --limit 3
         cardmem receipts --stats --since 7d
     """
+    n = last or n
     from .. import receipts as rc
 
     store = open_store(store_path)
@@ -119,7 +122,7 @@ def receipts(n: int, show_stats: bool, since_: str | None, as_json: bool,
             after = parse_since(since_) if since_.strip() else parse_since("x")
         except ValueError:
             raise CardmemError("--since", f"expected like 7d, 12h, 2w or an ISO date, got "
-                                          f"{since_[:60]!r}") from None
+                                          f"{since_[:60]!r}", exit_code=2) from None
         recs = since(recs, after)
     if show_stats:
         from ..receipt_stats import distribution

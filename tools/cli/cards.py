@@ -1,4 +1,5 @@
-"""The card commands: init, where, new, remember, show, edit, map, log, revert.
+"""The card commands: init, where, new, remember, show, edit, log, revert (map, list and
+recent are in listing.py, rm and mv in moves.py).
 
 Each is a thin shell over the store; tools/cli/group.py adds them to the `cardmem` group.
 """
@@ -10,48 +11,73 @@ from pathlib import Path
 
 import click
 
-from cardmem.store.cards.paths import CARD_TYPES
 from cardmem.store.wording import plural
-from cardmem.tools.cli.terminal import complete_id, page
+from cardmem.tools.cli.terminal import complete_id
 from cardmem.tools.cli.options import (AGENT_ENV, emit_json, given_path, json_option,
-                                       open_store, store_option)
+                                       open_store, store_option, type_option)
 
 
-def read_body(body: str | None) -> str:
-    """--body TEXT, or `-` for standard input."""
-    if body == "-":
+def read_body(body: str | None, piped: bool = False) -> str:
+    """--body TEXT, or `-` for standard input; with piped, also standard input when no
+    --body is given and it is not a terminal (`echo text | cardmem remember Title`)."""
+    if body == "-" or (piped and body is None and not sys.stdin.isatty()):
         return sys.stdin.read()
     return body or ""
 
 
-def screen_secrets(texts: list[str | None], redact: bool) -> list[str | None]:
-    """What a person writes is stored as written, with a warning on stderr naming the
-    kinds of secret it holds (never the secret); with --redact, or for an agent, the
-    secrets are replaced first."""
-    from collections import Counter
+def screen_secrets(texts: list[str | None], keep: bool) -> list[str | None]:
+    """Texts about to be written, their secrets redacted unless --keep-secrets (an agent's
+    never kept); said on stderr by kind (never the secret) before anything is committed."""
+    from cardmem.tools.redact import screen
 
-    from cardmem.tools.redact import redact_with_counts
-
-    redact = redact or os.environ.get(AGENT_ENV) == "1"
-    kinds: Counter[str] = Counter()
-    out: list[str | None] = []
-    for text in texts:
-        if text:
-            cleaned, counts = redact_with_counts(text)
-            kinds.update(counts)
-            text = cleaned if redact else text
-        out.append(text)
+    keep = keep and os.environ.get(AGENT_ENV) != "1"
+    out, kinds = screen(texts, keep)
     if kinds:
         what = ", ".join(sorted(kinds))
         n = sum(kinds.values())
-        click.echo(f"cardmem: redacted {n} secret(s): {what}" if redact else
-                   f"cardmem: warning: stored {n} secret(s) as written: {what} "
-                   "(--redact replaces them)", err=True)
+        click.echo(f"cardmem: warning: keeping {plural(n, 'secret')} as written, in git history "
+                   f"too: {what}" if keep else
+                   f"cardmem: redacted {plural(n, 'secret')} before writing: {what} "
+                   "(--keep-secrets keeps them)", err=True)
     return out
 
 
-redact_option = click.option("--redact", is_flag=True,
-                             help="Replace secrets (API keys, tokens, passwords) by markers.")
+def secrets_options(f):
+    f = click.option("--keep-secrets", is_flag=True,
+                     help="Write secrets (API keys, tokens, passwords) as given; by default "
+                          "they are replaced by [REDACTED:kind] markers.")(f)
+    # The old opt-in, now the default: still accepted, so scripts keep working.
+    return click.option("--redact", is_flag=True, hidden=True)(f)
+
+
+def _listed(value: str | None) -> list[str]:
+    """--tags "a, b" as ["a", "b"]."""
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+def names_options(f):
+    f = click.option("--aliases", metavar="A,B", help="Other names the card answers to, "
+                     "comma-separated (people: handles, e-mails).")(f)
+    return click.option("--tags", metavar="A,B", help="Tags, comma-separated.")(f)
+
+
+def _meta(tags: str | None, aliases: str | None) -> dict[str, list[str]]:
+    return {k: v for k, v in (("aliases", _listed(aliases)), ("tags", _listed(tags))) if v}
+
+
+def _project_id(card_id: str, project: str) -> str:
+    """The one placement rule for --project (remember's): the card lives in
+    projects/<slug>/. A bare name goes there; an id elsewhere is refused with that one."""
+    from cardmem.store.cards.paths import project_key
+    from cardmem.store.errors import BadId
+
+    folder = f"projects/{project_key(project)}/"
+    if "/" not in card_id:
+        return folder + card_id
+    if not card_id.startswith(folder):
+        raise BadId(f"id {card_id!r}", f"a card of project {project_key(project)} lives in "
+                    f"{folder}; did you mean {folder}{card_id.rsplit('/', 1)[-1]}?")
+    return card_id
 
 
 # How many adopted and left-out paths `init` names before it counts the rest.
@@ -109,39 +135,48 @@ def where(as_json: bool, store_path: Path | None) -> None:
     """
     from cardmem.store.cards.paths import default_store
 
-    where_to = str((store_path or default_store()).expanduser().absolute())
+    where_to = (store_path or default_store()).expanduser().absolute()
+    exists = (where_to / "cardmem.toml").is_file()
     if as_json:
-        emit_json({"store": where_to})
+        emit_json({"store": str(where_to), "exists": exists})
     else:
-        click.echo(where_to)
-
-
-TYPES = list(CARD_TYPES)
+        click.echo(str(where_to))
+    if not exists:  # the path is still the answer; say what is (not yet) there
+        there = "is a folder but no store" if where_to.exists() else "does not exist yet"
+        click.echo(f"cardmem: note: {where_to} {there}; `cardmem init {where_to}` makes it "
+                   "a store", err=True)
 
 
 @click.command()
 @click.argument("card_id", metavar="ID")
 @click.option("--title")
-@click.option("--type", "card_type", type=click.Choice(TYPES))
-@click.option("--project")
+@type_option("The card's type (rule = feedback; default: its folder's).")
+@click.option("--project", help="The project it belongs to: the card goes to "
+              "projects/<project>/ (ID may be the name alone).")
 @click.option("--description")
+@names_options
 @click.option("--body", help="The card's body, or - to read it from standard input.")
-@redact_option
+@secrets_options
 @json_option
 @store_option
 def new(card_id: str, title: str | None, card_type: str | None, project: str | None,
-        description: str | None, body: str | None, redact: bool, as_json: bool,
-        store_path: Path | None) -> None:
-    """Create a card; refuse if it exists.
+        description: str | None, tags: str | None, aliases: str | None, body: str | None,
+        keep_secrets: bool, redact: bool, as_json: bool, store_path: Path | None) -> None:
+    """Create a card; refuse if it exists. Ids are lowercase, without spaces.
 
     \b
     Example:
-        cardmem new reference/deploy --title "Deploy" --body "make deploy" --redact
+        cardmem new reference/deploy --title "Deploy" --body "make deploy"
+        cardmem new deploy --project acme-api --tags ci,release --body "make deploy"
     """
+    from cardmem.store.cards.paths import check_new_id
+
+    cid = check_new_id(_project_id(card_id, project) if project else card_id)
     store = open_store(store_path)
-    title, description, text = screen_secrets([title, description, read_body(body)], redact)
-    cid = store.new(card_id, title=title, card_type=card_type, project=project,
-                    description=description, body=text or "")
+    title, description, text = screen_secrets([title, description, read_body(body)],
+                                              keep_secrets)
+    cid = store.new(cid, title=title, card_type=card_type, project=project,
+                    description=description, body=text or "", meta=_meta(tags, aliases))
     if as_json:
         emit_json({"id": cid, "created": True})
     else:
@@ -164,28 +199,62 @@ class _TitleOnly(click.Command):
 
 @click.command(cls=_TitleOnly)
 @click.argument("title")
-@click.option("--type", "card_type", type=click.Choice(TYPES),
-              help="The card's type: project with --project, else reference by default.")
+@type_option("The card's type (rule = feedback): project with --project, else reference "
+             "by default.")
 @click.option("--project", help="The project it belongs to (its folder under projects/).")
-@click.option("--body", help="The text to remember, or - to read it from standard input.")
-@redact_option
+@names_options
+@click.option("--body", help="The text to remember, or - to read it from standard input "
+              "(read too when text is piped in).")
+@secrets_options
 @json_option
 @store_option
-def remember(title: str, card_type: str, project: str | None, body: str | None, redact: bool,
+def remember(title: str, card_type: str, project: str | None, tags: str | None,
+             aliases: str | None, body: str | None, keep_secrets: bool, redact: bool,
              as_json: bool, store_path: Path | None) -> None:
     """Create the card with this title, or append a dated section to it.
 
     \b
     Example:
-        echo "staging DB is db2" | cardmem remember "Staging" --body - --redact
+        cardmem remember "Deploy steps" --body "make deploy, then check the dashboard"
+        echo "staging DB is db2" | cardmem remember "Staging" --tags infra
     """
+    from cardmem.store.errors import CardmemError
+    from cardmem.store.store import utf8
+
+    utf8(title, "title")
+    given = read_body(body, piped=True)
+    if not given.strip():
+        raise CardmemError("remember", "nothing to remember: give the text with --body TEXT, "
+                           "or pipe it in (echo TEXT | cardmem remember TITLE)", exit_code=2)
     store = open_store(store_path)
-    title, text = screen_secrets([title, read_body(body)], redact)
-    cid, created = store.remember(title or "", text or "", card_type=card_type, project=project)
+    title, text = screen_secrets([title, given], keep_secrets)
+    cid, created = store.remember(title or "", text or "", card_type=card_type, project=project,
+                                  meta=_meta(tags, aliases))
     if as_json:
         emit_json({"id": cid, "created": created})
     else:
         click.echo(f"{'created' if created else 'appended to'} {cid}")
+    if created:
+        _unread_titles(store, title or "")
+
+
+def _unread_titles(store, title: str) -> None:
+    """After a new card: the card files that do not parse (so the title lookup could not
+    read their titles) and mention this title: one of them may be the card meant."""
+    from cardmem.store.index.db import Index
+
+    with Index.open(store) as idx:
+        problems = idx.problems()
+    key = " ".join(title.split()).casefold()
+    for p in problems:
+        try:
+            text = " ".join((store.root / p["path"]).read_text(errors="replace").split())
+        except OSError:
+            continue
+        if key not in text.casefold():
+            continue
+        click.echo(f"cardmem: note: {p['path']} could not be read, so its title was not "
+                   f"looked at: {p['reason']}", err=True)
 
 
 @click.command()
@@ -193,17 +262,23 @@ def remember(title: str, card_type: str, project: str | None, body: str | None, 
 @json_option
 @store_option
 def show(card_id: str, as_json: bool, store_path: Path | None) -> None:
-    """The card, whole.
+    """The card, whole: by its id, or by its title or an alias.
 
     \b
     Example:
         cardmem show feedback/run-tests-with-x
+        cardmem show "Deploy steps"
         cardmem show reference/deploy --json
     """
     from cardmem.store.cards import paths
+    from cardmem.store.errors import NotFound
 
     store = open_store(store_path)
-    text, problem = store.read_raw(card_id)
+    try:
+        text, problem = store.read_raw(card_id)
+    except NotFound:
+        card_id = _by_name(store, card_id)
+        text, problem = store.read_raw(card_id)
     if problem is not None:  # a broken card is shown as it is, the reason on stderr
         click.echo(f"cardmem: {store.path(card_id)}: {problem}", err=True)
         if as_json:
@@ -219,6 +294,31 @@ def show(card_id: str, as_json: bool, store_path: Path | None) -> None:
                    "body": card.body, "text": card.text})
     else:
         click.echo(card.text, nl=not card.text.endswith("\n"))
+
+
+def _by_name(store, name: str) -> str:
+    """The id of the one card with this title or alias; else NotFound naming the ids and
+    titles that come close (did you mean)."""
+    import difflib
+
+    from cardmem.store.errors import CardmemError, NotFound
+    from cardmem.store.index.db import Index
+
+    found = store.titled(name)
+    if len(found) == 1:
+        return found[0][0]
+    if found:
+        raise CardmemError(f"card {name!r}", f"{len(found)} cards have this title or alias: "
+                           f"{', '.join(c for c, _ in found[:5])}; show one by its id")
+    with Index.open(store) as idx:
+        heads = idx.heads()
+    names = {cid.casefold(): cid for cid, *_ in heads}
+    names.update({title.casefold(): cid for cid, _, title, _, _ in heads if title})
+    close = difflib.get_close_matches(name.casefold(), list(names), n=3, cutoff=0.8)
+    meant = list(dict.fromkeys(names[c] for c in close))
+    raise NotFound(f"card {name}", "no such card (no card has this id, title or alias)"
+                   + (f"; did you mean {' or '.join(meant)}?" if meant else
+                      " (`cardmem list` shows the ids, `cardmem search` finds by words)"))
 
 
 @click.command()
@@ -241,31 +341,6 @@ def edit(card_id: str, as_json: bool, store_path: Path | None) -> None:
         click.echo(f"{'committed' if committed else 'unchanged'} {cid}")
 
 
-@click.command(name="map")
-@json_option
-@store_option
-def map_(as_json: bool, store_path: Path | None) -> None:
-    """Every card: id, type, title, description (paged on a terminal, as git does).
-
-    \b
-    Example:
-        cardmem map
-        cardmem map --json
-    """
-    store = open_store(store_path)
-    cards, problems = store.map()
-    if as_json:
-        emit_json(cards + [{"id": p.id, "type": None, "title": None, "description": None,
-                            "path": p.path, "error": p.reason} for p in problems])
-    elif not cards and not problems:
-        click.echo("no cards yet: `cardmem remember TITLE --body TEXT` makes one")
-    else:
-        page([f"{c['id']}  [{c['type'] or '?'}]  {c['title']}"
-              + (f" — {c['description']}" if c["description"] else "") for c in cards])
-    for p in problems:
-        click.echo(f"cardmem: {p.path}: skipped: {p.reason}", err=True)
-
-
 @click.command()
 @click.argument("card_id", metavar="[ID]", required=False, shell_complete=complete_id)
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many commits.")
@@ -281,6 +356,10 @@ def log(card_id: str | None, limit: int | None, as_json: bool, store_path: Path 
     """
     store = open_store(store_path)
     commits = store.log(card_id, limit=limit)
+    if card_id is not None and not commits and not store.exists(card_id):
+        from cardmem.store.errors import NotFound
+
+        raise NotFound(f"card {card_id}", "no such card, and none ever had that id")
     if as_json:
         emit_json([c.as_dict() for c in commits])
         return

@@ -18,7 +18,7 @@ from cardmem.tools.cli.options import emit_json, json_option, open_store, store_
 @store_option
 def context(project: str | None, budget: int | None, as_json: bool,
             store_path: Path | None) -> None:
-    """What a session starts with (rung 1): rules, user, project, map, recent changes.
+    """What a session starts with: rules, user, project, map, recent changes.
 
     \b
     Example:

@@ -29,6 +29,10 @@ def _step(title: str, *args: str, store: Path) -> None:
     """Run one cardmem command as a user would, and show it."""
     click.secho(f"\n$ cardmem {shlex.join(args)}", bold=True)  # pasteable as shown
     click.secho(f"  # {title}", dim=True)
+    if args[0] == "search":  # the child's stderr is captured: say a first model load here
+        from .progress import model_note
+
+        model_note()
     proc = subprocess.run([sys.executable, "-m", "cardmem.tools.cli", *args, "--store", str(store)],
                           capture_output=True, text=True)
     out = proc.stdout if len(proc.stdout) < 4000 else proc.stdout[:4000] + "\n  [… cut for the tour]\n"
@@ -47,11 +51,11 @@ STEPS: list[tuple[str, ...]] = [
     ("search, typo-tolerant", "search", "pytets fixtrues"),
     ("search by meaning, in another language (the semantic layer: labels stay honest)",
      "search", "¿Cómo ejecuto las pruebas?", "--limit", "3"),
-    ("answer a question: rung 1, then a walk of at most 4 reads (needs ANTHROPIC_API_KEY;"
-     " a Claude Code login answers from rung 1 only)",
+    ("answer a question: the cards it starts from, then at most 4 reads the model asks for"
+     " (needs ANTHROPIC_API_KEY; a Claude Code login answers from the first cards only)",
      "ask", "Who approves a billing migration?", "--asker", "@priya"),
-    ("what that answer read and spent: its receipt", "receipts", "--last", "1"),
-    ("what a coding session starts with (rung 1): rules, user, project, map, recent changes;"
+    ("what that answer read and spent: its receipt", "receipts", "--limit", "1"),
+    ("what a coding session starts with: rules, user, project, map, recent changes;"
      " the SessionStart hook hands this to Claude Code", "context", "--project", "acme-api",
      "--budget", "4000"),
 ]
@@ -73,11 +77,16 @@ def demo(cards: Path, keep: bool) -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="cardmem-demo-"))
     root = tmp / "store"
-    shutil.copytree(cards, root, ignore=shutil.ignore_patterns(".cardmem", ".git"))
-    init(root)  # a new repository adopts the copied cards in its first commit
-    click.secho(f"A copy of the example store, committed to git at {root}", bold=True)
-    for title, *args in STEPS:
-        _step(title, *args, store=root)
+    try:
+        shutil.copytree(cards, root, ignore=shutil.ignore_patterns(".cardmem", ".git"))
+        init(root)  # a new repository adopts the copied cards in its first commit
+        click.secho(f"A copy of the example store, committed to git at {root}", bold=True)
+        for title, *args in STEPS:
+            _step(title, *args, store=root)
+    except BaseException:  # Ctrl-C or a failure: a throwaway copy is not left behind
+        if not keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
     if keep:
         click.secho(f"\nThe demo store is kept at {root}. To go on with it:", bold=True)
         click.echo(f"    export CARDMEM_STORE={shlex.quote(str(root))}")

@@ -12,6 +12,7 @@ import click
 from cardmem.store import config
 from cardmem.store.cards.paths import id_of_path
 from cardmem.store.git import runner as git
+from cardmem.store.git import status as git_status
 from cardmem.store.errors import CardmemError
 from cardmem.store.store import Store
 
@@ -32,8 +33,7 @@ def check_repo(store: Store) -> list[tuple[bool, str]]:
         out.append((False, f"HEAD is detached; run `git -C {store.root} switch <branch>`"))
     else:
         out.append((True, f"git: on branch {branch}"))
-    dirty = [ln[3:] for ln in git.run(store.root, "status", "--porcelain").splitlines()
-             if id_of_path(ln[3:])]
+    dirty = sorted(p for p in git_status.changes(store.root) if id_of_path(p))
     if dirty:
         out.append((True, f"{plural(len(dirty), 'card')} with uncommitted edits (e.g. {dirty[0]}); "
                           "`cardmem watch` or git commits them"))
@@ -173,14 +173,17 @@ def check_model(store: Store) -> list[tuple[bool | None, str]]:
     return [(ok, line)]
 
 
-# Host adapters (hooks/) sit above tools/: they offer their checks as entry points.
+# Host adapters (hosts/) sit above tools/: they offer their checks as entry points.
 CHECK_GROUP = "cardmem.checks"
 
 
 def _plugin_checks() -> list[Check]:
     from importlib.metadata import entry_points
 
-    return [ep.load() for ep in sorted(entry_points(group=CHECK_GROUP), key=lambda e: e.name)]
+    # Once per name: cardmem's metadata seen twice on the path (an installed copy and a
+    # clone's egg-info, say) lists every check twice, and doctor said each line twice.
+    once = {ep.name: ep for ep in entry_points(group=CHECK_GROUP)}
+    return [once[name].load() for name in sorted(once)]
 
 
 def check_secrets(store: Store) -> list[tuple[bool, str]]:
@@ -223,9 +226,14 @@ CHECKS: list[Check] = [check_repo, check_identity, check_config, check_cards, ch
                        check_index, check_backlog, check_model, check_maintain]
 
 
-def run_checks(store: Store) -> list[tuple[bool, str]]:
+def run_checks(store: Store, progress=None) -> list[tuple[bool, str]]:
+    """Every check's lines; progress (store/progress.py's) told each check as it ends (all
+    the cards are read more than once: seconds at a few thousand)."""
     results = []
-    for check in CHECKS + _plugin_checks():
+    checks = CHECKS + _plugin_checks()
+    for n, check in enumerate(checks):
+        if progress is not None:
+            progress("checking", n, len(checks))
         try:
             results += check(store)
         except CardmemError as exc:
@@ -233,6 +241,8 @@ def run_checks(store: Store) -> list[tuple[bool, str]]:
         except Exception as exc:  # noqa: BLE001 - one broken check must not hide the rest
             results.append((False, f"{getattr(check, '__name__', 'check')}: "
                                    f"{type(exc).__name__}: {exc}"))
+    if progress is not None:
+        progress("checking", len(checks), len(checks))
     return results
 
 
@@ -247,7 +257,10 @@ def doctor(store_path: Path | None, as_json: bool) -> None:
         cardmem doctor
         cardmem doctor --json
     """
-    results = run_checks(open_store(store_path))
+    from .progress import bar
+
+    with bar(as_json) as progress:  # done before the first line is printed
+        results = run_checks(open_store(store_path), progress)
     # ok is True, False (a problem: exit 1) or None (a warning: worth a look, no failure)
     if as_json:
         emit_json([{"ok": ok is not False, "message": msg, **({"warning": True} if ok is None

@@ -13,7 +13,7 @@ import sys
 import click
 
 from cardmem.store.errors import CardmemError
-from cardmem.tools.cli.cards import edit, init, log, map_, new, remember, revert, show, where
+from cardmem.tools.cli.cards import edit, init, log, new, remember, revert, show, where
 from cardmem.tools.cli.options import STORE_HELP
 
 # command name -> "module:attribute" of a click command, imported on first use.
@@ -36,10 +36,16 @@ LAZY: dict[str, str] = {
     "maintain": "cardmem.tools.cli.maintain:maintain",
     "import": "cardmem.tools.cli.imports:import_",
     "slack": "cardmem.tools.cli.slack:slack",
+    "map": "cardmem.tools.cli.listing:map_",
+    "list": "cardmem.tools.cli.listing:list_",
+    "recent": "cardmem.tools.cli.listing:recent",
+    "rm": "cardmem.tools.cli.moves:rm",
+    "mv": "cardmem.tools.cli.moves:mv",
+    "export": "cardmem.tools.cli.export:export",
 }
 
 
-# Host adapters (hooks/) sit above tools/ and may not be imported from here: they offer
+# Host adapters (hosts/) sit above tools/ and may not be imported from here: they offer
 # their commands as entry points of this group instead (see pyproject.toml).
 PLUGIN_GROUP = "cardmem.commands"
 
@@ -95,7 +101,7 @@ def cli(ctx: click.Context, store_path: str | None) -> None:
     ctx.meta["cardmem.store"] = store_path
 
 
-for _command in (init, where, new, remember, show, edit, map_, log, revert):
+for _command in (init, where, new, remember, show, edit, log, revert):
     cli.add_command(_command)
 
 

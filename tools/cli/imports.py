@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from cardmem.tools.cli.options import AGENT_ENV, emit_json, json_option, open_store, store_option
+from cardmem.tools.cli.options import (AGENT_ENV, emit_json, json_option, open_store,
+                                       progress_option, store_option)
 
 KINDS = ["claude-md", "claude-memory", "basic-memory", "mcp-memory"]
 SHOWN = 20  # skipped inputs and unresolved links named before the rest is counted
@@ -33,10 +34,12 @@ WOULD = {"created": "would create", "proposed": "would propose", "updated": "wou
               "passwords) as written instead of redacting them.")
 @click.option("--as-proposals", is_flag=True, help="File imported rules and user cards "
               "for `cardmem review` instead of putting them in force.")
+@progress_option
 @json_option
 @store_option
 def import_(kind: str, path: Path, project: str | None, dry_run: bool, keep_secrets: bool,
-            as_proposals: bool, as_json: bool, store_path: Path | None) -> None:
+            as_proposals: bool, progress: bool | None, as_json: bool,
+            store_path: Path | None) -> None:
     """Bring memory from another tool: a CLAUDE.md, Claude Code's auto memory folder,
     a basic-memory project or the MCP memory server's memory.json.
 
@@ -48,8 +51,12 @@ def import_(kind: str, path: Path, project: str | None, dry_run: bool, keep_secr
 
     # An agent shelling out (hooks, MCP set CARDMEM_AGENT=1) gets proposals, never rules.
     agent = os.environ.get(AGENT_ENV) == "1"
-    report = run(open_store(store_path), kind, str(path), project=project, dry_run=dry_run,
-                 keep_secrets=keep_secrets, as_proposals=as_proposals, agent=agent)
+    from .progress import bar
+
+    with bar(as_json, progress) as drawn:
+        report = run(open_store(store_path), kind, str(path), project=project, dry_run=dry_run,
+                     keep_secrets=keep_secrets, as_proposals=as_proposals, agent=agent,
+                     progress=drawn)
     if report.secrets:
         what = ", ".join(f"{k} ({n})" for k, n in sorted(report.secrets.items()))
         click.echo(f"cardmem: warning: kept secrets as written: {what}" if report.kept_secrets else

@@ -40,10 +40,49 @@ def json_option(f):
     return click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(f)
 
 
+# What people call a card type that is not its name: the README calls feedback cards rules.
+TYPE_WORDS = {"rule": "feedback", "rules": "feedback", "people": "person",
+              "entities": "entity", "signals": "signal"}
+
+
+class CardType(click.Choice):
+    """A card type (click.Choice over CARD_TYPES), also by the words people use for one."""
+
+    def __init__(self) -> None:
+        from cardmem.store.cards.paths import CARD_TYPES
+
+        super().__init__(CARD_TYPES)
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str):
+            value = TYPE_WORDS.get(value.strip().lower(), value)
+        return super().convert(value, param, ctx)
+
+
+def type_option(help_text: str = "Only cards of this type (rule = feedback)."):
+    return click.option("--type", "card_type", type=CardType(), help=help_text)
+
+
+def project_option(help_text: str = "Only cards of this project."):
+    return click.option("--project", help=help_text)
+
+
+def progress_option(f):
+    return click.option("--progress/--no-progress", default=None,
+                        help="Show progress on stderr (default: when stderr is a terminal "
+                             "and no --json).")(f)
+
+
 def open_store(store_path: Path | None):
+    """The store for a command; its waits (another writer's lock) drawn as progress on a
+    terminal, unless the command was given --json."""
     from cardmem.store.store import Store
 
-    return Store.open(store_path)
+    from .progress import for_command
+
+    store = Store.open(store_path)
+    store.progress = for_command()
+    return store
 
 
 def emit_json(data: Any) -> None:

@@ -13,16 +13,15 @@ import click
 
 from cardmem.store.root import SEARCH_READS, StoreRoot
 from cardmem.store.errors import CardmemError
-from cardmem.store.cards.paths import CARD_TYPES
-from cardmem.tools.cli.options import emit_json, json_option, store_option
-from cardmem.tools.search_text import lines
+from cardmem.tools.cli.options import emit_json, json_option, store_option, type_option
+from cardmem.tools.search_text import lag_line, lines, unreadable
 from cardmem.store.wording import plural
 
 
 @click.command()
 @click.argument("query", nargs=-1, required=True)
 @click.option("--limit", type=click.IntRange(min=1, max=1000), default=10, show_default=True)
-@click.option("--type", "card_type", type=click.Choice(CARD_TYPES), help="Only cards of this type.")
+@type_option()
 @click.option("--project", help="Only cards of this project.")
 @click.option("--base", "base_name", metavar="NAME",
               help="Search the attached base NAME (`cardmem base list`) instead of the cards.")
@@ -48,6 +47,7 @@ def search(query: tuple[str, ...], limit: int, card_type: str | None, project: s
     """
     from cardmem.store.index.db import search as run_search
 
+    problems: list[dict[str, str]] = []
     text = " ".join(query)
     if not text.strip():  # as the MCP search tool refuses it
         raise CardmemError("query", "is empty; say what to look for", exit_code=2)
@@ -62,14 +62,31 @@ def search(query: tuple[str, ...], limit: int, card_type: str | None, project: s
         store = StoreRoot.open(store_path)
         res = _served(store, text, limit, card_type, project, verbose)
         if res is None:
+            from .progress import model_note
+
+            model_note(as_json)
             res = run_search(store, text, limit=limit, card_type=card_type, project=project)
+            problems = _problems(store)
+        else:
+            problems = []  # a server's answer: its index, not read here
         store.note_reads(r["id"] for r in res.results[:SEARCH_READS])
         if res.note:
             click.echo(f"cardmem: {res.note}", err=True)
+        for line in unreadable(problems):
+            click.echo(line, err=True)
+        if verbose and (lag := lag_line(res)):
+            click.echo(f"cardmem: search: {lag}", err=True)
     if as_json:
         emit_json(res.as_dict())
         return
     _print(res)
+
+
+def _problems(store: StoreRoot) -> list[dict[str, str]]:
+    from cardmem.store.index.db import Index
+
+    with Index.open(store) as idx:
+        return idx.problems()
 
 
 def _served(store: StoreRoot, text: str, limit: int, card_type: str | None,
@@ -89,43 +106,82 @@ def _print(res: Any) -> None:
 
 @click.command()
 @click.option("--full", is_flag=True, help="Rebuild from scratch into a new file and swap it in.")
+@click.option("--wait", is_flag=True,
+              help="Embed the cards' vectors here, with progress, before returning"
+                   " (default: in a background process).")
 @json_option
 @store_option
-def index(full: bool, as_json: bool, store_path: Path | None) -> None:
+def index(full: bool, wait: bool, as_json: bool, store_path: Path | None) -> None:
     """Bring the index up to date (or rebuild it with --full).
+
+    The words are indexed first and are searchable when this returns. The vectors of
+    cards new to the embedding model follow in a background process (one per store);
+    until they come, searches find those cards by their words. --wait embeds them here.
 
     \b
     Example:
         cardmem index
         cardmem index --full
+        cardmem index --wait
     """
+    from cardmem.store.index import embedding, vectors as vec
     from cardmem.store.index.db import Index
+    from cardmem.store.index.terms import vocabulary
 
     with Index(StoreRoot.open(store_path)) as idx:
         damage = [] if full else idx.verify()
         if damage:
             click.echo(f"cardmem: index: was damaged ({damage[0]}); rebuilt", err=True)
-        from cardmem.store.index import embedding, semantic
-
         counts = idx.rebuild() if full else idx.refresh(walk=True)
-        from cardmem.store.index.terms import vocabulary
-
         vocabulary(idx, force=True)  # the typo-correction vocabulary, so searches need not
-        model = embedding.embedder()  # the vectors too, so searches need not
-        vectors = semantic.sync(idx, model) if model is not None else None
         problems = idx.problems()
         total = len(idx.ids())
+        if not as_json:  # the words are current now: say so before any vector is made
+            unread = f", {len(problems)} unreadable" if problems else ""  # named below
+            click.echo(f"index: {plural(total, 'card')}{unread} ({counts['added']} added,"
+                       f" {counts['updated']} updated, {counts['removed']} removed,"
+                       f" {counts['unchanged']} unchanged{', rebuilt' if full else ''})")
+            for p in problems:
+                click.echo(f"cardmem: {p['path']}: skipped: {p['reason']}", err=True)
+        todo = vec.pending(idx)  # from the index alone: the model is not loaded for this
+        vectors: dict[str, Any] | None = None
+        if todo and wait:
+            vectors = _embed_here(idx, as_json)
+        elif todo and vec.busy(idx.db_path.parent):
+            vectors = {"pending": todo, "background_pid": None, "embedding_already": True}
+        elif todo:
+            proc = vec.spawn(idx.root, idx.db_path)
+            vectors = {"pending": todo, "background_pid": proc.pid if proc else None}
+        elif todo == 0:
+            vectors = {"embedded": 0, "reused": 0, "dropped": 0, "pending": 0}
+    off = embedding.reason() if vectors is None or "embedded" not in vectors else None
+    if vectors is None and off is None and not embedding.turned_off():
+        off = "the embedding model is not installed"
     if as_json:
         emit_json({**counts, "cards": total, "full": full, "problem_files": problems,
-                   "vectors": vectors, "semantic_off": embedding.reason()})
+                   "vectors": vectors, "semantic_off": off})
         return
-    click.echo(f"index: {plural(total, 'card')} ({counts['added']} added, {counts['updated']} updated, "
-               f"{counts['removed']} removed, {counts['unchanged']} unchanged"
-               f"{', rebuilt' if full else ''})")
-    if vectors is not None:
+    if vectors is not None and "background_pid" in vectors:
+        where = (f"in the background (pid {vectors['background_pid']})"
+                 if vectors["background_pid"] else "by the process embedding them now"
+                 if vectors.get("embedding_already") else "by `cardmem index --wait`")
+        click.echo(f"vectors: {plural(vectors['pending'], 'card')} to embed, {where};"
+                   " meanwhile searches find them by their words")
+    elif vectors is not None:
         click.echo(f"vectors: {vectors['embedded']} embedded, {vectors['reused']} kept (same"
                    f" text), {vectors['dropped']} dropped")
-    elif embedding.reason() and not embedding.turned_off():
-        click.echo(f"cardmem: semantic search unavailable ({embedding.reason()})", err=True)
-    for p in problems:
-        click.echo(f"cardmem: {p['path']}: skipped: {p['reason']}", err=True)
+    elif off and not embedding.turned_off():
+        click.echo(f"cardmem: semantic search unavailable ({off})", err=True)
+
+
+def _embed_here(idx: Any, quiet: bool) -> dict[str, Any] | None:
+    """Embed what the index lacks in this process (a bar on a terminal); None when the
+    model cannot be loaded (embedding.reason() says why)."""
+    from cardmem.store.index import embedding, vectors as vec
+    from cardmem.tools.cli.progress import bar
+
+    model = embedding.embedder()
+    if model is None:
+        return None
+    with bar(quiet) as progress:
+        return vec.catch_up(idx, model, progress=progress)

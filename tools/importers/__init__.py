@@ -11,15 +11,19 @@ import importlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cardmem.store.errors import CardmemError
 from cardmem.store.cards.paths import project_key
 from cardmem.store.store import Store
 from cardmem.store.git.writer import Message
+from cardmem.store.progress import quiet
 
 from .model import Draft, Parsed, Skipped, shown
 from .plan import IMPORT_TRAILER, Outcome, Plan, make
+
+if TYPE_CHECKING:
+    from cardmem.store.progress import Progress
 
 # kind -> its module (loaded when used)
 KINDS = {"claude-md": "claude_md", "claude-memory": "claude_memory",
@@ -122,15 +126,20 @@ def secret_kinds(drafts: list[Draft]) -> dict[str, int]:
 
 def run(store: Store, kind: str, path: str | Path, *, project: str | None = None,
         dry_run: bool = False, keep_secrets: bool = False, as_proposals: bool = False,
-        agent: bool = False) -> Report:
+        agent: bool = False, progress: Progress = quiet) -> Report:
     """Import one source: one commit (none for a dry run, or when nothing changes).
 
     An agent's import (agent=True) is committed as the agent's, redacts secrets always,
-    and files every rule and user card as a proposal: agents never set a rule."""
+    and files every rule and user card as a proposal: agents never set a rule.
+    progress: store/progress.py's callback, told each phase (reading, secrets, writing)."""
     if agent:
         keep_secrets, as_proposals = False, True
     given = Path(path).expanduser()
+    progress(f"reading {kind}", 0, None)
     parsed, project = parse(kind, given, project, store)
+    n = len(parsed.drafts)
+    progress(f"reading {kind}", n, n)
+    progress("looking for secrets", 0, n)
     where = shown(parsed.origin or given.absolute())
     report = Report(kind, where, project, dry_run, skipped=parsed.skipped,
                     unresolved=parsed.unresolved, kept_secrets=keep_secrets)
@@ -139,6 +148,7 @@ def run(store: Store, kind: str, path: str | Path, *, project: str | None = None
         report.secrets = secret_kinds(parsed.drafts)
     else:
         report.secrets = redact_drafts(parsed.drafts)
+    progress("looking for secrets", n, n)
     if not parsed.drafts:
         return report
     if dry_run:
@@ -158,6 +168,8 @@ def run(store: Store, kind: str, path: str | Path, *, project: str | None = None
         msg.lines = plan.lines()
         return plan.changes
 
+    progress("writing cards", 0, n)
     report.commit = store.commit(compute, msg, agent=agent)
+    progress("writing cards", n, n)
     report.outcomes = done[0].outcomes if done else []
     return report

@@ -13,26 +13,27 @@ says now, what the card says now:
 - the source changed it and a person changed it too (or the card has uncommitted
   edits): the person's text is kept, and the report says so.
 
-Items gone from the source leave their cards as they are (reported); a card a person
-deleted is not made again (reported). A rule whose text
-changed gets a new key; when a section lost as many rules as it gained, they are paired
-in order, so the card is updated rather than duplicated.
+Which card an item is, is decided by identity.py: its key (`source:`), else its text
+(the same, or nearly: a reworded rule), never its place. Items gone from the source leave
+their cards as they are (reported); a card a person deleted (committed or not) is never
+made again, whatever else moved (reported).
 """
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import Any
 
 from cardmem.store.cards import card as cardlib
 from cardmem.store.git import runner as git
+from cardmem.store.git import status as git_status
 from cardmem.store.cards import paths
 from cardmem.store.errors import CardmemError
 from cardmem.store.learning.proposals import change_proposal, free_id, protected_types
 from cardmem.store.cards.status import PROPOSED
 from cardmem.store.store import Store
 
+from .identity import Known, match
 from .model import MANAGED, Draft
 
 TRAILER = "Cardmem-Source: import"
@@ -119,83 +120,98 @@ def _with(text: str, key: str, value: Any) -> str:
     return cardlib.set_key(text, key, value)
 
 
-_WROTE = re.compile(r"^(created|proposed|updated)(?: \(([^)]*)\))?")
-
-
 def _last_written(store: Store, cid: str) -> dict[str, Any]:
     """What the import last wrote into each managed key (and the body) of a card: the
-    card's value at the newest import commit whose message says it wrote that key
-    (`ID  created`, `ID  updated (tags, body)`). A key no import wrote is absent."""
+    card's value at the newest import commit that wrote that key. A commit that added
+    the card wrote every key; one that changed it wrote the keys that differ from the
+    commit before (an import commits only what it changes; a person's uncommitted edits
+    are never in it). Read from the commits' files, not their messages, which name at
+    most MESSAGE_LINES cards. A key no import wrote is absent."""
     rel = store.rel(cid)
-    log = git.run(store.root, "log", "--format=%x1e%H%n%B", f"--grep=^{TRAILER}$", "--", rel,
+    log = git.run(store.root, "-c", "core.quotePath=false", "log", "--format=%x1e%H",
+                  "--name-status", "--no-renames", f"--grep=^{TRAILER}$", "--", rel,
                   check=False)
     everything = [*MANAGED, "body"]
     old: dict[str, Any] = {}
     for rec in log.split("\x1e")[1:]:
-        sha, _, message = rec.partition("\n")
-        wrote: list[str] = []
-        for line in message.splitlines():
-            head, _, rest = line.partition("  ")
-            if head == cid and (m := _WROTE.match(rest)):
-                wrote = everything if m.group(1) != "updated" else \
-                    [f.strip() for f in (m.group(2) or "").split(",")]
-        need = [k for k in wrote if k in everything and k not in old]
-        if not need:
+        sha, *lines = [ln for ln in rec.strip().splitlines() if ln]
+        status = lines[0].split("\t", 1)[0] if lines else ""  # the log names rel only
+        then = _values_at(store, sha, rel, cid) if status in ("A", "M") else None
+        if then is None:
             continue
-        proc = git.call(store.root, ["show", f"{sha.strip()}:{rel}"])
-        try:
-            c = cardlib.parse(proc.stdout, cid) if proc.returncode == 0 else None
-        except cardlib.CardProblem:
-            c = None
-        if c is not None:
-            then = _values(c.meta, c.body)
-            old.update({k: then[k] for k in need})
+        before = _values_at(store, f"{sha}^", rel, cid) if status == "M" else None
+        wrote = [k for k in everything if k not in old and (before is None
+                                                               or before[k] != then[k])]
+        old.update({k: then[k] for k in wrote})
         if len(old) == len(everything):
             break
     return old
+
+
+def _values_at(store: Store, rev: str, rel: str, cid: str) -> dict[str, Any] | None:
+    """A card's managed values (and body) as the commit rev holds it; None if it does not
+    (or it does not parse)."""
+    proc = git.call(store.root, ["show", f"{rev}:{rel}"])
+    if proc.returncode != 0:
+        return None
+    try:
+        c = cardlib.parse(proc.stdout, cid)
+    except cardlib.CardProblem:
+        return None
+    return _values(c.meta, c.body)
 
 
 def _uncommitted(store: Store, rels: list[str]) -> set[str]:
     """Which of these paths have edits git has not committed (one git call)."""
     if not rels:
         return set()
-    out = git.run(store.root, "status", "--porcelain", "-z", "--no-renames", "--", *rels,
-                  check=False)
-    return {entry[3:] for entry in out.split("\0") if len(entry) > 3}
+    return set(git_status.changes(store.root, rels, check=False))
 
 
-def _deleted(store: Store, kind: str, where: str, present: set[str]) -> dict[str, str]:
-    """source -> id of the cards this import made that a person deleted since: the ids
-    its commits say they made, no longer in the store, read back at their deletion."""
+def _deleted(store: Store, kind: str, where: str, live: set[str]) -> list[Known]:
+    """The cards this source's imports wrote that a person deleted since, each as it was
+    when deleted: at the commit before the deletion, or at HEAD when the deletion is not
+    committed yet. The paths are those its commits added or changed (read from the
+    commits' files, not their messages, which name at most MESSAGE_LINES cards); a card
+    whose key is live again was moved, not deleted."""
     label = f"{IMPORT_TRAILER}: {kind} {where}"
-    log = git.run(store.root, "log", "--format=%x1e%B", "-F", f"--grep={label}", check=False)
-    made = set()
-    for message in log.split("\x1e")[1:]:
+    log = git.run(store.root, "-c", "core.quotePath=false", "log", "--format=%x1e%B%x1f",
+                  "--name-status", "--no-renames", "-F", f"--grep={label}", check=False)
+    wrote: set[str] = set()
+    for rec in log.split("\x1e")[1:]:
+        message, _, files = rec.partition("\x1f")
         if label not in message.splitlines():
             continue
-        for line in message.splitlines():
-            head, _, rest = line.partition("  ")
-            if rest.startswith(("created", "proposed")) and head not in present:
-                made.add(head)
-    out: dict[str, str] = {}
-    for cid in sorted(made):
-        try:
-            if store.exists(cid):
-                continue
-            rel = store.rel(cid)
-        except CardmemError:
+        for line in files.splitlines():
+            status, _, rel = line.partition("\t")
+            if status in ("A", "M") and rel.endswith(".md"):
+                wrote.add(rel)
+    gone = sorted(rel for rel in wrote if not (store.root / rel).exists())
+    if not gone:
+        return []
+    at: dict[str, str] = {}  # rel -> the commit whose tree holds it as last seen
+    out = git.run(store.root, "-c", "core.quotePath=false", "log", "--format=%x1e%H",
+                  "--name-only", "--no-renames", "--diff-filter=D", "--", *gone, check=False)
+    for rec in out.split("\x1e")[1:]:
+        sha, *rels = rec.strip().splitlines()
+        for rel in rels:
+            at.setdefault(rel.strip(), f"{sha}^")
+    found: list[Known] = []
+    for rel in gone:
+        proc = git.call(store.root, ["show", f"HEAD:{rel}"])  # deleted, not yet committed
+        if proc.returncode != 0 and rel in at:
+            proc = git.call(store.root, ["show", f"{at[rel]}:{rel}"])
+        if proc.returncode != 0:
             continue
-        sha = git.run(store.root, "log", "-1", "--format=%H", "--diff-filter=D", "--", rel,
-                      check=False).strip()
-        proc = git.call(store.root, ["show", f"{sha}^:{rel}"]) if sha else None
-        if proc is not None and proc.returncode == 0:
-            try:
-                src = cardlib.parse(proc.stdout, cid).meta.get("source")
-            except cardlib.CardProblem:
-                continue
-            if isinstance(src, str):
-                out[src] = cid
-    return out
+        try:
+            c = cardlib.parse(proc.stdout, rel[:-3])
+        except cardlib.CardProblem:
+            continue
+        src = c.meta.get("source")
+        if isinstance(src, str) and src.startswith(source_of(kind, where, "")) \
+                and src not in live and not c.meta.get("proposes_change_to"):
+            found.append(Known(src, c, deleted=True))
+    return found
 
 
 def make(store: Store, kind: str, where: str, drafts: list[Draft], *,
@@ -204,19 +220,21 @@ def make(store: Store, kind: str, where: str, drafts: list[Draft], *,
     prefix = source_of(kind, where, "")
     existing, proposed = _imported(store, prefix)
     wanted = {source_of(kind, where, d.key): d for d in drafts}
-    deleted = _deleted(store, kind, where, {c.id for c in existing.values()})
-    _pair(existing, wanted, prefix)
+    known = [Known(src, c) for src, c in existing.items()]
+    known += _deleted(store, kind, where, set(existing))
+    found = match(wanted, known, prefix, lambda k: _earlier_bodies(store, k.card.id))
     protected = protected_types(store)
     plan = Plan(dirty=_uncommitted(store, [store.rel(c.id) for c in existing.values()]))
     taken: set[str] = set()
     for src, d in wanted.items():
-        if src in existing:
-            _update(store, src, existing[src], d, plan, proposed,
-                    as_proposals and d.type in protected, taken)
-            continue
-        if src in deleted:
-            plan.outcomes.append(Outcome(deleted[src], d.title, "kept", [], "deleted since it "
+        k = found.get(src)
+        if k is not None and k.deleted:
+            plan.outcomes.append(Outcome(k.card.id, d.title, "kept", [], "deleted since it "
                                          "was imported; not made again"))
+            continue
+        if k is not None:
+            _update(store, src, k.card, d, plan, proposed,
+                    as_proposals and d.type in protected, taken)
             continue
         meta: dict[str, Any] = {**d.fields(), "source": src}
         action = "created"
@@ -228,28 +246,19 @@ def make(store: Store, kind: str, where: str, drafts: list[Draft], *,
         taken.add(cid)
         plan.changes[store.rel(cid)] = cardlib.render(meta, d.body).encode()
         plan.outcomes.append(Outcome(cid, d.title, action))
-    for src, c in existing.items():
-        if src not in wanted:
-            plan.outcomes.append(Outcome(c.id, c.title, "gone", why="no longer in the source; "
-                                         "kept as it is"))
+    matched = {id(k) for k in found.values()}
+    for k in known:
+        if not k.deleted and id(k) not in matched:
+            plan.outcomes.append(Outcome(k.card.id, k.card.title, "gone",
+                                         why="no longer in the source; kept as it is"))
     return plan
 
 
-def _pair(existing: dict[str, cardlib.Card], wanted: dict[str, Draft], prefix: str) -> None:
-    """Within a group (a section of rules), pair cards whose item is gone with new items,
-    in order, when the counts match: the rule's text changed, so its key did."""
-    groups: dict[str, tuple[list[str], list[str]]] = {}
-    for src, d in wanted.items():
-        if d.group and src not in existing:
-            groups.setdefault(d.group, ([], []))[1].append(src)
-    for src in existing:
-        key = src[len(prefix):]
-        if src not in wanted and "/" in key and key.rsplit("/", 1)[0] in groups:
-            groups[key.rsplit("/", 1)[0]][0].append(src)
-    for gone, new in groups.values():
-        if gone and len(gone) == len(new):
-            for old_src, new_src in zip(gone, new):
-                existing[new_src] = existing.pop(old_src)
+def _earlier_bodies(store: Store, cid: str) -> list[str]:
+    """What the import last wrote into a card's body (its identity, when a person has
+    edited the body since)."""
+    body = _last_written(store, cid).get("body")
+    return [body] if isinstance(body, str) else []
 
 
 def _update(store: Store, src: str, card: cardlib.Card, d: Draft, plan: Plan,
@@ -257,7 +266,7 @@ def _update(store: Store, src: str, card: cardlib.Card, d: Draft, plan: Plan,
     now = _values(card.meta, card.body)
     new = _values(d.fields(), d.body)
     differ = [k for k in new if new[k] != now[k]]
-    moved = card.meta.get("source") != src  # paired with a renamed item: its new key
+    moved = card.meta.get("source") != src  # found by its text: the item's key changed
     if not differ and not moved:
         plan.outcomes.append(Outcome(card.id, card.title, "unchanged"))
         return

@@ -1,0 +1,53 @@
+"""What `cardmem doctor` checks of the hooks installed for Codex, Gemini CLI, Cursor and
+Copilot CLI (an entry point of the `cardmem.checks` group; Claude Code's own checks are
+hosts/claude_code/checks.py): for each host whose user file holds cardmem's hooks, that
+every event is there, that each command's Python and script still exist, and which store
+the hooks use."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cardmem.store.git.head_file import is_repo
+
+from .claude_code.checks import _arg, _interpreter_ok
+from .install import installed, settings_path, spec
+
+OTHERS = ("codex", "gemini", "cursor", "copilot")
+
+
+def check_host(host: str, store: Any, settings: Path | None = None) -> list[tuple[bool | None, str]]:
+    from .adapters import load
+
+    label, path, sp = load(host).LABEL, settings_path(host, settings), spec(host)
+    ours = installed(host, path)
+    if not ours:
+        return []  # not installed there: nothing to say (`cardmem install HOST` is in --help)
+    key = sp["key"]
+    out: list[tuple[bool | None, str]] = []
+    kinds = {k for k, _, _ in sp["events"].values()}
+    commands = [str(h.get(key)) for h in ours]
+    have = {"pre-tool-use" if "pretool_start.py" in c else c.rsplit(" ", 1)[-1] for c in commands}
+    missing = sorted(kinds - have)
+    if missing:
+        out.append((False, f"{label}: {', '.join(missing)} hook(s) missing in {path}; run "
+                           f"`cardmem install {host}`"))
+    for c in commands:
+        ok, why = _interpreter_ok(c)
+        if not ok:
+            out.append((False, f"{label}: a hook cannot start: {why}; run `cardmem install {host}` again"))
+            break
+    for s in sorted({x for c in commands if (x := _arg(c, "--store"))}):
+        if not is_repo(s):
+            out.append((False, f"{label}: the hooks use the store {s}, which does not exist; "
+                               f"run `cardmem init {s}` or install again"))
+        elif Path(s).resolve() != Path(store.root).resolve():
+            out.append((None, f"{label}: the hooks in {path} use another store, {s}, not "
+                              f"{store.root}; `cardmem install {host} --store {store.root}` switches them"))
+    if not any(ok is not True for ok, _ in out):
+        out.append((True, f"{label}: hooks installed in {path}"))
+    return out
+
+
+def checks(store: Any) -> list[tuple[bool | None, str]]:
+    return [c for host in OTHERS for c in check_host(host, store)]

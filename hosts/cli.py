@@ -1,0 +1,172 @@
+"""The hooks' commands for the cardmem CLI (entry points of the `cardmem.commands` group):
+`cardmem hook claude-code EVENT`, `cardmem install claude-code`, `cardmem uninstall claude-code`.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from cardmem.store.wording import plural
+from cardmem.tools.cli.options import store_value
+
+HOSTS = ["claude-code", "codex", "gemini", "cursor", "copilot"]
+HOOK_HOSTS = ["claude", "claude-code", "codex", "gemini", "cursor", "copilot"]
+
+
+@click.command(hidden=True, context_settings={"ignore_unknown_options": False})
+@click.argument("words", nargs=-1, required=True, metavar="EVENT")
+@click.option("--host", type=click.Choice(HOOK_HOSTS), default=None,
+              help="The host whose payload this is and who reads the answer (default: claude).")
+@click.option("--store", "store_path", type=click.Path(path_type=Path),
+              help="The store (default: $CARDMEM_STORE, else $XDG_DATA_HOME/cardmem).")
+@click.option("--rules-file", type=click.Path(path_type=Path),
+              help="session-start: keep every rule whole in this file the host loads.")
+def hook(words: tuple[str, ...], host: str | None, store_path: Path | None,
+         rules_file: Path | None) -> None:
+    """A host hook: the host's JSON on stdin, its answer on stdout; always exits 0.
+
+    EVENT is session-start, prompt, pre-tool-use, stop or session-end, or the host's own
+    name for it (SessionStart, BeforeAgent, preToolUse, ...). `hook claude-code EVENT`
+    (0.1.0) still works.
+
+    \b
+    Example:
+        echo '{"tool_name": "run_shell_command", "tool_input": {"command": "git push -f"}}' \\
+            | cardmem hook pre-tool-use --host gemini
+    """
+    if len(words) == 2 and words[0] in HOOK_HOSTS and host in (None, words[0]):
+        host, words = words[0], words[1:]
+    if len(words) != 1:
+        raise click.UsageError(f"expected one EVENT, got {' '.join(words)!r}")
+    from cardmem.hosts.hook import run
+
+    sys.exit(run(words[0], str(store_path) if store_path else None,
+                 rules_file=str(rules_file) if rules_file else None, host=host or "claude"))
+
+
+@click.command()
+@click.argument("host", type=click.Choice(HOSTS))
+@click.option("--settings", type=click.Path(path_type=Path),
+              help="The host's settings file (default: the user's own: ~/.claude/settings.json,"
+                   " ~/.codex/hooks.json, ~/.gemini/settings.json, ~/.cursor/hooks.json,"
+                   " ~/.copilot/hooks/cardmem.json); a project's for that project only.")
+@click.option("--store", "store_path", metavar="PATH", callback=store_value,
+              help="The store the hooks use (default: $CARDMEM_STORE, else the default store);"
+                   " written into the hook commands.")
+@click.option("--init", "init_store", is_flag=True, help="Make the store if it does not exist.")
+@click.option("--mcp-config", type=click.Path(path_type=Path),
+              help="Where Claude Code keeps user-scope MCP servers (default: ~/.claude.json).")
+@click.option("--no-mcp", is_flag=True, help="Do not register the MCP server.")
+def install(host: str, settings: Path | None, store_path: Path | None, init_store: bool,
+            mcp_config: Path | None, no_mcp: bool) -> None:
+    """Register cardmem's hooks and MCP server with a host (idempotent; backs the original up).
+
+    The store is resolved now and written into what is installed, so a session started
+    from a desktop or an IDE (without your shell's $CARDMEM_STORE) uses the same store.
+    For Claude Code every rule is written whole to `rules/cardmem.md` beside the settings
+    file, which Claude Code loads at start-up; the session-start hook keeps it current.
+
+    \b
+    Example:
+        cardmem install claude-code
+        cardmem install codex --store ~/team-memory --init
+        cardmem install gemini --settings .gemini/settings.json
+    """
+    from cardmem.hosts.claude_code.install import install as do_install, rules_path
+    from cardmem.store.cards import paths
+    from cardmem.store.errors import CardmemError
+
+    root = Path(store_path).expanduser().absolute() if store_path else \
+        paths.default_store().absolute()
+    try:
+        paths.require_store(root)
+    except CardmemError as exc:
+        if not init_store:
+            raise CardmemError(f"store {root}", f"{exc.why.split(';')[0]}; run `cardmem init "
+                               f"{root}` first, or install with --init") from None
+        from cardmem.store.store import init
+
+        init(root)
+        click.echo(f"made the store {root}")
+    if host != "claude-code":
+        _install_other(host, settings, root)
+        return
+    r = do_install(settings, root)
+    if not r["changed"]:
+        click.echo(f"already installed in {r['path']} (store {root})")
+    else:
+        click.echo(f"installed cardmem's hooks in {r['path']} (store {root})"
+                   + (f" (backup: {r['backup']})" if r["backup"] else ""))
+    from cardmem.store.root import StoreRoot
+    from cardmem.store.rules.host_file import deliver
+
+    d = deliver(StoreRoot.open(root), rules_path(settings))
+    if d.ok:
+        click.echo(f"rules: {plural(d.total, 'rule')} written whole to {d.path}, which Claude Code "
+                   "loads at start-up")
+    else:
+        click.echo(f"cardmem: rules file: {d.error}", err=True)
+    from cardmem.store.rules import triggers
+
+    try:
+        table = triggers.build(StoreRoot.open(root))
+        n = len(table["governed"]["all"])
+        click.echo(f"rules at the point of action: {plural(n, 'rule')} naming the tool calls "
+                   "they govern (a PreToolUse hook brings them up; `cardmem rules test CMD` "
+                   "checks one)")
+    except Exception as exc:  # noqa: BLE001 - the hook rebuilds it at its first call
+        click.echo(f"cardmem: trigger table: {' '.join(str(exc).split())}", err=True)
+    if not no_mcp:
+        from cardmem.hosts.claude_code.mcp_install import register
+
+        m = register(mcp_config, root)
+        click.echo(f"{'registered' if m['changed'] else 'already registered:'} the MCP "
+                   f"server `cardmem` (user scope) in {m['path']}"
+                   + (f" (backup: {m['backup']})" if m.get("backup") else ""))
+
+
+@click.command()
+@click.argument("host", type=click.Choice(HOSTS))
+@click.option("--settings", type=click.Path(path_type=Path),
+              help="The settings file (default: ~/.claude/settings.json).")
+@click.option("--mcp-config", type=click.Path(path_type=Path),
+              help="Where Claude Code keeps user-scope MCP servers (default: ~/.claude.json).")
+def uninstall(host: str, settings: Path | None, mcp_config: Path | None) -> None:
+    """Remove exactly the hooks and the MCP server `cardmem install` added.
+
+    \b
+    Example:
+        cardmem uninstall claude-code
+    """
+    if host != "claude-code":
+        from cardmem.hosts.install import uninstall as other
+
+        r = other(host, settings)
+        click.echo(f"{'removed cardmem hooks from' if r['changed'] else 'no cardmem hooks in'} {r['path']}")
+        return
+    from cardmem.hosts.claude_code.install import uninstall as do_uninstall
+    from cardmem.hosts.claude_code.mcp_install import unregister
+
+    r = do_uninstall(settings)
+    click.echo(f"{'removed cardmem hooks from' if r['changed'] else 'no cardmem hooks in'} {r['path']}")
+    m = unregister(mcp_config)
+    click.echo(f"{'removed the MCP server `cardmem` from' if m['changed'] else 'no cardmem MCP server in'} {m['path']}")
+
+
+def _install_other(host: str, settings: Path | None, root: Path) -> None:
+    """`install codex|gemini|cursor|copilot`: the hooks, and what the person should know."""
+    from cardmem.hosts.adapters import load
+    from cardmem.hosts.install import install as other
+
+    r = other(host, settings, root)
+    label = load(host).LABEL
+    if not r["changed"]:
+        click.echo(f"already installed in {r['path']} (store {root})")
+    else:
+        click.echo(f"installed cardmem's hooks for {label} in {r['path']} (store {root})"
+                   + (f" (backup: {r['backup']})" if r["backup"] else ""))
+    if host == "codex":
+        click.echo("Codex runs a project's hooks only once you trust the project; "
+                   "`codex` asks at its first start there")

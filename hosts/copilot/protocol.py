@@ -1,0 +1,26 @@
+"""GitHub Copilot CLI's hook protocol
+(https://docs.github.com/en/copilot/reference/copilot-cli-reference/cli-hooks-reference;
+`.github/hooks/*.json` or `~/.copilot/hooks/*.json`, `version: 1`, camelCase events).
+
+`preToolUse` (`toolName`, `toolArgs`, `sessionId`, `cwd`) answers `permissionDecision`
+allow/deny/ask with `permissionDecisionReason` (shown to the agent). The output of
+`sessionStart` and `userPromptSubmitted` is not processed, so memory at session start
+reaches Copilot through its instruction files (`cardmem export copilot-instructions`),
+not here; `agentStop` carries `transcriptPath` for the learner. Tools: `bash`
+(`command`), `edit` and `create` (`path`).
+"""
+from __future__ import annotations
+
+NAME, LABEL = "copilot", "Copilot CLI"
+EVENTS = {"sessionStart": "session-start", "preToolUse": "pre-tool-use", "agentStop": "stop",
+          "sessionEnd": "session-end"}
+TOOLS = {"bash": ("Bash", "command"), "edit": ("Edit", "path"), "create": ("Write", "path")}
+CAP = 9_500
+EMPTY = ""
+
+
+def answer(kind: str, reply: dict) -> dict | None:
+    if kind == "pre-tool-use" and reply.get("decision"):
+        return {"permissionDecision": reply["decision"],
+                "permissionDecisionReason": reply["reason"]}
+    return None

@@ -1,0 +1,29 @@
+"""Cursor's hook protocol (https://cursor.com/docs/agent/hooks; `.cursor/hooks.json`,
+`version: 1`, camelCase events).
+
+Only `sessionStart` injects, as `additional_context`; `preToolUse` (`tool_name`,
+`tool_input`) and `beforeShellExecution` (`command`, `cwd`) answer `permission`
+allow/deny/ask with `user_message` for the person and `agent_message` for the model.
+No per-prompt injection (`beforeSubmitPrompt` can only block). Sessions are
+`conversation_id`s; folders are `workspace_roots`.
+"""
+from __future__ import annotations
+
+NAME, LABEL = "cursor", "Cursor"
+EVENTS = {"sessionStart": "session-start", "preToolUse": "pre-tool-use",
+          "beforeShellExecution": "pre-tool-use", "stop": "stop", "sessionEnd": "session-end"}
+TOOLS = {"beforeShellExecution": ("Bash", "command"), "Shell": ("Bash", "command"),
+         "run_terminal_cmd": ("Bash", "command"), "Write": ("Write", "file_path"),
+         "Edit": ("Edit", "file_path"), "edit_file": ("Edit", "target_file"),
+         "search_replace": ("Edit", "file_path")}
+CAP = 9_500
+EMPTY = ""
+
+
+def answer(kind: str, reply: dict) -> dict | None:
+    if kind == "session-start":
+        return {"additional_context": reply["context"]} if reply.get("context") else None
+    if kind == "pre-tool-use" and reply.get("decision"):
+        return {"permission": reply["decision"], "agent_message": reply["reason"],
+                "user_message": reply.get("user") or reply["reason"].split("\n", 1)[0]}
+    return None

@@ -1,0 +1,169 @@
+"""Learning at the end of a session, any host's (DESIGN §6), in the detached process.
+
+hosts/hook.py answers stop and session-end at once and starts
+`python -m cardmem.hosts.hook _learn EVENT PAYLOAD` in the background; that
+process runs `learn_logged` here: the transcript is read and redacted, signals are
+extracted (one model call) and filed (one commit), or spooled if the store is busy. A
+failed extraction keeps the redacted excerpt in .cardmem/retry/; each later run
+re-extracts the due ones first, into the same commit.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from . import hooklog
+from .which_store import store_root
+
+
+# A Stop hook fires after every reply; learn again only once the transcript grew this much.
+STOP_MIN_GROWTH = 4_000
+
+
+def _mark_path(store: Any, session: str) -> Path:
+    from cardmem.store.learning.retry import session_file_name
+
+    d = store.state_dir / "sessions"
+    d.mkdir(exist_ok=True)
+    return d / session_file_name(session)
+
+
+def learn(event: str, payload: dict[str, Any], store_path: str | None = None) -> str:
+    """Transcript -> redacted excerpt -> signals -> one commit. Returns the log outcome.
+
+    The retry backlog's due sessions go first, into the same commit. A failed
+    extraction keeps the excerpt in the retry queue (store/learning/retry.py): nothing is lost.
+    """
+    from cardmem.store.errors import CardmemError
+    from cardmem.store.store import Store
+
+    try:
+        store = Store.open(store_root(store_path))
+    except CardmemError as exc:
+        return f"no store: {exc.why}"
+    session = str(payload.get("session_id") or "")
+    source = f"{event}-hook"  # the commit's Cardmem-Source: stop-hook, session-end-hook
+    transcript = payload.get("transcript_path")
+    from cardmem.hosts import backlog
+
+    retried = backlog.retry_due(store, lambda s: str(_mark_path(store, s)) + ".lock")
+    if not transcript:
+        return _file_pending(store, session, source, "skipped: no transcript_path", retried)
+    from cardmem.hosts.transcript import read_excerpt, should_skip
+
+    if should_skip(transcript):
+        return _file_pending(store, session, source, "skipped: no transcript or under 1,000 bytes",
+                             retried)
+    from filelock import FileLock
+
+    mark = _mark_path(store, session)
+    # One learner per session at a time: Stop and SessionEnd often fire together.
+    with FileLock(str(mark) + ".lock", timeout=300):
+        size = os.stat(transcript).st_size
+        try:
+            done = int(json.loads(mark.read_text()).get("size", 0))
+        except (OSError, ValueError, AttributeError):
+            done = 0
+        growth = size - done
+        if growth <= 0 or (event == "stop" and done and growth < STOP_MIN_GROWTH):
+            return _file_pending(store, session, source, "skipped: nothing new since the last run",
+                                 retried)
+        from cardmem.hosts.transcript import talk_since
+
+        if done and not talk_since(transcript, done):  # grown, but not by conversation
+            _write_mark(mark, size)
+            return _file_pending(store, session, source,
+                                 "skipped: nothing new said since the last run", retried)
+        cfg = store.config
+        from cardmem.store.learning import retry
+        from cardmem.tools.redact import redact
+
+        # redact, then cut: half a token is no longer recognised
+        turns = read_excerpt(transcript, max_turns=int(cfg["extract"]["max_turns"]),
+                             turn_chars=int(cfg["extract"]["turn_chars"]), redact=redact)
+        turns = [{"role": t.role, "text": t.text} for t in turns]
+        project = _project(store, payload)
+        waiting = retry.load(store.root, session)
+        if waiting:  # this session failed before: one call for the old excerpt and the new
+            turns = backlog.merge_turns(waiting["turns"], turns,
+                                        2 * int(cfg["extract"]["max_turns"]))
+        signals, why, counts = backlog.extract_or_why(turns, cfg)
+        if signals is None:
+            gone = retry.fail(store.root, session, turns, why, counts=counts, project=project,
+                              cwd=payload.get("cwd"), size=size)
+            _write_mark(mark, size)  # queued: the backlog retries it, the next run does not
+            backlog.log_given_up(store, gone)
+            what = "extraction failed" if counts else "no model"
+            return _file_pending(store, session, source, f"{what}: {why}; kept for retry", retried)
+        lines = [redact(s.line) for s in signals]
+        outcome = _file(store, lines, session, project, source)
+        if waiting:
+            retry.remove(store.root, session)  # filed or spooled with this run's signals
+        _write_mark(mark, size)  # filed or spooled, they are safe: never extract them twice
+        return outcome + retried
+
+
+def _project(store: Any, payload: dict[str, Any]) -> str | None:
+    """The session's project, from the payload's cwd (as session start finds it)."""
+    cwd = payload.get("cwd")
+    if not isinstance(cwd, str) or not cwd:
+        return None
+    from cardmem.store.context import project_for
+
+    try:
+        project = project_for(store, cwd)
+    except Exception:  # noqa: BLE001 - no project is no reason to lose the signals
+        return None
+    from cardmem.store.maintain.checkouts import record
+
+    record(store, project, cwd)  # where `cardmem maintain` looks for drift
+    return project
+
+
+def _write_mark(mark: Path, size: int) -> None:
+    from cardmem.store.git.writer import atomic_write
+
+    atomic_write(mark, json.dumps({"size": size, "at": time.time()}).encode())
+
+
+def _file_pending(store: Any, session: str, source: str, skipped: str, retried: str) -> str:
+    """File what waits in the spool (a busy store's signals, the backlog's), if anything."""
+    from cardmem.store.learning.spool import spool_dir
+
+    if any(spool_dir(store).glob("*.json")):
+        return f"{skipped}; spool: {_file(store, [], session, source=source)}{retried}"
+    return skipped + retried
+
+
+def _file(store: Any, lines: list[str], session: str, project: str | None = None,
+          source: str = "stop-hook") -> str:
+    from cardmem.store.learning.compound import file_signals
+
+    r = file_signals(store, lines, session, source=source, project=project)
+    if r.spooled:
+        return f"spooled {len(lines)} signal(s): {r.error}"
+    if not r.filed and not r.duplicates and not lines and not r.from_spool:
+        return "ok: EMPTY (nothing worth remembering)"
+    cards = sorted({f.card for f in r.filed if f.card})
+    return (f"ok: filed {len(r.filed)} signal(s) into {', '.join(cards) or 'no card'}"
+            f"{f', {len(r.duplicates)} duplicate(s) skipped' if r.duplicates else ''}"
+            f"{f', {r.from_spool} from the spool' if r.from_spool else ''}"
+            f"{f', commit {r.commit[:10]}' if r.commit else ''}")
+
+
+def learn_logged(event: str, payload: dict[str, Any], store_path: str | None) -> int:
+    """learn(), then the daily maintenance; the outcome goes to the hook log, never raised."""
+    started = time.monotonic()
+    try:
+        outcome = learn(event, payload, store_path)
+    except Exception as exc:  # noqa: BLE001 - logged, never raised into the host
+        outcome = f"error: {type(exc).__name__}: {' '.join(str(exc).split())}"
+    from .daily import maybe_maintain  # at most once a day, after the learning
+
+    outcome += maybe_maintain(store_root(store_path))
+    hooklog.write(store_root(store_path), f"{event}/learn", started, outcome,
+                  payload.get("session_id"))
+    return 0

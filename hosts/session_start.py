@@ -1,0 +1,147 @@
+"""Session start for every host: the store's rung-1 pile (rules, a digest), fitted to the
+host's cap, and the lines the person should see when memory is degraded (DESIGN §5).
+
+Shared by the adapters (hosts/<host>): each says how many characters its host shows whole
+and in which field; the text is the same. Never raises: no store, a broken card, a failing
+git -> what could be assembled, and the person is told in one line.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from cardmem.store.wording import plural
+
+MAX_CONTEXT = 9_500  # Claude Code shows the model at most 10,000 characters
+
+
+def host_len(text: str) -> int:
+    """Characters as Claude Code counts them: UTF-16 code units (an emoji is two)."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def fit_host(text: str, cap: int = MAX_CONTEXT) -> tuple[str, int]:
+    """text cut at a line end to at most cap host characters, with a closing line saying
+    so; and how many characters were cut (0: it fit). Past the cap the host would show a
+    2 KB preview instead of the whole, so nothing longer is ever handed over."""
+    if host_len(text) <= cap:
+        return text, 0
+    note = "\n(cardmem: context cut at {} of {} characters to fit the host; " \
+           "`cardmem context` shows it whole)\n"
+    room = cap - host_len(note.format(cap, host_len(text)))
+    lines, kept, used = text.split("\n"), [], 0
+    for line in lines:
+        n = host_len(line) + 1
+        if used + n > room:
+            break
+        kept.append(line)
+        used += n
+    return "\n".join(kept) + note.format(used, host_len(text)), host_len(text) - used
+
+
+def session_start_context(payload: dict[str, Any], root: Path,
+                          rules_file: Path | None = None, cap: int = MAX_CONTEXT,
+                          host: str = "Claude Code") -> tuple[str, str, list[str]]:
+    """(the context, outcome for the log, lines for the user) for the store at root, at
+    most `cap` characters as the host counts them.
+
+    The user lines become the hook's message to the person: memory that is degraded is
+    said to the person, not only to the model. The cards shown are noted for the session,
+    so per-prompt memory does not show them again (hosts/prompt.py). Never raises.
+    """
+    try:
+        from cardmem.store.errors import CardmemError
+        from cardmem.store.root import StoreRoot  # no YAML, writer or git to import
+
+        store = StoreRoot.open(root)
+    except Exception as exc:  # noqa: BLE001 - the session must start whatever happens
+        why = getattr(exc, "why", None) or str(exc) or type(exc).__name__
+        return (f"(cardmem: no memory loaded this session: store {root}: {why})",
+                f"no store: {why}", [f"no memory loaded: store {root}: {why}"])
+    cwd = payload.get("cwd") or os.getcwd()
+    user: list[str] = []
+    try:
+        from cardmem.store.context import session_context
+
+        note = ""
+        try:
+            budget = min(int(store.config["context"]["budget_chars"]), cap)
+        except CardmemError as exc:  # a malformed cardmem.toml: go on with the defaults
+            import copy
+
+            from cardmem.store import config
+
+            store.__dict__["config"] = copy.deepcopy(config.DEFAULTS)
+            budget, note = config.DEFAULTS["context"]["budget_chars"], exc.why
+            user.append(f"cardmem.toml ignored ({note})")
+        pile = session_context(store, cwd=cwd, budget=budget, rules_file=rules_file)
+        store.note_reads(pile.whole())  # one append: `stale` asks when a card was read
+        text = pile.text
+        if note:
+            text += f"\n(cardmem: cardmem.toml ignored, defaults used: {note})\n"
+        if pile.notices:
+            text += (f"\n(cardmem: {len(pile.notices)} card file(s) could not be read; "
+                     "run `cardmem doctor`)\n")
+            user.append(f"{len(pile.notices)} card file(s) unreadable")
+        d = pile.delivered
+        if d is not None and not d.ok:
+            user.append(f"rules file not used ({d.error})")
+        titled = sum(1 for e in pile.left_out if "rule shown by title" in e["reason"]
+                     or "changed rule not shown" in e["reason"])
+        if titled:
+            user.append(f"{titled} rule(s) reached the model by title only"
+                        + ("" if d is not None and d.ok or host != "Claude Code" else
+                           "; `cardmem install claude-code` loads every rule whole"))
+        from cardmem.store.learning.retry import retry_backlog
+
+        backlog = retry_backlog(store.root)  # one listdir
+        if backlog["waiting"] or backlog["given_up"]:
+            user.append(f"{backlog['waiting']} session(s) wait to be learned"
+                        + (f", {backlog['given_up']} given up" if backlog["given_up"] else "")
+                        + " (`cardmem doctor` says why)")
+        if pile.proposals:
+            user.append(f"{pile.proposals} proposed rule(s) await your review "
+                        "(`cardmem review`)")
+        text, cut = fit_host(text, cap)
+        if cut:
+            user.append(f"session context cut by {cut} characters to fit {host}")
+        from .prompt import note_shown
+
+        note_shown(root, str(payload.get("session_id") or ""), pile.addresses)
+        delivery = ""
+        if d is not None:
+            delivery = (f", rules file {'error' if not d.ok else 'rewritten' if d.wrote else 'current'}"
+                        f" ({plural(d.total, 'rule')}, {len(d.changed)} changed)")
+        return text, f"ok: {plural(len(pile.addresses), 'card')}, {host_len(text)} chars{delivery}" + (
+            f", {len(pile.notices)} unreadable" if pile.notices else "") + (
+            f", cut {cut}" if cut else ""), user
+    except Exception as exc:  # noqa: BLE001
+        why = " ".join(str(exc).split()) or type(exc).__name__
+        text, _ = fit_host(_rule_titles(root) + f"\n(cardmem: memory only partly loaded: {why})\n", cap)
+        return text, f"degraded: {why}", [f"memory only partly loaded: {why}"]
+
+
+def _rule_titles(root: Path) -> str:
+    """The last resort: the rule files' names, so no rule is invisible."""
+    from cardmem.store.cards.paths import id_of_path
+    from cardmem.store.cards.status import says_proposed
+
+    try:
+        files = [p for p in sorted((root / "feedback").glob("*.md"))
+                 if id_of_path(f"feedback/{p.name}")]
+    except OSError:
+        files = []
+    names = []
+    for p in files:
+        try:
+            with p.open(encoding="utf-8", errors="replace") as fh:
+                if says_proposed(fh.read(4096)):  # an agent's proposal is no rule
+                    continue
+        except OSError:
+            pass
+        names.append(p.stem)
+    if not names:
+        return "# Memory (cardmem)\n"
+    return "# Memory (cardmem)\n## Rules (titles only)\n" + "".join(
+        f"- `feedback/{n}`\n" for n in names)

@@ -1,0 +1,92 @@
+"""A host's settings file, read and written with care: one home for what every install
+and uninstall (hosts/install.py, hosts/claude_code/) does to a file that is the person's.
+
+A file that is not a JSON object is one clear error, never overwritten. Before cardmem
+changes a file it copies it aside (one backup: the file as it was before cardmem's
+latest change). What install created (the file, containers) is recorded next to it in
+`<file>.cardmem.json`, with the file's bytes as they were, so uninstall can take out
+exactly what was added and give the file back byte for byte.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from cardmem.store.errors import CardmemError
+
+
+def read_json_object(path: Path, hint: str) -> dict[str, Any]:
+    """A host's JSON settings file as a dict ({} if absent); one clear line if it is not."""
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CardmemError(str(path), f"not valid JSON ({exc}); fix it or pass {hint}") from None
+    if not isinstance(data, dict):
+        raise CardmemError(str(path), "is not a JSON object")
+    return data
+
+
+def read_hooks_file(path: Path) -> dict[str, Any]:
+    """A host's settings with hooks in it ({} if absent): `hooks` must map each event to a
+    list (of matcher groups, or of hooks); anything else is one clear error."""
+    data = read_json_object(path, "--settings")
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict) or any(not isinstance(v, list) for v in hooks.values()):
+        raise CardmemError(f"{path}: hooks", "is not an object of event -> list of hooks")
+    return data
+
+
+def record_path(path: Path) -> Path:
+    """Where install records what it created (the file, containers) next to a host file."""
+    return path.with_name(path.name + ".cardmem.json")
+
+
+def recorded(path: Path) -> list[str]:
+    """What install recorded creating for this host file ([] without a readable record)."""
+    try:
+        return list(json.loads(record_path(path).read_text()).get("created", []))
+    except (OSError, ValueError, AttributeError, TypeError):
+        return []
+
+
+def backup_path(path: Path) -> Path:
+    return path.with_name(f"{path.name}.bak-cardmem")
+
+
+def backup(path: Path) -> Path | None:
+    """Copy a host's file aside before cardmem rewrites it: one backup per file (the file
+    as it was before cardmem's latest change), never a pile of them."""
+    if not path.exists():
+        return None
+    shutil.copy2(path, backup_path(path))  # keeps the mode: ~/.claude.json stays 0600
+    return backup_path(path)
+
+
+def original(path: Path) -> str | None:
+    """The file's text before cardmem's first install, as recorded (None: none kept)."""
+    try:
+        text = json.loads(record_path(path).read_text()).get("original")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return text if isinstance(text, str) else None
+
+
+def write_back(path: Path, data: dict[str, Any], before: str | None) -> None:
+    """Write what is left after uninstall: the very bytes of `before` (the file before
+    install) when nothing else changed since, else the data as JSON."""
+    from cardmem.store.git.writer import atomic_write
+
+    text = None
+    if before is not None:
+        try:
+            if json.loads(before or "{}") == data:
+                text = before
+        except ValueError:
+            pass
+    backup(path)
+    atomic_write(path, (text if text is not None else
+                        json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))

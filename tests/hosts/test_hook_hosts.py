@@ -1,0 +1,212 @@
+"""One hook program, every host: each host's documented payload read, and answered in the
+host's own fields; a payload the hook cannot read never breaks the session.
+
+The payloads are the hosts' documented ones:
+- Codex: https://developers.openai.com/codex/hooks (and codex-rs/hooks/schema/generated/
+  pre-tool-use.command.input.schema.json: tool_name "Bash", tool_input.command);
+- Gemini CLI: https://geminicli.com/docs/hooks/reference (BeforeTool: tool_name,
+  tool_input; decision/reason; BeforeAgent: prompt; stdout JSON only);
+- Cursor: https://cursor.com/docs/agent/hooks, as summarised at
+  https://cupcake.eqtylab.io/reference/harnesses/cursor (conversation_id,
+  workspace_roots, beforeShellExecution: command, cwd; answers permission,
+  user_message, agent_message; sessionStart: additional_context);
+- Copilot CLI: https://docs.github.com/en/copilot/reference/copilot-cli-reference/cli-hooks-reference
+  (camelCase preToolUse: sessionId, timestamp, cwd, toolName, toolArgs; answers
+  permissionDecision allow/deny/ask, permissionDecisionReason).
+"""
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from cardmem.hosts.adapters import HOSTS, load
+from cardmem.hosts.hook import run
+
+DENY = ("feedback/no-force-push", "Never force-push", "deny", '["git push --force*"]',
+        "Force-pushing rewrites history others have pulled.")
+ASK = ("feedback/migrations", "Ask before touching migrations", "ask", '["path: migrations/**"]',
+       "Migrations run against production on deploy.")
+
+
+def rule(store, cid, title, enforce, applies, body):
+    p = store.root / f"{cid}.md"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(f"---\ntitle: {title}\ntype: feedback\napplies_to: {applies}\n"
+                 f"enforce: {enforce}\n---\n{body}\n")
+
+
+def hook(host, event, payload, store, capsys):
+    out = io.StringIO()
+    data = payload if isinstance(payload, str) else json.dumps(payload)
+    assert run(event, str(store.root), io.StringIO(data), out, host=host) == 0
+    return out.getvalue(), capsys.readouterr().err
+
+
+def answer(host, event, payload, store, capsys):
+    out, err = hook(host, event, payload, store, capsys)
+    return json.loads(out) if out.strip() else None
+
+
+SHELL = {  # each host's documented call of `git push --force origin main`
+    "claude": ("PreToolUse", {"session_id": "s", "cwd": "/w", "tool_name": "Bash",
+                              "tool_input": {"command": "git push --force origin main"}}),
+    "codex": ("PreToolUse", {"session_id": "s", "turn_id": "t", "transcript_path": None, "cwd": "/w",
+                             "hook_event_name": "PreToolUse", "model": "gpt-5",
+                             "permission_mode": "default", "tool_name": "Bash", "tool_use_id": "c1",
+                             "tool_input": {"command": "git push --force origin main"}}),
+    "gemini": ("BeforeTool", {"session_id": "s", "transcript_path": "/t.json", "cwd": "/w",
+                              "hook_event_name": "BeforeTool", "timestamp": "2026-12-02T10:00:00Z",
+                              "tool_name": "run_shell_command",
+                              "tool_input": {"command": "git push --force origin main"}}),
+    "cursor": ("beforeShellExecution", {"hook_event_name": "beforeShellExecution",
+                                        "conversation_id": "conv-1", "generation_id": "gen-1",
+                                        "workspace_roots": ["/w"], "cwd": "/w",
+                                        "command": "git push --force origin main"}),
+    "copilot": ("preToolUse", {"sessionId": "s", "timestamp": 1796231000000, "cwd": "/w",
+                               "toolName": "bash",
+                               "toolArgs": json.dumps({"command": "git push --force origin main",
+                                                       "description": "push"})}),
+}
+
+
+def refusal(host, out):
+    """(decision, the reason the model reads) from a host's answer."""
+    if host in ("claude", "codex"):
+        h = out["hookSpecificOutput"]
+        return h["permissionDecision"], h["permissionDecisionReason"]
+    if host == "gemini":
+        return out["decision"], out["reason"]
+    if host == "cursor":
+        return out["permission"], out["agent_message"]
+    return out["permissionDecision"], out["permissionDecisionReason"]
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_deny_rule_refuses_in_the_hosts_own_fields(host, store, capsys):
+    rule(store, *DENY)
+    event, payload = SHELL[host]
+    decision, reason = refusal(host, answer(host, event, payload, store, capsys))
+    assert decision == "deny"
+    assert "feedback/no-force-push" in reason and "Force-pushing rewrites history" in reason
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_an_ungoverned_call_gets_no_answer(host, store, capsys):
+    rule(store, *DENY)
+    event, payload = SHELL[host]
+    plain = json.loads(json.dumps(payload).replace("git push --force origin main", "ls -la"))
+    out, err = hook(host, event, plain, store, capsys)
+    assert out == "" and err == ""
+
+
+EDIT = {  # an edit of a governed path: ask where the host can, refuse with the reason where not
+    "claude": ("PreToolUse", {"tool_name": "Edit", "tool_input": {"file_path": "/w/db/migrations/1.py"}}, "ask"),
+    "codex": ("PreToolUse", {"tool_name": "apply_patch", "tool_input": {
+        "command": "*** Begin Patch\n*** Update File: /w/db/migrations/1.py\n@@\n-a\n+b\n*** End Patch"}}, "deny"),
+    "gemini": ("BeforeTool", {"tool_name": "replace", "tool_input": {"file_path": "/w/db/migrations/1.py",
+                                                                     "old_string": "a", "new_string": "b"}}, "deny"),
+    "cursor": ("preToolUse", {"conversation_id": "c", "tool_name": "Write",
+                              "tool_input": {"file_path": "/w/db/migrations/1.py"}}, "ask"),
+    "copilot": ("preToolUse", {"sessionId": "s", "cwd": "/w", "toolName": "edit",
+                               "toolArgs": {"path": "/w/db/migrations/1.py"}}, "ask"),
+}
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_an_ask_rule_asks_or_refuses_saying_why(host, store, capsys):
+    rule(store, *ASK)
+    event, payload, expected = EDIT[host]
+    decision, reason = refusal(host, answer(host, event, payload, store, capsys))
+    assert decision == expected and "Migrations run against production" in reason
+    if expected == "deny":
+        assert "ask the user" in reason
+
+
+BAD = ["not json {", "[1, 2]", '"a string"', '{"session_id": {"no": "string"}}',
+       '{"tool_name": "Bash", "tool_input": ["git", "push"]}']
+
+
+@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize("bad", BAD)
+def test_a_bad_payload_never_breaks_the_session(host, bad, store, capsys):
+    rule(store, *DENY)
+    adapter = load(host)
+    for event in [e for e, kind in adapter.EVENTS.items() if kind != "session-start"]:
+        out, err = hook(host, event, bad, store, capsys)
+        assert out.strip() in ("", adapter.EMPTY), (event, out)
+        assert err.count("\n") <= 1 and (err == "" or err.startswith("cardmem: hook ")), err
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_newer_hosts_payload_and_an_unknown_event_are_not_failures(host, store, capsys):
+    rule(store, *DENY)
+    event, payload = SHELL[host]
+    newer = {**payload, "schema_version": 9, "new_field": {"nested": [1, 2]}}
+    decision, _ = refusal(host, answer(host, event, newer, store, capsys))
+    assert decision == "deny"
+    out, err = hook(host, "SomeEventFromTheFuture", {}, store, capsys)
+    assert out.strip() in ("", load(host).EMPTY) and "unknown event" in err and err.count("\n") == 1
+
+
+START = {"claude": "SessionStart", "codex": "SessionStart", "gemini": "SessionStart",
+         "cursor": "sessionStart", "copilot": "sessionStart"}
+
+
+def start_context(host, out):
+    if out is None:
+        return None
+    if host == "cursor":
+        return out["additional_context"]
+    return out["hookSpecificOutput"]["additionalContext"]
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_session_start_within_the_hosts_cap_at_150_rules(host, store, capsys):
+    for n in range(150):
+        rule(store, f"feedback/rule-{n:03}", f"Rule number {n} about widget {n}", "remind",
+             f'["widget-{n} *"]', f"Widget {n} is configured with care: " + "detail " * 30)
+    out = answer(host, START[host], {"session_id": "s", "cwd": str(store.root)}, store, capsys)
+    text = start_context(host, out)
+    if host == "copilot":  # Copilot CLI does not read sessionStart's output: nothing to send
+        assert text is None
+        return
+    cap = load(host).CAP
+    assert 0 < len(text) <= cap
+    named = sum(f"feedback/rule-{n:03}" in text for n in range(150))
+    assert named > 20, named  # whole, or by title: never a rule cut in the middle
+    assert "Widget 149 is configured" not in text or "feedback/rule-149" in text
+
+
+@pytest.mark.parametrize("host", ["claude", "codex", "gemini"])
+def test_per_prompt_cards_once_a_session(host, store, capsys):
+    (store.root / "entities").mkdir(exist_ok=True)
+    (store.root / "entities" / "frobnicator.md").write_text(
+        "---\ntitle: Frobnicator\ntype: entity\n---\nThe frobnicator retries widget jobs.\n")
+    event = {"claude": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini": "BeforeAgent"}[host]
+    payload = {"session_id": "s9", "cwd": "/w", "prompt": "Why does the frobnicator retry?"}
+    out = answer(host, event, payload, store, capsys)
+    text = out["hookSpecificOutput"]["additionalContext"]
+    assert "entities/frobnicator" in text and len(text) <= 1_500
+    assert answer(host, event, payload, store, capsys) in (None, {})  # not shown twice
+
+
+def test_the_cli_route_with_host(store):
+    """`cardmem hook EVENT --host HOST` (and the host's own event name) as a process."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    rule(store, *DENY)
+    exe = Path(sys.executable).with_name("cardmem")
+    event, payload = SHELL["gemini"]
+    for args in (["hook", "pre-tool-use", "--host", "gemini"], ["hook", event, "--host", "gemini"]):
+        proc = subprocess.run([str(exe), *args, "--store", str(store.root)], input=json.dumps(payload),
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["decision"] == "deny"
+    proc = subprocess.run([str(exe), "hook", "prompt", "--host", "gemini", "--store", str(store.root)],
+                          input="][", capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "{}"
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("cardmem: hook gemini prompt: ")

@@ -1,0 +1,102 @@
+"""`cardmem install|uninstall codex|gemini|cursor|copilot`: each host's own file, merged into,
+backed up, idempotent, and given back byte for byte by uninstall."""
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+from click.testing import CliRunner
+
+from cardmem.hosts.cli import install, uninstall
+from cardmem.hosts.install import installed, installed_store
+from cardmem.hosts.settings import backup_path, record_path
+
+HOSTS = ("codex", "gemini", "cursor", "copilot")
+# A person's own file, formatted their way (tabs, key order, no final newline), with a
+# hook of their own under one of the events cardmem uses.
+THEIRS = {
+    "codex": '{\n\t"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]},\n\t"x": 1}',
+    "gemini": '{"theme": "Dracula", "hooksConfig": {"notifications": false},\n "hooks": {"BeforeTool": '
+              '[{"matcher": "write_file", "hooks": [{"type": "command", "command": "./lint.sh"}]}]}}',
+    "cursor": '{"version": 1, "hooks": {"stop": [{"command": "./audit.sh"}]}}',
+    "copilot": '{"version": 1,   "hooks": {"preToolUse": [{"type": "command", "bash": "./policy.sh", "timeoutSec": 5}]}}',
+}
+
+
+def run(cmd, *args):
+    r = CliRunner().invoke(cmd, list(args))
+    assert r.exit_code == 0, r.output
+    return r.output
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_install_then_uninstall_gives_the_file_back_byte_for_byte(host, store, tmp_path):
+    path = tmp_path / f"{host}.json"
+    path.write_text(THEIRS[host])
+    out = run(install, host, "--settings", str(path), "--store", str(store.root))
+    assert "installed cardmem's hooks" in out and str(store.root) in out
+    assert backup_path(path).read_text() == THEIRS[host]  # the original, aside
+    ours = installed(host, path)
+    assert ours and installed_store(host, path) == store.root
+    data = json.loads(path.read_text())
+    assert THEIRS[host].split('"command": "')[-1].split('"')[0] in json.dumps(data) or \
+        "./policy.sh" in json.dumps(data)  # their hook is still there
+    before = path.read_bytes()
+    assert "already installed" in run(install, host, "--settings", str(path), "--store",
+                                      str(store.root))
+    assert path.read_bytes() == before  # idempotent
+    run(uninstall, host, "--settings", str(path))
+    assert path.read_text() == THEIRS[host]
+    assert not record_path(path).exists()
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_install_into_no_file_makes_it_and_uninstall_takes_it_away(host, store, tmp_path):
+    path = tmp_path / "deep" / "hooks.json"
+    run(install, host, "--settings", str(path), "--store", str(store.root))
+    data = json.loads(path.read_text())
+    if host in ("cursor", "copilot"):
+        assert data["version"] == 1
+    if host == "gemini":
+        assert data["hooksConfig"] == {"enabled": True}
+    commands = [shlex.split(e.get("command") or e.get("bash")) for e in installed(host, path)]
+    assert all(["--host", host] == c[c.index("--host"):c.index("--host") + 2] for c in commands)
+    run(uninstall, host, "--settings", str(path))
+    assert not path.exists()
+
+
+def test_user_scope_by_default(store, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for host, where in (("codex", ".codex/hooks.json"), ("gemini", ".gemini/settings.json"),
+                        ("cursor", ".cursor/hooks.json"), ("copilot", ".copilot/hooks/cardmem.json")):
+        out = run(install, host, "--store", str(store.root))
+        assert str(tmp_path / where) in out and (tmp_path / where).exists()
+
+
+def test_a_file_that_is_not_json_is_refused_and_left_alone(store, tmp_path):
+    path = tmp_path / "hooks.json"
+    path.write_text("{not json")
+    r = CliRunner().invoke(install, ["codex", "--settings", str(path), "--store", str(store.root)])
+    assert r.exit_code != 0 and "not valid JSON" in str(r.exception)  # the group says it in one line
+    assert path.read_text() == "{not json" and not backup_path(path).exists()
+
+
+def test_doctor_checks_each_installed_host(store, tmp_path, monkeypatch):
+    from cardmem.hosts.checks import check_host, checks
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert checks(store) == []  # nothing installed: nothing to say
+    run(install, "gemini", "--store", str(store.root))
+    assert check_host("gemini", store) == [(True, f"Gemini CLI: hooks installed in "
+                                                  f"{tmp_path / '.gemini' / 'settings.json'}")]
+    path = tmp_path / ".gemini" / "settings.json"
+    data = json.loads(path.read_text())
+    del data["hooks"]["BeforeAgent"]
+    data["hooks"]["SessionStart"][0]["hooks"][0]["command"] = \
+        data["hooks"]["SessionStart"][0]["hooks"][0]["command"].replace(
+            __import__("sys").executable, str(tmp_path / "gone" / "python"))
+    path.write_text(json.dumps(data))
+    found = checks(store)
+    assert (False, f"Gemini CLI: prompt hook(s) missing in {path}; run `cardmem install gemini`") in found
+    assert any(ok is False and "does not exist (a removed virtualenv?)" in m for ok, m in found)

@@ -1,0 +1,140 @@
+"""`cardmem import` matches an item to its card by identity (its anchor, else its text),
+never by its place in the source: a card a person deleted stays deleted whatever else
+moved, and an item gone from the source is reported with its card left as it is.
+CLI in-process, real git."""
+from __future__ import annotations
+
+import json
+
+from importkit import PATHS, git, person, src  # noqa: F401
+from importkit import imp as import_cli
+
+RULES = "projects/acme-api/"
+DONT_MOCK = RULES + "don-t-mock-the-database-use-the-pg-fixture-it-runs-in-a-tran"
+REGRESSION = RULES + "write-a-regression-test-before-fixing-a-bug"
+PYTEST_X = RULES + "always-run-the-tests-with-pytest-x-locally-the-suite-is-slow"
+
+
+def imp(store, path, *args: str) -> dict:
+    code, out, err = import_cli(store, "claude-md", path, "--project", "acme-api", "--json",
+                                *args)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def actions(doc: dict) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for c in doc["cards"]:
+        out.setdefault(c["action"], set()).add(c["id"])
+    return out
+
+
+def delete(store, cid: str) -> None:
+    """A person deletes a card and commits it."""
+    git(store.root, "rm", "-q", cid + ".md")
+    git(store.root, "commit", "-qm", f"no {cid}, thanks")
+
+
+def files(store) -> dict[str, bytes]:
+    return {p.relative_to(store.root).as_posix(): p.read_bytes()
+            for p in store.root.rglob("*.md") if ".git" not in p.parts}
+
+
+def test_a_deleted_rule_stays_deleted_when_another_is_removed_from_the_source(person,
+                                                                               src) -> None:
+    """The issue's sequence: it brought the deleted rule back, in force, under the removed
+    rule's id, and did not report the removed one (rules were paired by position)."""
+    path = src / PATHS["claude-md"]
+    imp(person, path)
+    delete(person, DONT_MOCK)
+    path.write_text(path.read_text().replace("3. Write a regression test before fixing a bug\n",
+                                             ""))
+    before = files(person)
+    doc = imp(person, path)
+    assert not person.exists(DONT_MOCK)
+    assert actions(doc).get("gone") == {REGRESSION}
+    assert DONT_MOCK in actions(doc)["kept"]
+    assert doc["commit"] is None and files(person) == before  # the removed rule's card as it was
+    code, out, _ = import_cli(person, "claude-md", path, "--project", "acme-api")
+    assert f"gone from the source: {REGRESSION}" in out
+
+
+def test_a_card_deleted_and_not_yet_committed_is_not_made_again(person, src) -> None:
+    path = src / PATHS["claude-md"]
+    imp(person, path)
+    (person.root / (DONT_MOCK + ".md")).unlink()  # by hand; no watcher has committed it
+    path.write_text(path.read_text().replace("3. Write a regression test before fixing a bug\n",
+                                             ""))
+    doc = imp(person, path)
+    assert not person.exists(DONT_MOCK) and doc["commit"] is None
+    assert actions(doc).get("gone") == {REGRESSION}
+
+
+def test_reordered_and_moved_rules_are_the_same_cards(person, src) -> None:
+    path = src / PATHS["claude-md"]
+    imp(person, path)
+    delete(person, PYTEST_X)
+    text = path.read_text()
+    # the testing rules reversed, and one moved into the code style section
+    text = text.replace("1. Always run the tests with `pytest -x` locally; the suite is slow\n"
+                        "2. Don't mock the database: use the `pg` fixture, it runs in a "
+                        "transaction\n3. Write a regression test before fixing a bug\n",
+                        "1. Write a regression test before fixing a bug\n"
+                        "2. Always run the tests with `pytest -x` locally; the suite is slow\n")
+    text = text.replace("- Use `ruff format`; never hand-format imports\n",
+                        "- Use `ruff format`; never hand-format imports\n- Don't mock the "
+                        "database: use the `pg` fixture, it runs in a transaction\n")
+    path.write_text(text)
+    n = len(files(person))
+    doc = imp(person, path)
+    got = actions(doc)
+    assert "created" not in got and "gone" not in got, got
+    assert got["updated"] == {DONT_MOCK}  # its key (section) moved: recorded on the card
+    assert PYTEST_X in got["kept"] and not person.exists(PYTEST_X)
+    assert len(files(person)) == n
+    assert "#code-style/" in person.read(DONT_MOCK).meta["source"]
+
+
+def test_a_deleted_rule_reworded_upstream_is_not_made_again(person, src) -> None:
+    path = src / PATHS["claude-md"]
+    imp(person, path)
+    delete(person, REGRESSION)
+    path.write_text(path.read_text().replace("3. Write a regression test",
+                                             "3. Always write a regression test"))
+    doc = imp(person, path)
+    assert "created" not in actions(doc) and doc["commit"] is None
+    assert REGRESSION in actions(doc)["kept"]
+
+
+def test_deletions_are_found_past_the_commit_messages_fifty_lines(person, tmp_path) -> None:
+    """An import commit's message names at most 50 cards; the 60th, deleted, stays so."""
+    md = tmp_path / "CLAUDE.md"
+    md.write_text("## Rules\n\n" + "".join(f"- Always keep rule number {i:02d} of sixty "
+                                           f"in mind ({'x' * (i % 7)})\n" for i in range(60)))
+    imp(person, md)
+    last = RULES + "always-keep-rule-number-59-of-sixty-in-mind-xxx"
+    assert person.exists(last)
+    delete(person, last)
+    md.write_text(md.read_text().replace("- Always keep rule number 00 of sixty in mind ()\n",
+                                         ""))
+    doc = imp(person, md)
+    assert not person.exists(last) and "created" not in actions(doc)
+    assert actions(doc)["gone"] == {RULES + "always-keep-rule-number-00-of-sixty-in-mind"}
+
+
+def test_of_two_sections_of_one_name_the_removed_one_is_gone(person, tmp_path) -> None:
+    """Repeated headings get keys in order (notes, notes-2): the second, left alone, is
+    still its own card when the first is removed, not written over the first's."""
+    md = tmp_path / "CLAUDE.md"
+    md.write_text("## Notes\n\nThe staging database is reset on Mondays.\n\n"
+                  "## Notes\n\nInvoices are rendered by a Celery worker.\n")
+    imp(person, md)
+    first, second = RULES + "notes", RULES + "notes-2"
+    before = files(person)
+    md.write_text("## Notes\n\nInvoices are rendered by a Celery worker.\n")
+    doc = imp(person, md)
+    assert actions(doc) == {"gone": {first}, "updated": {second}}  # its key is `notes` now
+    assert person.read(first).body.strip() == "The staging database is reset on Mondays."
+    assert person.read(second).body.strip() == "Invoices are rendered by a Celery worker."
+    assert {p: b for p, b in files(person).items() if p != second + ".md"} == \
+        {p: b for p, b in before.items() if p != second + ".md"}
