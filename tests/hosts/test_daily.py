@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from maintainkit import aged_store, git
+from maintainkit import aged_store, commit_as_person, git
 
 from cardmem.hosts.daily import maybe_maintain
 from cardmem.store.maintain import record

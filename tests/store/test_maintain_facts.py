@@ -1,6 +1,8 @@
 """Duplicates that are not: numbers, versions, paths and negations count (issue 28)."""
 from __future__ import annotations
 
+import pytest
+
 from maintainkit import card_text, small_store
 
 from cardmem.store.maintain import findings
@@ -13,6 +15,7 @@ def dup_findings(store):
     return [f for f in findings(store, {"duplicate"}) if len(f.ids) > 1]
 
 
+@pytest.mark.corpus
 def test_v2_and_v3_limits_are_not_duplicates(tmp_path) -> None:
     store = small_store(tmp_path / "s", {
         "reference/api-v2-rate-limit": card_text("API v2 rate limit",
@@ -22,6 +25,7 @@ def test_v2_and_v3_limits_are_not_duplicates(tmp_path) -> None:
     assert dup_findings(store) == []
 
 
+@pytest.mark.corpus
 def test_a_negation_one_card_lacks_is_no_duplicate(tmp_path) -> None:
     body = "merges into main for the release branch; CI checks each commit message and title."
     store = small_store(tmp_path / "s", {
@@ -30,6 +34,7 @@ def test_a_negation_one_card_lacks_is_no_duplicate(tmp_path) -> None:
     assert dup_findings(store) == []
 
 
+@pytest.mark.corpus
 def test_six_hundred_cards_differing_only_in_numbers_give_no_finding(tmp_path) -> None:
     cards = {f"reference/service-{n}": card_text(
         f"Service {n} port", f"Service {n} listens on port {8000 + n} behind the shared "
@@ -39,6 +44,7 @@ def test_six_hundred_cards_differing_only_in_numbers_give_no_finding(tmp_path) -
     assert dup_findings(store) == []
 
 
+@pytest.mark.corpus
 def test_a_real_duplicate_group_is_one_finding(tmp_path) -> None:
     base = ("Deploys go out from the main branch with make deploy; the release manager "
             "watches the dashboards for ten minutes and rolls back with make rollback.")

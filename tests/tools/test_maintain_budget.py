@@ -1,12 +1,14 @@
 """`maintain` reports its progress and stops cleanly at a CPU budget (issue 28)."""
 from __future__ import annotations
 
+import pytest
 from maintainkit import corpus_store
 
 from cardmem.store.maintain import MODEL_FREE, record, within
 from cardmem.tools.maintain import run
 
 
+@pytest.mark.corpus
 def test_progress_is_reported_and_ends_whole(tmp_path) -> None:
     store = corpus_store(tmp_path / "store", ("oxc", "ruff"))
     seen: list[tuple[str, int, int | None]] = []
@@ -16,6 +18,7 @@ def test_progress_is_reported_and_ends_whole(tmp_path) -> None:
     assert all(a[1] <= b[1] for a, b in zip(compared, compared[1:]))
 
 
+@pytest.mark.corpus
 def test_a_pass_out_of_budget_records_only_the_kinds_it_finished(tmp_path, monkeypatch) -> None:
     store = corpus_store(tmp_path / "store", ("oxc",))
     calls = []
@@ -31,8 +34,6 @@ def test_a_pass_out_of_budget_records_only_the_kinds_it_finished(tmp_path, monke
 
 
 def test_within_raises_only_past_its_budget() -> None:
-    import pytest
-
     from cardmem.store.maintain import OutOfTime
 
     seen = []

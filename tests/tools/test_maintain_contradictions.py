@@ -181,6 +181,7 @@ def test_the_claude_code_route_judges_too(planted, tmp_path, monkeypatch) -> Non
     assert "-p" in argv and "--tools" in argv
 
 
+@pytest.mark.corpus
 def test_cards_alike_in_words_but_not_in_facts_go_to_the_judge_not_to_a_merge(tmp_path) -> None:
     from maintainkit import card_text, small_store
 

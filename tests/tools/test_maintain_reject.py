@@ -19,6 +19,8 @@ SNAPSHOTS = ("---\ntitle: Insta snapshots track failing tests\ntype: project\npr
              "hold counts and .snap.md the detailed failures.\n")
 PAIR = ["projects/oxc/snapshots", "projects/oxc/snapshot-testing"]
 
+pytestmark = pytest.mark.corpus  # every test here reads the corpus
+
 
 @pytest.fixture
 def planted(tmp_path):
