@@ -56,7 +56,10 @@ def maintain(only: tuple[str, ...], apply: bool, reject: tuple[str, ...], as_jso
             for line in d.lines:
                 click.echo(f"    {line}")
         return
-    report = run(store, set(only) or None, apply=apply)
+    from cardmem.tools.cli.progress import bar
+
+    with bar(as_json) as progress:  # on a terminal only: a 10k store takes seconds
+        report = run(store, set(only) or None, apply=apply, progress=progress)
     if as_json:
         emit_json(report.as_dict())
         return
