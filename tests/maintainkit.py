@@ -69,3 +69,14 @@ def small_store(root: Path, cards: dict[str, str], corpus: tuple[str, ...] = ("r
         p.write_text(text)
     commit_as_person(store)
     return store
+
+
+RATE = "Clients are throttled per key; bursts above the limit get status 429 and a Retry-After header."
+
+
+def rate_limit_store(root: Path):
+    """The issue's case: two cards alike in every word but their version and number."""
+    return small_store(root, {
+        f"reference/api-{v}-rate-limit": card_text(f"API {v} rate limit",
+                                                   f"API {v} allows {n} requests/min. {RATE}")
+        for v, n in (("v2", 100), ("v3", 500))})

@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from maintainkit import card_text, small_store
+from maintainkit import card_text, rate_limit_store, small_store
 
 from cardmem.store.maintain import findings
 from cardmem.store.maintain.facts import facts, sentences
 
-RATE = "Clients are throttled per key; bursts above the limit get status 429 and a Retry-After header."
 
 
 def dup_findings(store):
@@ -17,12 +16,7 @@ def dup_findings(store):
 
 @pytest.mark.corpus
 def test_v2_and_v3_limits_are_not_duplicates(tmp_path) -> None:
-    store = small_store(tmp_path / "s", {
-        "reference/api-v2-rate-limit": card_text("API v2 rate limit",
-                                                 f"API v2 allows 100 requests/min. {RATE}"),
-        "reference/api-v3-rate-limit": card_text("API v3 rate limit",
-                                                 f"API v3 allows 500 requests/min. {RATE}")})
-    assert dup_findings(store) == []
+    assert dup_findings(rate_limit_store(tmp_path / "s")) == []
 
 
 @pytest.mark.corpus

@@ -183,15 +183,12 @@ def test_the_claude_code_route_judges_too(planted, tmp_path, monkeypatch) -> Non
 
 @pytest.mark.corpus
 def test_cards_alike_in_words_but_not_in_facts_go_to_the_judge_not_to_a_merge(tmp_path) -> None:
-    from maintainkit import card_text, small_store
+    from maintainkit import rate_limit_store
 
     from cardmem.store.maintain import Survey, findings
     from cardmem.tools.maintain.contradictions import candidates
 
-    rate = "Clients are throttled per key; bursts above the limit get status 429 and Retry-After."
-    store = small_store(tmp_path / "s", {
-        "reference/api-v2": card_text("API v2 rate limit", f"API v2 allows 100 requests/min. {rate}"),
-        "reference/api-v3": card_text("API v3 rate limit", f"API v3 allows 500 requests/min. {rate}")})
+    store = rate_limit_store(tmp_path / "s")
     assert [f for f in findings(store, {"duplicate"}) if len(f.ids) > 1] == []
-    assert ["reference/api-v2", "reference/api-v3"] in [[a, b] for _, a, b in
+    assert ["reference/api-v2-rate-limit", "reference/api-v3-rate-limit"] in [[a, b] for _, a, b in
                                                         candidates(Survey.of(store))]
