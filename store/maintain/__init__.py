@@ -30,13 +30,15 @@ class OutOfTime(Exception):
 
 def within(seconds: float, progress: Progress | None = None) -> Progress:
     """A progress callback that passes reports on and raises OutOfTime once this process
-    has used `seconds` more CPU (user + system) than when it was made."""
+    has used `seconds` more CPU (user + system) than when it was made (at any report
+    but one that says its phase is done)."""
     import time
 
     end = time.process_time() + seconds
 
     def report(what: str, done: int, total: int | None) -> None:
-        if time.process_time() > end:
+        # a phase that says it is done is let finish: its work is not thrown away
+        if (total is None or done < total) and time.process_time() > end:
             raise OutOfTime(f"{what}: out of CPU time ({seconds:g} s) at {done} of {total}")
         if progress is not None:
             progress(what, done, total)
