@@ -179,6 +179,7 @@ relevance_threshold = 0.65 # a rule without applies_to reminds at a tool call fr
 # history_keep = 20          # History lines kept when a long History is folded
 # history_fold_at = 40       # History lines from which `maintain` offers to fold
 # daily = true               # the model-free findings, at most once a day after a session
+# daily_cpu_s = 10.0         # ...cut off cleanly after this much CPU (what it finished stays)
 
 # [projects]                 # a working folder's name (or a checkout's path) -> project
 # "acme-api-checkout" = "acme-api"
