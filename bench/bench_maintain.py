@@ -15,6 +15,13 @@ CPU time much less. Then, in-process, CPU seconds per part (survey, each kind).
 `drift` has paths, commands and symbols to check (without it no project has one), and
 times drift with and without its symbol check side by side (3 rounds, alternating).
 --parts-only skips the whole-process runs.
+
+--vs-index (issue 28): the synthetic store with the agents-md corpus's 395 cards added
+(projects/<project>/), `cardmem maintain --json` (the model-free kinds) beside `cardmem
+index --full` on that store, alternating, CPU of each process (its children included);
+index with the semantic layer as configured and with CARDMEM_SEMANTIC=off. Then the
+issue's two planted cases in-process: 600 cards that differ only in their numbers, and
+the same 600 made real duplicates (one word changed), findings and CPU of each.
 """
 from __future__ import annotations
 
@@ -39,10 +46,10 @@ CARDMEM = str(Path(sys.executable).with_name("cardmem"))
 KINDS = ("broken-link", "duplicate", "drift", "stale", "long-history")
 
 
-def timed(args: list[str]) -> tuple[float, float, str]:
+def timed(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    proc = subprocess.run(args, capture_output=True, text=True)
+    proc = subprocess.run(args, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1):  # grep: 1 is "no match"
@@ -106,8 +113,12 @@ def main() -> None:
     ap.add_argument("--checkout", type=Path, help="Every project's checkout (for drift).")
     ap.add_argument("--parts-only", action="store_true", help="No whole-process runs.")
     ap.add_argument("--write", type=Path, help="Put the results into this Markdown file.")
+    ap.add_argument("--vs-index", action="store_true",
+                    help="maintain beside `cardmem index --full` (issue 28).")
     a = ap.parse_args()
     host = machine()
+    if a.vs_index:
+        return report(vs_index(a.dir, a.cards, a.runs, host), a.write)
     root = a.dir / f"maintain-{a.cards}"
     if not (root / ".git").exists():
         generate(root, a.cards)
@@ -162,6 +173,120 @@ def main() -> None:
                                    or "none") + ".", "",
               "In-process CPU by part: " + ", ".join(f"{k} {s:.2f} s" for k, s in split) + "."]
     report(lines, a.write)
+
+
+def with_corpus(root: Path, cards: int) -> None:
+    """The synthetic store plus the agents-md corpus's cards, committed once."""
+    import os
+    import shutil
+
+    from gen_store import CORPUS
+
+    if (root / ".git").exists():
+        return
+    generate(root, cards)
+    for p in sorted(CORPUS.glob("*--*.md")):
+        project = re.search(r"^project: *(.+)$", p.read_text(), re.M).group(1).strip()
+        d = root / "projects" / f"corpus-{project}"
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copy(p, d / p.name.split("--", 2)[2])
+    commit_store(root)
+    os.sync()
+
+
+def planted(n: int = 600) -> list[str]:
+    """The issue's cases in one process: findings and CPU of the duplicate pass on n
+    cards that differ only in their numbers, and on n/2 topics written twice, the second
+    time with one word changed (real duplicates: n/2 groups of two expected)."""
+    import random
+    import tempfile
+
+    from cardmem.store.maintain import Survey, duplicates
+    from cardmem.store.store import init
+    from gen_store import load_corpus
+
+    words = load_corpus()[2]
+    rng = random.Random(28)
+    topics = [rng.sample(words, 14) for _ in range(n // 2)]
+
+    def variant(i: int) -> str:
+        ws = list(topics[i // 2])
+        if i % 2:
+            ws[5] = rng.choice(words)
+        return f"The {' '.join(ws[:7])} keeps {' '.join(ws[7:])} for the release."
+
+    out = []
+    for case, body in (("differ only in their numbers",
+                        lambda i: f"Service {i} listens on port {8000 + i} behind the shared "
+                                  f"proxy; its health check answers on /health every "
+                                  f"{i % 7 + 2} seconds."),
+                       ("are 300 topics written twice, one word changed", variant)):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp) / "s"
+            store = init(root)[0]
+            (root / "reference").mkdir()
+            for i in range(n):
+                (root / f"reference/card-{i}.md").write_text(
+                    f"---\ntitle: Card {i // 2}\ntype: reference\n---\n{body(i)}\n")
+            subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+            subprocess.run(["git", "-C", str(root), "-c", "user.name=b", "-c",
+                            "user.email=b@example.com", "commit", "-qm", "planted"], check=True)
+            sv = Survey.of(store)
+            sv.changed  # noqa: B018
+            t = time.process_time()
+            found = [f for f in duplicates.find(sv) if len(f.ids) > 1]
+            cpu = time.process_time() - t
+            sizes = collections.Counter(len(f.ids) for f in found)
+            out.append(f"- {n} cards that {case}: {len(found)} duplicate finding(s)"
+                       + (" (" + ", ".join(f"{c} of {k} cards" for k, c in sorted(sizes.items()))
+                          + ")" if sizes else "") + f", duplicate pass {cpu:.2f} s CPU")
+    return out
+
+
+def vs_index(base: Path, cards: int, runs: int, host: str) -> list[str]:
+    import os
+
+    root = base / f"maintain-corpus-{cards}"
+    with_corpus(root, cards)
+    total = sum(1 for _ in root.rglob("*.md"))
+    only = [x for k in KINDS for x in ("--only", k)]
+    off = {**os.environ, "CARDMEM_SEMANTIC": "off"}
+    runs_of = {"maintain": ([CARDMEM, "maintain", "--json", *only, "--store", str(root)], None),
+               "index --full": ([CARDMEM, "index", "--full", "--json", "--store", str(root)],
+                                None),
+               "index --full, semantic off": ([CARDMEM, "index", "--full", "--json", "--store",
+                                               str(root)], off)}
+    got: dict[str, list[tuple[float, float]]] = {k: [] for k in runs_of}
+    out = ""
+    for i in range(runs + 1):  # the first round warms caches and is not counted
+        for name, (args, env) in runs_of.items():
+            w, c, text = timed(args, env)
+            if i:
+                got[name].append((w, c))
+            if name == "maintain":
+                out = text
+    doc = json.loads(out)
+    found = collections.Counter(f["kind"] for f in doc["findings"])
+    groups = [len(f["ids"]) for f in doc["findings"] if f["kind"] == "duplicate" and len(f["ids"]) > 1]
+    med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+           for k, v in got.items()}
+    load = os.getloadavg()[0]
+    lines = ["## Maintain beside `cardmem index --full` (issue 28, 2026-12-02)", "",
+             f"{host}; load average {load:.1f} at the end. {total:,} cards: bench/gen_store.py's "
+             f"{cards:,} plus the agents-md corpus's cards, one commit; kinds {', '.join(KINDS)}; "
+             f"{runs} runs each, alternating, medians; CPU is user+sys of the process and its "
+             f"children. `python bench/bench_maintain.py --vs-index`.", "",
+             "| process | wall | CPU (user+sys) | maintain's CPU / this |", "|---|---|---|---|"]
+    for name, (w, c) in med.items():
+        lines.append(f"| `cardmem {name}` | {w:.2f} s | {c:.2f} s | "
+                     f"{med['maintain'][1] / c:.2f}x |")
+    lines += ["", "Findings: " + (", ".join(f"{n:,} {k}" for k, n in found.most_common())
+                                   or "none")
+              + (f"; duplicates in {len(groups):,} groups of {min(groups)}-{max(groups)} cards "
+                 f"({sum(groups):,} cards)" if groups else "") + ".", "",
+              "In-process CPU by part: " + ", ".join(f"{k} {s:.2f} s" for k, s in parts(root))
+              + ".", "", "The issue's planted cases, in-process:"] + planted()
+    return lines
 
 
 def report(lines: list[str], write: Path | None) -> None:

@@ -4,7 +4,8 @@ links, duplicates, drift, stale cards, long Histories), at most once a day per s
 It runs in the detached learner process the Stop / SessionEnd hook starts, after the
 learning, so the hook itself stays as lean as before. It writes no card: it records its
 findings (store/maintain/record.py) for doctor, search and the session-start context.
-Off with `[maintain] daily = false`.
+Off with `[maintain] daily = false`; at most `[maintain] daily_cpu_s` seconds of CPU
+(then it stops cleanly, recording the kinds it finished).
 """
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ def maybe_maintain(root: Path, now: float | None = None) -> str:
             store = Store.open(root)
         except CardmemError:
             return ""  # no store here: the learner's line says so already
-        if not store.config.get("maintain", {}).get("daily", True):
+        cfg = store.config.get("maintain", {})
+        if not cfg.get("daily", True):
             return ""
         try:
             with FileLock(str(stamp) + ".lock", timeout=0):
@@ -48,10 +50,11 @@ def maybe_maintain(root: Path, now: float | None = None) -> str:
                 from cardmem.tools.maintain import run
 
                 started = time.monotonic()
-                report = run(store, set(MODEL_FREE))
+                report = run(store, set(MODEL_FREE), cpu_s=float(cfg.get("daily_cpu_s", 10.0)))
         except Timeout:
             return ""
     except Exception as exc:  # noqa: BLE001 - the learner's log line says it, nothing more
         return f"; daily maintain: error: {type(exc).__name__}: {' '.join(str(exc).split())}"
+    cut = "".join(f" ({n})" for n in report.notes if n.startswith("cut off"))
     return (f"; daily maintain: {len(report.findings)} open finding(s) in "
-            f"{time.monotonic() - started:.1f} s")
+            f"{time.monotonic() - started:.1f} s{cut}")

@@ -27,7 +27,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "store": {"lock_timeout_s": 10.0},
     "rules": {"relevance_threshold": 0.65},  # store/rules/match.py THRESHOLD
     "maintain": {"stale_days": 180, "history_keep": 20, "history_fold_at": 40,
-                 "daily": True},  # the learner's model-free pass, at most once a day
+                 # the learner's model-free pass, at most once a day, cut off after
+                 # daily_cpu_s of CPU (what it checked by then is recorded)
+                 "daily": True, "daily_cpu_s": 10.0},
     "projects": {},  # working-directory name -> project slug
     # `cardmem slack` (tools/slack/): api_url "" = SLACK_API_URL, else Slack's own; queue:
     # questions waiting for a worker, past it a busy line (holds a burst of 300:
@@ -177,6 +179,7 @@ relevance_threshold = 0.65 # a rule without applies_to reminds at a tool call fr
 # history_keep = 20          # History lines kept when a long History is folded
 # history_fold_at = 40       # History lines from which `maintain` offers to fold
 # daily = true               # the model-free findings, at most once a day after a session
+# daily_cpu_s = 10.0         # ...cut off cleanly after this much CPU (what it finished stays)
 
 # [projects]                 # a working folder's name (or a checkout's path) -> project
 # "acme-api-checkout" = "acme-api"

@@ -39,7 +39,7 @@ def commit_as_person(store, message: str = "person edit", when: str | None = Non
     if when:
         env.update(GIT_AUTHOR_DATE=when, GIT_COMMITTER_DATE=when)
     git(store, "add", "-A")
-    git(store, "commit", "-q", "-m", message, env=env)
+    git(store, "commit", "-q", "--allow-empty", "-m", message, env=env)
 
 
 AGED = "projects/temporal/error-handling"
@@ -52,3 +52,31 @@ def aged_store(root):
     p.write_text(p.read_text() + "\nStill true in 2025.\n")
     commit_as_person(store, when="2025-01-10T12:00:00Z")
     return store
+
+
+def card_text(title: str, body: str, card_type: str = "reference", **meta: str) -> str:
+    head = "".join(f"{k}: {v}\n" for k, v in meta.items())
+    return f"---\ntitle: {title}\ntype: {card_type}\n{head}---\n{body}\n"
+
+
+def small_store(root: Path, cards: dict[str, str], corpus: tuple[str, ...] = ("ruff", "oxc")):
+    """A committed store of the given cards (id -> text), a person's commit, beside the
+    corpus cards of those projects (so that rarity, idf, means what it does in a store)."""
+    store = corpus_store(root, corpus)
+    for cid, text in cards.items():
+        p = root / f"{cid}.md"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    commit_as_person(store)
+    return store
+
+
+RATE = "Clients are throttled per key; bursts above the limit get status 429 and a Retry-After header."
+
+
+def rate_limit_store(root: Path):
+    """The issue's case: two cards alike in every word but their version and number."""
+    return small_store(root, {
+        f"reference/api-{v}-rate-limit": card_text(f"API {v} rate limit",
+                                                   f"API {v} allows {n} requests/min. {RATE}")
+        for v, n in (("v2", 100), ("v3", 500))})

@@ -22,7 +22,7 @@ NAME_MAX = 255
 # Folders a store owns that are never cards.
 HIDDEN_PREFIX = "."
 # Top-level files that document the store rather than remember anything.
-NOT_CARDS = {"README.md"}
+NOT_CARDS = {"README.md", "DISTINCT.md"}  # DISTINCT.md: store/maintain/distinct.py
 
 
 def default_store() -> Path:

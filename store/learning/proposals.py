@@ -33,7 +33,8 @@ from ..cards.status import PROPOSED, status_of
 from ..store import Store
 from ..git.writer import Message
 
-CHANGE_KEYS = ("proposes_change_to", "change_base")  # written by cardmem only
+MERGE_KEY = "maintain_merge"  # the merge finding a change proposal is part of
+CHANGE_KEYS = ("proposes_change_to", "change_base", MERGE_KEY)  # written by cardmem only
 SOURCE = "review"
 
 
@@ -357,7 +358,10 @@ def _accept_change(store: Store, card: cardlib.Card, msg: Message) -> dict[str, 
 
 
 def reject(store: Store, cid: str) -> Decision:
-    """Remove a proposal, as a person's commit."""
+    """Remove a proposal, as a person's commit. A part of a merge `maintain` proposed
+    (MERGE_KEY) takes the whole merge with it: every proposal of it is removed and its
+    cards are remembered as distinct (store/maintain/distinct.py), so it is not proposed
+    again while they are unchanged."""
     cid = paths.normalize_id(cid)
     msg = Message(f"review: reject {cid}", [], SOURCE)
 
@@ -365,6 +369,27 @@ def reject(store: Store, cid: str) -> Decision:
         card = _proposal(store, cid, "reject")
         msg.lines = [f"{card.id}  rejected and removed (proposed by "
                      f"{card.meta.get('proposed_by') or 'unknown'})"]
-        return {store.rel(card.id): None}
+        out: dict[str, bytes | None] = {store.rel(card.id): None}
+        if merge := card.meta.get(MERGE_KEY):
+            out.update(_reject_merge(store, card, str(merge), msg.lines))
+        return out
 
     return Decision(cid, store.commit(compute, msg, agent=False), msg.lines)
+
+
+def _reject_merge(store: Store, card: cardlib.Card, merge: str,
+                  lines: list[str]) -> dict[str, bytes | None]:
+    from ..maintain import distinct
+
+    parts = [card] + [store.read(p.id) for p in proposals(store)
+                      if p.id != card.id and p.changes]
+    parts = [c for c in parts if str(c.meta.get(MERGE_KEY) or "") == merge]
+    out: dict[str, bytes | None] = {store.rel(c.id): None for c in parts}
+    lines += [f"{c.id}  rejected with it (the same merge, {merge})" for c in parts[1:]]
+    cards = {str(c.meta["proposes_change_to"]): str(c.meta.get("change_base") or "")
+             for c in parts if c.meta.get("proposes_change_to")}
+    if len(cards) > 1:
+        out[distinct.FILE] = distinct.with_decision(store.root, cards)
+        lines.append(f"{', '.join(sorted(cards))}  remembered as distinct "
+                     f"({distinct.FILE}): not proposed as duplicates again while unchanged")
+    return out

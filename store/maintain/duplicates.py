@@ -1,10 +1,14 @@
-"""`duplicate`: two cards, or two History lines of one card, that say the same thing.
+"""`duplicate`: cards, or History lines of one card, that say the same thing.
 
 A cheap pass, no model: each card is the set of Porter stems of its keywords (title,
-description, body without its History), weighted by rarity (idf); two cards of one scope
-(the same project, or one of them global) are duplicates when the cosine of those
-weights reaches DUPLICATE. Candidate pairs are only those sharing one of each card's
-RAREST stems, so a 10k store is not 50M comparisons.
+description, body without its History) and its facts (facts.py: numbers, versions,
+dates, identifiers, paths, negations), weighted by rarity (idf). Cards are duplicates
+when they have the same scope (project, or none) and the same facts, and the cosine of
+those weights reaches DUPLICATE; a chain of such pairs is one group, one finding, which
+keeps a rule (a protected type) over any other card. Cards a person called distinct
+(distinct.py) are never grouped while they are unchanged. Candidate pairs come from
+MinHash LSH (lsh.py), not from every pair. Cards that agree in words but not in facts
+are no duplicates: the contradiction pass may put them to its model (card_pairs).
 
 Calibration (bench/RESULTS.md): on the agents-md corpus (395 real sections of 46
 projects' agent files, none a duplicate of another) the highest pair scores below
@@ -17,16 +21,29 @@ import re
 from collections import Counter, defaultdict
 from itertools import combinations
 
+from dataclasses import dataclass
+
 from ..cards import card as cardlib
-from ..learning.matching import entry_line, is_duplicate, keywords
 from ..index.porter import stem
+from ..learning.matching import entry_line, is_duplicate, keywords
+from ..learning.proposals import digest
+from ..progress import quiet
+from . import distinct, lsh
+from .facts import facts
 from .survey import Finding, Survey
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..progress import Progress
+
 DUPLICATE = 0.6  # idf-weighted cosine of two cards' stems at or above: the same thing
-RAREST = 8  # stems per card that select candidate pairs
+RAREST = 8  # stems per card that select candidate pairs (contradiction topics)
+MAX_DF = 100  # ...each in at most this many cards
 MIN_STEMS = 4  # a card with fewer says too little to call it anyone's duplicate
+WIDE, WINDOW = 64, 16  # a candidate bucket above WIDE cards: each meets WINDOW after it
 LINE_SAME = 0.75  # Jaccard of two History lines' stems (with the same numbers)
 _HISTORY = re.compile(r"^## History[ \t]*$", re.M | re.I)
+_MAY_HAVE_HISTORY = re.compile(r"^ {0,3}##[ \t]+history", re.M | re.I)
 
 
 _STEMS: dict[str, str] = {}  # word -> stem: a store repeats its words, porter is slow
@@ -53,25 +70,50 @@ def _scope(c: cardlib.Card) -> str | None:
     return c.project
 
 
-def card_pairs(survey: Survey, threshold: float = DUPLICATE) -> list[tuple[float, str, str]]:
-    """(score, a, b) of every candidate pair of active cards scoring at or above
-    threshold, best first."""
-    cards = [c for c in survey.active()]
-    words = {c.id: stems(card_text(c)) for c in cards}
-    words = {k: v for k, v in words.items() if len(v) >= MIN_STEMS}
+def features(c: cardlib.Card) -> tuple[set[str], frozenset[str]]:
+    """(what similarity weighs: stems and facts, the facts alone) of a card."""
+    text = card_text(c)
+    fs = facts(text)
+    return stems(text) | fs, fs
+
+
+def _vectors(words: dict[str, set[str]]) -> dict[str, dict[str, float]]:
+    """id -> its features weighted by rarity (idf), normalised: cosine is a dot product."""
     df: Counter[str] = Counter()
     for ws in words.values():
         df.update(ws)
     n = max(1, len(words))
+    idf = {w: math.log((n + 1) / k) for w, k in df.items()}
     vec: dict[str, dict[str, float]] = {}
     for cid, ws in words.items():
-        v = {w: math.log((n + 1) / df[w]) for w in ws}
+        v = {w: idf[w] for w in ws}
         norm = math.sqrt(sum(x * x for x in v.values())) or 1.0
         vec[cid] = {w: x / norm for w, x in v.items()}
+    return vec
+
+
+def _score(va: dict[str, float], vb: dict[str, float]) -> float:
+    return sum(va[w] * vb[w] for w in va.keys() & vb.keys())  # set op in C
+
+
+def card_pairs(survey: Survey, threshold: float = DUPLICATE) -> list[tuple[float, str, str]]:
+    """(score, a, b) of every candidate pair of active cards of one scope scoring at or
+    above threshold, best first, whatever their facts: the contradiction pass's topics.
+    Candidates share one of each card's RAREST stems."""
+    cards = survey.active()
+    words = {c.id: features(c)[0] for c in cards}
+    words = {k: v for k, v in words.items() if len(v) >= MIN_STEMS}
+    vec = _vectors(words)
+    df: Counter[str] = Counter()
+    for ws in words.values():
+        df.update(ws)
     by_stem: dict[str, list[str]] = defaultdict(list)
     for cid, ws in words.items():
         # The rarest stems the card shares with another: a stem only it has pairs nothing.
-        for w in sorted((w for w in ws if df[w] > 1), key=lambda w: (df[w], w))[:RAREST]:
+        # A stem of more than MAX_DF cards is no topic (600 cards of one template would
+        # otherwise be 179,700 pairs).
+        for w in sorted((w for w in ws if 1 < df[w] <= MAX_DF),
+                        key=lambda w: (df[w], w))[:RAREST]:
             by_stem[w].append(cid)
     scope = {c.id: _scope(c) for c in cards}
     seen: set[tuple[str, str]] = set()
@@ -83,18 +125,109 @@ def card_pairs(survey: Survey, threshold: float = DUPLICATE) -> list[tuple[float
             seen.add((a, b))
             if scope[a] and scope[b] and scope[a] != scope[b]:
                 continue
-            va, vb = vec[a], vec[b]
-            score = sum(va[w] * vb[w] for w in va.keys() & vb.keys())  # set op in C
+            score = _score(vec[a], vec[b])
             if score >= threshold:
                 out.append((score, a, b))
     return sorted(out, key=lambda t: (-t[0], t[1], t[2]))
 
 
-def _keep_first(survey: Survey, a: str, b: str) -> tuple[str, str]:
-    """(keep, other): the card that says more is kept (then the older, then by id)."""
-    ca, cb = survey.cards[a], survey.cards[b]
-    key = {x: (-len(card_text(c)), survey.last_changed(x), x) for x, c in ((a, ca), (b, cb))}
-    return (a, b) if key[a] <= key[b] else (b, a)
+def same_facts(survey: Survey, a: str, b: str) -> bool:
+    return facts(card_text(survey.cards[a])) == facts(card_text(survey.cards[b]))
+
+
+@dataclass
+class Group:
+    keep: str
+    others: list[str]
+    scores: list[float]  # the score that brought each of others in
+
+
+def groups(survey: Survey, progress: Progress = quiet) -> list[Group]:
+    """Groups of active cards that say the same thing: one scope, the same facts, a chain
+    of pairs scoring DUPLICATE or more; none two of which a person called distinct. The
+    card to keep first: a rule (protected type), then the one that says more, the older."""
+    cards = survey.active()
+    total = len(cards)
+    progress("comparing cards", 0, total)
+    words: dict[str, set[str]] = {}
+    keys: dict[str, object] = {}
+    for n, c in enumerate(cards, 1):
+        ws, fs = features(c)
+        if len(ws) >= MIN_STEMS:
+            words[c.id], keys[c.id] = ws, (_scope(c), fs)
+        if n % 500 == 0:
+            progress("comparing cards", n // 2, total)
+    vec = _vectors(words)
+    apart = distinct.apart(survey.store.root, {c.id: digest(c.text) for c in cards})
+    parent: dict[str, str] = {}
+    best: dict[str, float] = {}
+
+    def root(x: str) -> str:
+        while parent.get(x, x) != x:
+            parent[x] = x = parent.get(parent[x], parent[x])
+        return x
+
+    def join(a: str, b: str, score: float) -> None:
+        ra, rb = root(a), root(b)
+        parent[max(ra, rb)] = min(ra, rb)
+        for x in (a, b):
+            best[x] = max(best.get(x, 0.0), score)
+
+    # Cards with the very same features are one candidate (a thousand copies are not a
+    # million pairs); the copies join their first at once.
+    same: dict[tuple, list[str]] = defaultdict(list)
+    for cid in sorted(words):
+        same[(keys[cid], frozenset(words[cid]))].append(cid)
+    for ids in same.values():
+        for b in ids[1:]:
+            if (ids[0], b) not in apart:
+                join(ids[0], b, _score(vec[ids[0]], vec[b]))
+    firsts = {ids[0]: words[ids[0]] for ids in same.values()}
+    candidates = lsh.buckets(firsts, keys)
+    seen: set[tuple[str, str]] = set()
+    for n, ids in enumerate(candidates, 1):
+        for i, a in enumerate(ids):
+            # a large bucket (near-copies that are no duplicates of each other): each card
+            # meets its next WINDOW neighbours only, so it stays linear
+            for b in ids[i + 1:] if len(ids) <= WIDE else ids[i + 1:i + 1 + WINDOW]:
+                if (a, b) in seen or (a, b) in apart or root(a) == root(b):
+                    continue
+                seen.add((a, b))
+                if (score := _score(vec[a], vec[b])) >= DUPLICATE:
+                    join(a, b, score)
+        if n % 200 == 0:
+            progress("comparing cards", total // 2 + total * n // (2 * len(candidates)), total)
+    members: dict[str, list[str]] = defaultdict(list)
+    for cid in best:  # every card of a scoring pair
+        members[root(cid)].append(cid)
+    protected = set(survey.store.config["extract"]["protected_types"])
+    out = []
+    for ids in members.values():
+        ids = sorted(set(ids), key=lambda x: _rank(survey, x, protected))
+        taken = [ids[0]]
+        for x in ids[1:]:
+            if not any((min(x, y), max(x, y)) in apart for y in taken):
+                taken.append(x)
+        if len(taken) > 1:
+            out.append(Group(taken[0], taken[1:], [best[x] for x in taken[1:]]))
+    progress("comparing cards", total, total)
+    return sorted(out, key=lambda g: (-max(g.scores), g.keep))
+
+
+def _rank(survey: Survey, cid: str, protected: set[str]) -> tuple:
+    """Which card of a group is kept: a rule over any other type, then the one that says
+    more, then the older, then by id."""
+    c = survey.cards[cid]
+    return (c.type not in protected, -len(card_text(c)), survey.last_changed(cid), cid)
+
+
+def finding_key(survey: Survey, ids: list[str]) -> str:
+    """A finding's name a person can reject: its cards as they are now (a change to any
+    of them makes a new name)."""
+    import hashlib
+
+    said = "\n".join(f"{cid} {digest(survey.cards[cid].text)}" for cid in sorted(ids))
+    return "dup-" + hashlib.sha256(said.encode()).hexdigest()[:10]
 
 
 def _numbers(s: str) -> set[str]:
@@ -115,6 +248,8 @@ def same_line(a: str, b: str) -> bool:
 
 def line_pairs(c: cardlib.Card) -> list[tuple[str, str]]:
     """(earlier, later) History lines of one card that say the same thing."""
+    if not _MAY_HAVE_HISTORY.search(c.text):  # most cards: no heading walk for nothing
+        return []
     lines = cardlib.history(c.text)
     out, dup = [], set()
     for i, j in combinations(range(len(lines)), 2):
@@ -124,19 +259,26 @@ def line_pairs(c: cardlib.Card) -> list[tuple[str, str]]:
     return out
 
 
-def find(survey: Survey) -> list[Finding]:
+def find(survey: Survey, progress: Progress = quiet) -> list[Finding]:
     out = []
-    for score, a, b in card_pairs(survey):
-        keep, other = _keep_first(survey, a, b)
-        out.append(Finding("duplicate", [keep, other],
-                           f"{other} says what {keep} says (similarity {score:.2f})",
-                           f"merge {other} into {keep}: its unique lines move over, it "
-                           f"becomes superseded (--apply does)",
-                           fix={"keep": keep, "other": other}))
+    for g in groups(survey, progress):
+        ids = [g.keep, *g.others]
+        low = min(g.scores)
+        said = (f"{g.others[0]} says what {g.keep} says (similarity {low:.2f})"
+                if len(g.others) == 1 else
+                f"{', '.join(g.others)} say what {g.keep} says (similarity {low:.2f} or more)")
+        out.append(Finding("duplicate", ids, said,
+                           f"merge into {g.keep}: every sentence it lacks moves over, the "
+                           f"rest become superseded (--apply does; `cardmem maintain --reject "
+                           f"{finding_key(survey, ids)}` if they differ)",
+                           fix={"keep": g.keep, "others": list(g.others)},
+                           key=finding_key(survey, ids)))
     for cid in sorted(survey.cards):
         c = survey.cards[cid]
-        for first, later in line_pairs(c):
+        if repeats := line_pairs(c):
+            first, later = repeats[0]
+            more = f" (and {len(repeats) - 1} more)" if len(repeats) > 1 else ""
             out.append(Finding("duplicate", [cid],
-                               f"History line repeats an earlier one: {later!r} ~ {first!r}",
+                               f"History line repeats an earlier one: {later!r} ~ {first!r}{more}",
                                "drop the later line by hand (a long History is folded by --apply)"))
     return out

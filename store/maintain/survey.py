@@ -27,10 +27,14 @@ class Finding:
     suggestion: str
     fix: dict[str, Any] | None = field(default=None, compare=False)
     applied: str | None = field(default=None, compare=False)  # the commit --apply made
+    key: str | None = field(default=None, compare=False)  # a name `--reject` takes
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "ids": self.ids, "detail": self.detail,
-                "suggestion": self.suggestion}
+        out = {"kind": self.kind, "ids": self.ids, "detail": self.detail,
+               "suggestion": self.suggestion}
+        if self.key:
+            out["finding"] = self.key
+        return out
 
 
 @dataclass

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from maintainkit import aged_store, git
+from maintainkit import aged_store, commit_as_person, git
 
 from cardmem.hosts.daily import maybe_maintain
 from cardmem.store.maintain import record
@@ -50,3 +50,17 @@ def test_the_stop_hooks_learner_runs_it_and_logs_it(tmp_path) -> None:
     last = (store.root / ".cardmem" / "hooks.log").read_text().splitlines()[-1]
     assert "no transcript_path" in last and "daily maintain: 1 open finding(s)" in last
     assert json.loads((store.root / ".cardmem/maintain.json").read_text())["kinds"]["stale"]
+
+
+def test_the_pass_is_cut_off_cleanly_when_its_cpu_budget_runs_out(tmp_path) -> None:
+    store = aged(tmp_path)
+    assert maybe_maintain(store.root).startswith("; daily maintain: 1 open")
+    kept = record.load(store.root)
+    (store.root / "cardmem.toml").write_text("[maintain]\ndaily_cpu_s = 0\n")
+    commit_as_person(store)
+    head = git(store, "rev-parse", "HEAD")
+    out = maybe_maintain(store.root, now=time.time() + 2 * 86400)
+    assert "cut off: checking the store: out of CPU time (0 s)" in out
+    assert "not checked: broken-link, duplicate, drift, stale, long-history" in out
+    assert record.load(store.root) == kept  # nothing recorded over the last whole pass
+    assert git(store, "rev-parse", "HEAD") == head and git(store, "status", "--porcelain") == ""

@@ -60,14 +60,14 @@ def test_broken_links_renamed_card_unknown_card_and_code_is_no_link(corpus) -> N
 def test_a_card_refiled_in_other_words_is_a_duplicate(corpus) -> None:
     (corpus.root / "projects/oxc/snapshots.md").write_text(
         "---\ntitle: Insta snapshots track failing tests\ntype: project\nproject: oxc\n---\n"
-        "Snapshot tests use the insta crate; the snapshots record the failing tests rather "
-        "than the passing ones. They live in tasks/coverage/snapshots and the conformance "
+        "Snapshot tests use the insta crate; the snapshots record only the failing tests, not "
+        "the passing ones. They live in tasks/coverage/snapshots and the conformance "
         "directories. After a change, review them with cargo insta review. The .snap files "
         "hold counts and .snap.md the detailed failures.\n")
     commit_as_person(corpus)
     found = findings(corpus, {"duplicate"})
     assert [f.ids for f in found] == [["projects/oxc/snapshots", "projects/oxc/snapshot-testing"]]
-    assert found[0].fix == {"keep": "projects/oxc/snapshots", "other": "projects/oxc/snapshot-testing"}
+    assert found[0].fix == {"keep": "projects/oxc/snapshots", "others": ["projects/oxc/snapshot-testing"]}
 
 
 @pytest.mark.corpus

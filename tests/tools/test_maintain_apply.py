@@ -11,11 +11,12 @@ from maintainkit import CORPUS, commit_as_person, corpus_store, git
 
 from cardmem.store.cards import card as cardlib
 from cardmem.store.maintain import findings
+from cardmem.store.maintain.facts import sentences
 from cardmem.tools.maintain import run
 
 SNAPSHOTS = ("---\ntitle: Insta snapshots track failing tests\ntype: project\nproject: oxc\n---\n"
-             "Snapshot tests use the insta crate; the snapshots record the failing tests rather "
-             "than the passing ones. They live in tasks/coverage/snapshots and the conformance "
+             "Snapshot tests use the insta crate; the snapshots record only the failing tests, not "
+             "the passing ones. They live in tasks/coverage/snapshots and the conformance "
              "directories. After a change, review them with cargo insta review. The .snap files "
              "hold counts and .snap.md the detailed failures.\n\nCI checks snapshots.\n\n"
              "## History\n- 2026-10-01 · session aaa · Worked: cargo insta review -a accepts all\n")
@@ -62,7 +63,9 @@ def test_apply_merges_a_duplicate_in_one_commit_that_revert_undoes(corpus) -> No
     assert o.title in k.aliases  # the old name still finds the kept card
     assert cardlib.history(k.text)[0].startswith("2026-10-01 · session aaa")
     assert "Merged projects/oxc/snapshot-testing" in cardlib.history(k.text)[-1]
-    assert "## Merged from" not in k.text  # every line of the other is said already
+    # Said in other words is not said: every sentence of the other is in the kept card.
+    assert "## Merged from projects/oxc/snapshot-testing" in k.text
+    assert sentences(o.body) <= sentences(k.body)
     # other's frontmatter: two keys more, every other byte as it was
     assert o.text.replace("status: superseded\nsuperseded_by: projects/oxc/snapshots\n", "") \
         == before[f"{other}.md"]
@@ -73,22 +76,39 @@ def test_apply_merges_a_duplicate_in_one_commit_that_revert_undoes(corpus) -> No
     assert texts(corpus) == before
 
 
-def test_a_merge_moves_over_only_the_paragraphs_the_kept_card_does_not_say() -> None:
+def test_a_merge_moves_over_every_paragraph_with_a_sentence_the_kept_card_lacks() -> None:
     from cardmem.tools.maintain.consolidate import merged
 
     keep = "---\ntitle: Deploys\naliases: [ship it]\n---\nDeploy with make deploy from main.\n"
     other = ("---\ntitle: Shipping\naliases: [Deploys, releases]\n---\n# Shipping\n\n"
-             "From main, make deploy deploys.\n\nRollbacks need the on-call engineer.\n\n"
+             "Deploy with make deploy from main.\n\nFrom main, make deploy deploys.\n\n"
+             "Rollbacks need the on-call engineer.\n\n"
              "## History\n- 2026-10-01 · s1 · Failed: deploy on a Friday\n")
     k, o = merged(keep, other, "reference/deploys", "reference/shipping", "2026-12-01")
     assert k == ("---\ntitle: Deploys\naliases: [ship it, Shipping, releases]\n---\n"
                  "Deploy with make deploy from main.\n\n"
-                 "## Merged from reference/shipping\n\nRollbacks need the on-call engineer.\n\n"
+                 "## Merged from reference/shipping\n\nFrom main, make deploy deploys.\n\n"
+                 "Rollbacks need the on-call engineer.\n\n"
                  "## History\n- 2026-10-01 · s1 · Failed: deploy on a Friday\n"
-                 "- 2026-12-01 · maintain · Merged reference/shipping (a duplicate): its aliases, "
-                 "history and 1 paragraph(s)\n")
+                 "- 2026-12-01 · maintain · Merged reference/shipping (a duplicate): its name, "
+                 "aliases, history and 2 paragraph(s) it alone said\n")
     assert o == other.replace("---\n#", "status: superseded\nsuperseded_by: reference/deploys\n"
                                         "---\n#")
+    # Nothing left to move: the History says so, no "0 paragraph(s)".
+    k2, _ = merged(k, o, "reference/deploys", "reference/shipping", "2026-12-02")
+    assert cardlib.history(k2)[-1].endswith("nothing else: the kept card says each of its "
+                                            "sentences")
+
+
+def test_a_merge_that_would_lose_a_sentence_is_not_made(monkeypatch) -> None:
+    from cardmem.store.errors import CardmemError
+    from cardmem.tools.maintain import consolidate
+
+    monkeypatch.setattr(consolidate, "_paragraphs", lambda body: [])  # moves nothing
+    keep = "---\ntitle: Deploys\n---\nDeploy with make deploy from main.\n"
+    other = "---\ntitle: Shipping\n---\nRollbacks need the on-call engineer.\n"
+    with pytest.raises(CardmemError, match="would lose 1 sentence"):
+        consolidate.merged(keep, other, "reference/deploys", "reference/shipping", "2026-12-01")
 
 
 @pytest.mark.corpus

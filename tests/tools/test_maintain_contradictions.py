@@ -179,3 +179,16 @@ def test_the_claude_code_route_judges_too(planted, tmp_path, monkeypatch) -> Non
     assert note is None and [f.ids for f in found] == [[CHANGESETS, PLANTED]]
     argv = json.loads((tmp_path / "calls").read_text().splitlines()[0])
     assert "-p" in argv and "--tools" in argv
+
+
+@pytest.mark.corpus
+def test_cards_alike_in_words_but_not_in_facts_go_to_the_judge_not_to_a_merge(tmp_path) -> None:
+    from maintainkit import rate_limit_store
+
+    from cardmem.store.maintain import Survey, findings
+    from cardmem.tools.maintain.contradictions import candidates
+
+    store = rate_limit_store(tmp_path / "s")
+    assert [f for f in findings(store, {"duplicate"}) if len(f.ids) > 1] == []
+    assert ["reference/api-v2-rate-limit", "reference/api-v3-rate-limit"] in [[a, b] for _, a, b in
+                                                        candidates(Survey.of(store))]

@@ -3,13 +3,18 @@
 `--apply`'s consolidating commits (consolidate.py, fold.py).
 
     run(store, only={"duplicate"}, apply=False) -> Report(findings, notes, applied)
+    reject(store, "dup-3f0c9a1b2c") -> Decision: a person says a finding's cards differ
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from cardmem.store.maintain import MODEL_FREE, Finding, Survey, findings
+from cardmem.store.maintain import MODEL_FREE, Finding, OutOfTime, Survey, findings, within
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cardmem.store.progress import Progress
 
 
 @dataclass
@@ -26,13 +31,26 @@ class Report:
         return out
 
 
-def run(store, only: set[str] | None = None, *, apply: bool = False,
-        record: bool = True) -> Report:
+def run(store, only: set[str] | None = None, *, apply: bool = False, record: bool = True,
+        progress: Progress | None = None, cpu_s: float | None = None) -> Report:
     """The findings of the kinds in `only` (all when None); with apply, consolidated.
-    What stays open is recorded for doctor, search and context (store/maintain/record.py)."""
+    What stays open is recorded for doctor, search and context (store/maintain/record.py).
+    With cpu_s, the pass stops cleanly once it has used that much CPU: the kinds checked
+    by then are recorded, the rest are not, nothing is applied, and a note says so."""
+    report_to = within(cpu_s, progress) if cpu_s is not None else progress
     survey = Survey.of(store)
     kinds = [k for k in MODEL_FREE if only is None or k in only]
-    report = Report(findings(store, set(kinds), survey))
+    report = Report()
+    done: list[str] = []
+    try:
+        for kind in kinds:
+            report.findings += findings(store, {kind}, survey, report_to)
+            done.append(kind)
+    except OutOfTime as exc:
+        report.notes.append(f"cut off: {exc}; not checked: {', '.join(kinds[len(done):])}")
+        apply = False
+        only = set(done)  # and no model-judged kind either
+    kinds = done
     if only is None or "contradiction" in only:
         from .contradictions import judge_all
 
@@ -62,3 +80,32 @@ def run(store, only: set[str] | None = None, *, apply: bool = False,
         if "stale" in kinds:
             reads.compact(store.root, keep=set(survey.cards))
     return report
+
+
+def reject(store, key: str):
+    """A person says the cards of duplicate finding `key` are different: they are
+    remembered as distinct (store/maintain/distinct.py) in one commit of theirs, and not
+    found again while each is unchanged."""
+    from cardmem.store.errors import CardmemError
+    from cardmem.store.git.writer import Message
+    from cardmem.store.learning.proposals import Decision, digest
+    from cardmem.store.maintain import distinct, duplicates
+
+    survey = Survey.of(store)
+    found = [f for f in duplicates.find(survey) if f.key == key.strip()]
+    if not found:
+        raise CardmemError(f"finding {key}", "is no open duplicate finding; `cardmem maintain "
+                                             "--only duplicate` lists them with their names")
+    ids = found[0].ids
+    msg = Message(f"maintain: distinct {', '.join(ids)}",
+                  [f"{cid}  not a duplicate of the others (a person's call, {key})" for cid in ids],
+                  "maintain")
+
+    def compute() -> dict[str, bytes | None]:
+        now = {cid: digest(store.read(cid).text) for cid in ids}
+        if now != {cid: digest(survey.cards[cid].text) for cid in ids}:
+            raise CardmemError(f"finding {key}", "a card of it changed meanwhile; run "
+                                                 "`cardmem maintain` again")
+        return {distinct.FILE: distinct.with_decision(store.root, now)}
+
+    return Decision(key, store.commit(compute, msg, agent=False), msg.lines)

@@ -2,9 +2,11 @@
 can read (`cardmem log`) and undo (`cardmem revert`), with `Cardmem-Source: maintain`.
 
 - broken-link whose card git saw renamed: the link is pointed at the new id;
-- duplicate cards: the other card's title and aliases become aliases of the kept one,
-  its History lines and the paragraphs the kept card does not already say move over,
-  and it is marked `status: superseded`, `superseded_by: <kept>` (kept, readable);
+- duplicate cards (a group, store/maintain/duplicates.py): each other card's title and
+  aliases become aliases of the kept one, its History lines and every paragraph with a
+  sentence the kept card does not say move over (checked: a merge that would lose a
+  sentence is not applied), and it is marked `status: superseded`, `superseded_by:
+  <kept>` (kept, readable);
 - contradiction: the loser is marked `status: superseded`, `superseded_by: <winner>`;
 - long-history: folded (fold.py), the raw lines kept below the rewritten text;
 - unfiled-answer (mine.py): the answer becomes a proposed card, its receipt as source.
@@ -12,7 +14,9 @@ Drift, stale cards and repeated History lines are a person's to fix: nothing is 
 
 A live protected card (`[extract] protected_types`: feedback, user) is never changed:
 when a change would touch one, every card of that change gets a change proposal instead
-(store/learning/proposals.py), in one commit, for `cardmem review`. A card changed once in a run
+(store/learning/proposals.py), in one commit, for `cardmem review`; a merge's proposals
+carry its finding's name, so rejecting one rejects them all and remembers the cards as
+distinct (store/maintain/distinct.py). A card changed once in a run
 is not changed again in it: that finding waits for the next run, and the notes say so.
 """
 from __future__ import annotations
@@ -27,13 +31,12 @@ from cardmem.store.learning import proposals
 from cardmem.store.errors import CardmemError, StoreBusy
 from cardmem.store.maintain import Finding, Survey
 from cardmem.store.maintain import history as hist
-from cardmem.store.maintain.duplicates import stems
+from cardmem.store.maintain.facts import sentences
 from cardmem.store.maintain.links import relink
 from cardmem.store.git.writer import Message
 from cardmem.tools import model
 
 SOURCE = "maintain"  # the commits' Cardmem-Source, and proposals' proposed_by
-SAID = 0.7  # share of a paragraph's stems the kept card has: it says it already
 MAX_CHANGES = 50  # commits one run makes; the rest wait for the next run (and say so)
 
 
@@ -46,6 +49,7 @@ class Change:
     ids: list[str]
     edit: Callable[[dict[str, str]], dict[str, str]]
     lines: list[str] = field(default_factory=list)
+    key: str | None = None  # the finding's name: its proposals carry it (a reject is whole)
 
 
 def superseded(text: str, by: str) -> str:
@@ -53,23 +57,36 @@ def superseded(text: str, by: str) -> str:
 
 
 def _paragraphs(body: str) -> list[str]:
-    """A body's paragraphs (fenced code kept whole), headings left out."""
+    """A body's paragraphs (fenced code kept whole), a heading as a bold first line."""
     out, cur, fence = [], [], False
     for ln in body.splitlines():
         if ln.lstrip().startswith(("```", "~~~")):
             fence = not fence
-        if not fence and not ln.strip() and cur:
-            out.append("\n".join(cur))
-            cur = []
-        elif fence or (ln.strip() and not re.match(r" {0,3}#{1,6}\s", ln)):
+        heading = not fence and re.match(r" {0,3}#{1,6}\s", ln)
+        if not fence and (heading or not ln.strip()):
+            if cur:
+                out.append("\n".join(cur))
+            # a heading moves as a bold line: the kept card's sections stay its own
+            cur = [f"**{ln.strip().lstrip('#').strip()}**"] if heading else []
+        else:
             cur.append(ln)
     if cur:
         out.append("\n".join(cur))
     return out
 
 
+def _said(text: str) -> set[str]:
+    """The sentences a card says: its names, description and body (History aside)."""
+    c = cardlib.parse(text, "card")
+    return (sentences("\n\n".join([c.title, *c.aliases, c.description]))
+            | sentences(hist.parts(text)[1]))
+
+
 def merged(keep: str, other: str, keep_id: str, other_id: str, today: str) -> tuple[str, str]:
-    """(kept card's new text, other's new text) of merging other into keep."""
+    """(kept card's new text, other's new text) of merging other into keep: other's
+    title and aliases become aliases, each of its paragraphs with a sentence the kept card
+    lacks moves over whole, its History lines too. CardmemError when the result would
+    still lack one of other's sentences: then nothing is merged."""
     k, o = cardlib.parse(keep, keep_id), cardlib.parse(other, other_id)
     taken = {a.casefold() for a in (k.title, *k.aliases)}
     aliases = list(k.aliases)
@@ -78,19 +95,21 @@ def merged(keep: str, other: str, keep_id: str, other_id: str, today: str) -> tu
             aliases.append(a)
             taken.add(a.casefold())
     text = cardlib.set_key(keep, "aliases", aliases) if aliases != k.aliases else keep
-    _, k_body, _, _ = hist.parts(keep)
-    said = stems(" ".join([k.title, *k.aliases, k.description, k_body]))
-    new = []
-    for p in _paragraphs(hist.parts(other)[1]):
-        ws = stems(p)
-        if len(ws) >= 2 and len(ws & said) / len(ws) < SAID:
-            new.append(p)
+    said = _said(text)  # its names now include the other's
+    new = [p for p in ([o.description] if o.description else []) + _paragraphs(hist.parts(other)[1])
+           if not sentences(p) <= said]
     if new:
         text = cardlib.append_section(text, f"Merged from {other_id}", "\n\n".join(new))
     for line in cardlib.history(other):
         text = cardlib.append_history(text, line)
+    moved = (f"{len(new)} paragraph(s) it alone said" if new else
+             "nothing else: the kept card says each of its sentences")
     text = cardlib.append_history(text, f"{today} · maintain · Merged {other_id} (a duplicate): "
-                                        f"its aliases, history and {len(new)} paragraph(s)")
+                                        f"its name, aliases, history and {moved}")
+    if lost := _said(other) - _said(text):
+        raise CardmemError(f"card {other_id}", f"merging it into {keep_id} would lose "
+                                               f"{len(lost)} sentence(s), e.g. {min(lost)!r}; "
+                                               "not merged")
     return text, superseded(other, keep_id)
 
 
@@ -103,15 +122,19 @@ def plan(survey: Survey, f: Finding, notes: list[str]) -> Change | None:
                       lambda t: {cid: relink(t[cid], target, new)},
                       [f"{cid}  [[{target}]] -> [[{new}]] (git saw it renamed)"])
     if f.kind == "duplicate" and fix:
-        keep, other = fix["keep"], fix["other"]
+        keep, others = fix["keep"], list(fix["others"])
 
         def merge(t: dict[str, str]) -> dict[str, str]:
-            a, b = merged(t[keep], t[other], keep, other, today)
-            return {keep: a, other: b}
+            out = {keep: t[keep]}
+            for other in others:
+                out[keep], out[other] = merged(out[keep], t[other], keep, other, today)
+            return out
 
-        return Change(f.kind, f"maintain: merge {other} into {keep}", [keep, other], merge,
-                      [f"{keep}  takes {other}'s aliases, history and unique paragraphs",
-                       f"{other}  superseded by {keep} (a duplicate: {f.detail})"])
+        names = ", ".join(others)
+        return Change(f.kind, f"maintain: merge {names} into {keep}", [keep, *others], merge,
+                      [f"{keep}  takes {names}: names, aliases, history and every sentence "
+                       "it lacked", *(f"{o}  superseded by {keep} (a duplicate)" for o in others),
+                       f"    {f.detail}"], key=f.key)
     if f.kind == "contradiction" and fix:
         keep, lose = fix["keep"], fix["lose"]
         return Change(f.kind, f"maintain: {lose} superseded by {keep}", [keep, lose],
@@ -200,8 +223,10 @@ def commit(store, change: Change) -> dict[str, Any] | None:
         for cid, text in new.items():
             pid = proposals.free_id(store, f"{cid}-proposed", made)
             made.append(pid)
-            out[store.rel(pid)] = proposals.change_proposal(store.read(cid), text,
-                                                            SOURCE).encode()
+            proposal = proposals.change_proposal(store.read(cid), text, SOURCE)
+            if change.key:
+                proposal = cardlib.set_key(proposal, proposals.MERGE_KEY, change.key)
+            out[store.rel(pid)] = proposal.encode()
         msg.subject = change.subject.replace("maintain: ", "maintain: propose: ", 1)
         msg.lines += [f"{', '.join(guarded)}  protected: not changed; proposed in "
                       f"{', '.join(made)} for `cardmem review`"]
@@ -229,7 +254,8 @@ def consolidate(survey: Survey, found: list[Finding], notes: list[str]) -> list[
             notes.append(f"applied {MAX_CHANGES} changes, the most one run makes; "
                          f"{left} finding(s) wait for the next run")
             break
-        ids = [v for k, v in f.fix.items() if k in ("card", "keep", "other", "lose")]
+        ids = [v for k, v in f.fix.items() if k in ("card", "keep", "lose")] \
+            + list(f.fix.get("others", []))
         if touched & set(ids):
             notes.append(f"{f.kind} {' '.join(f.ids)}: left for the next run "
                          "(a card of it changed in this one)")

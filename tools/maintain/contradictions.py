@@ -1,8 +1,9 @@
 """`contradiction`: two active cards that cannot both hold, judged by the model.
 
 A cheap pass picks candidate pairs: active cards of one scope (same project, or global)
-about the same thing (the duplicate pass's idf cosine of stems between TOPIC and the
-duplicate threshold: a duplicate agrees, an unrelated card cannot disagree), best first,
+about the same thing (the duplicate pass's idf cosine of stems from TOPIC: below the
+duplicate threshold, or above it with other facts, such as "v2 allows 100" and "v3
+allows 500"; a duplicate agrees, an unrelated card cannot disagree), best first,
 at most MAX_PAIRS. The model (tools/model.py, either route) judges each pair and answers
 one JSON object. Without a model the kind is skipped, and the report says so.
 
@@ -19,7 +20,7 @@ import re
 
 from cardmem.store.learning import proposals
 from cardmem.store.maintain import Finding, Survey
-from cardmem.store.maintain.duplicates import DUPLICATE, card_pairs, card_text
+from cardmem.store.maintain.duplicates import DUPLICATE, card_pairs, card_text, same_facts
 from cardmem.tools import model
 
 TOPIC = 0.15
@@ -38,7 +39,8 @@ Answer with one JSON object and nothing else:
 
 def candidates(survey: Survey) -> list[tuple[float, str, str]]:
     """Pairs worth asking the model about, best first (all of them, uncapped)."""
-    return [(s, a, b) for s, a, b in card_pairs(survey, threshold=TOPIC) if s < DUPLICATE
+    return [(s, a, b) for s, a, b in card_pairs(survey, threshold=TOPIC)
+            if (s < DUPLICATE or not same_facts(survey, a, b))
             and "signal" not in (survey.cards[a].type, survey.cards[b].type)]
 
 
@@ -80,13 +82,13 @@ def judge_all(survey: Survey, limit: int = MAX_PAIRS) -> tuple[list[Finding], st
     """Findings for the pairs the model calls contradictions, and a note when the kind
     was skipped, stopped, or left pairs unjudged."""
     cfg = survey.store.config["model"]
+    try:
+        model.resolve(cfg)
+    except model.ModelError as exc:  # before the pairs: no cost for a judge that is absent
+        return [], f"contradiction: skipped, no model ({exc.why})"
     pairs = candidates(survey)
     if not pairs:
         return [], None
-    try:
-        model.resolve(cfg)
-    except model.ModelError as exc:
-        return [], f"contradiction: skipped, no model ({exc.why}); {len(pairs)} candidate pair(s)"
     out: list[Finding] = []
     for n, (_, a, b) in enumerate(pairs[:limit]):
         prompt = f"Card A\n{_shown(survey, a)}\n\nCard B\n{_shown(survey, b)}"

@@ -1,0 +1,112 @@
+"""What a card states that a near-copy can get wrong: its facts, and its sentences.
+
+Two cards whose words are nearly the same are still not duplicates when they disagree on
+a number, a version, a date, an identifier, a path or a negation ("API v2 allows 100
+requests/min" is not "API v3 allows 500 requests/min"; "always squash" is not "never
+squash"). `facts(text)` is that set; duplicates.py merges only cards whose sets are equal.
+
+`sentences(text)` are the units a merge must not lose: the loser's sentences the survivor
+lacks move over, or the merge is not applied (tools/maintain/consolidate.py), and the
+property tests check every one of them survives `maintain --apply`.
+"""
+from __future__ import annotations
+
+import re
+
+from ..index.porter import stem
+
+# a token with a digit (numbers, versions, dates, `py311`), a path or an identifier's
+# marks (`/`, `\`, `_`, `::`, a dotted name such as `setup.py`), or a flag (`--force`)
+_FACTY = re.compile(r"\d|[/\\_]|::|\w\.\w|^--?\w")
+_CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2,}[a-z]")
+_TOKEN = re.compile(r"[^\s`]+")
+# a token that may be a fact once its quotes and brackets are stripped: one search each
+_MAYBE = re.compile(r"\d|[/\\_]|::|\w\.\w|(?<![\w-])--?\w|[a-z][A-Z]|[A-Z]{2,}[a-z]")
+_EDGE = "\"'()[]{}<>,;:!?.*"
+_NEGATION = {"not", "never", "no", "none", "nothing", "nobody", "nowhere", "neither",
+             "nor", "without", "cannot", "dont", "doesnt", "avoid", "forbid", "forbidden",
+             "disable", "disabled", "stop"}
+_NEGATED = re.compile(r"\b(?:" + "|".join(sorted(_NEGATION)) + r"|[a-z]+n't)\b")
+_FILLER = {"a", "an", "the", "to", "be", "been", "being", "do", "does", "did", "ever", "any",
+           "at", "all", "use", "it", "this", "that", "we", "you", "they", "is", "are", "was",
+           "so", "yet", "too", "also", "just", "longer", "more", "of", "in", "on", "for"}
+_WORD = re.compile(r"[a-z][a-z']*")
+
+
+def facts(text: str) -> frozenset[str]:
+    """The card's numbers, versions, dates, identifiers and paths ("#..." tokens, lower
+    case, however quoted: `x/y/` is x/y) and negations ("!stem": the word one applies to)."""
+    out: set[str] = set()
+    for raw in _TOKEN.findall(text):
+        if not _MAYBE.search(raw):
+            continue
+        tok = raw.strip(_EDGE)
+        if tok and (_FACTY.search(tok) or _CAMEL.search(tok)):
+            out.add("#" + tok.lower().removeprefix("./").rstrip("/\\"))
+    lower = text.lower()
+    for m in _NEGATED.finditer(lower):
+        for w in _WORD.finditer(lower, m.end()):
+            word = w.group().strip("'")
+            if word in _NEGATION or word.endswith("n't"):
+                continue  # "not never X": X is what is negated
+            if word not in _FILLER and len(word) >= 3:
+                out.add("!" + stem(word))
+                break
+        else:
+            out.add("!")  # a trailing "no", "not": still a negation the other may lack
+    return frozenset(out)
+
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_HEADING = re.compile(r"^ {0,3}#{1,6}\s")
+_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def units(body: str) -> list[str]:
+    """The body's sentences as written (list items, headings and fenced blocks each
+    whole), in order."""
+    out: list[str] = []
+    para: list[str] = []
+    fence: list[str] | None = None
+
+    def flush() -> None:
+        if para:
+            out.extend(s for s in _END.split(" ".join(para)) if s.strip())
+            para.clear()
+
+    for line in body.splitlines():
+        if fence is not None:
+            fence.append(line)
+            if _FENCE.match(line):
+                out.append("\n".join(fence))
+                fence = None
+            continue
+        if _FENCE.match(line):
+            flush()
+            fence = [line]
+        elif not line.strip():
+            flush()
+        elif _HEADING.match(line):
+            flush()
+            out.append(line.strip().lstrip("#"))
+        elif _ITEM.match(line):
+            flush()
+            para.append(_ITEM.sub("", line, count=1))
+        else:
+            para.append(line.strip())
+    flush()
+    if fence is not None:
+        out.append("\n".join(fence))
+    return out
+
+
+def norm(sentence: str) -> str:
+    """A sentence as compared: case, spacing, the end mark and emphasis around it do not
+    count (a heading moved by a merge becomes a bold line)."""
+    return " ".join(sentence.split()).casefold().strip("*_ ").rstrip(".!?;: ")
+
+
+def sentences(body: str) -> set[str]:
+    """The body's sentences, as compared (norm)."""
+    return {n for s in units(body) if (n := norm(s))}
