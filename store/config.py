@@ -29,9 +29,11 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "maintain": {"stale_days": 180, "history_keep": 20, "history_fold_at": 40,
                  "daily": True},  # the learner's model-free pass, at most once a day
     "projects": {},  # working-directory name -> project slug
-    # `cardmem slack` (tools/slack/): api_url "" = SLACK_API_URL, else Slack's own.
+    # `cardmem slack` (tools/slack/): api_url "" = SLACK_API_URL, else Slack's own; queue:
+    # questions waiting for a worker, past it a busy line (holds a burst of 300:
+    # bench/bench_slack_load.py)
     "slack": {"api_url": "", "ack": "reaction", "reaction": "eyes", "concurrency": 4,
-              "remember": False},
+              "remember": False, "queue": 500},
 }
 
 # Keys whose value must be one of a few words.

@@ -4,11 +4,13 @@ The real slack_sdk / slack_bolt talk HTTP to it as they would to slack.com/api:
 
     with FakeSlack() as slack:                  # SLACK_API_URL = slack.base_url
         slack.rate_limit("chat.postMessage", retry_after=1)   # the next call gets a 429
+        slack.delay("reactions.add", 2.0)       # every call waits 2 s before its answer
         ...
         slack.calls("chat.postMessage")         # every call: method, form/json args, time
 
 `signed_event(secret, body)` makes the headers and bytes Slack would send to
-/slack/events (v0 HMAC-SHA256 over `v0:{timestamp}:{body}`); `post_event` sends them.
+/slack/events (v0 HMAC-SHA256 over `v0:{timestamp}:{body}`), `signed(secret, raw)` the
+headers for any bytes (junk signed as Slack would sign it); `post_event` sends them.
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ class FakeSlack:
     def __init__(self) -> None:
         self._calls: list[Call] = []
         self._limits: dict[str, list[int]] = {}
+        self._delays: dict[str, float] = {}
         self._lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
         self.socket_url = ""  # what apps.connections.open hands out (tests/fakesocket.py)
@@ -51,6 +54,11 @@ class FakeSlack:
         """The next `times` calls of `method` are answered 429 with this Retry-After."""
         with self._lock:
             self._limits.setdefault(method, []).extend([retry_after] * times)
+
+    def delay(self, method: str, seconds: float) -> None:
+        """Every later call of `method` is answered after `seconds` (0: at once again)."""
+        with self._lock:
+            self._delays[method] = seconds
 
     def calls(self, method: str | None = None) -> list[Call]:
         with self._lock:
@@ -93,6 +101,8 @@ class FakeSlack:
             if pending:
                 call.status = 429
                 return 429, {"Retry-After": str(pending.pop(0))}, {"ok": False, "error": "ratelimited"}
+            wait = self._delays.get(method, 0.0)
+        time.sleep(wait)
         if token in ("xoxb-bad", "xapp-bad") or (method == "apps.connections.open"
                                                  and not self.socket_url):
             return 200, {}, {"ok": False, "error": "invalid_auth"}
@@ -133,13 +143,18 @@ class _Handler(BaseHTTPRequestHandler):
 
 # ---- the Events API side: what Slack posts to /slack/events --------------------------
 
+def signed(secret: str, raw: bytes, *, timestamp: int | None = None) -> dict[str, str]:
+    """The headers Slack sends with these bytes, signed with this secret."""
+    ts = str(int(time.time()) if timestamp is None else timestamp)
+    sig = "v0=" + hmac.new(secret.encode(), f"v0:{ts}:".encode() + raw, hashlib.sha256).hexdigest()
+    return {"Content-Type": "application/json", "X-Slack-Request-Timestamp": ts,
+            "X-Slack-Signature": sig}
+
+
 def signed_event(secret: str, body: dict[str, Any], *, timestamp: int | None = None,
                  retry: int | None = None) -> tuple[bytes, dict[str, str]]:
     raw = json.dumps(body).encode()
-    ts = str(int(time.time()) if timestamp is None else timestamp)
-    sig = "v0=" + hmac.new(secret.encode(), f"v0:{ts}:".encode() + raw, hashlib.sha256).hexdigest()
-    headers = {"Content-Type": "application/json", "X-Slack-Request-Timestamp": ts,
-               "X-Slack-Signature": sig}
+    headers = signed(secret, raw, timestamp=timestamp)
     if retry is not None:
         headers.update({"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_timeout"})
     return raw, headers

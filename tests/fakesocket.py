@@ -5,6 +5,7 @@ text, ping/pong and close frames) speaking Socket Mode's envelopes, for tests.
         slack.socket_url = ws.url              # with this ws:// URL
         ws.wait_connected()
         ws.send_event(body)                    # an events_api envelope; acks in ws.acks
+        ws.send_text(b"{not json")             # any text frame, junk included
 """
 from __future__ import annotations
 
@@ -56,6 +57,10 @@ class FakeSocket:
                                "accepts_response_payload": False, "retry_attempt": retry,
                                "retry_reason": "timeout" if retry else ""}).encode(), 0x1)
         return eid
+
+    def send_text(self, data: bytes) -> None:
+        """One text frame of whatever bytes (what a broken or hostile peer might send)."""
+        self._send(data, 0x1)
 
     def wait_acks(self, n: int, timeout: float = 10.0) -> list[str]:
         end = time.monotonic() + timeout

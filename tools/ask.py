@@ -68,7 +68,8 @@ def ask(store: Store, question: str, asker: str | None = None, *, limits: Limits
 
     extra: more fields for the receipt (a host's own, e.g. `slack`: channel, thread, user);
     the receipt is written last, so a host may fill them in until then. deliver: called
-    with the answer before the receipt is written, so what delivery did is in it.
+    with the answer before the receipt is written, so what delivery did is in it; on an
+    error too (no reply, outcome error or unavailable, the reason), so a host can say so.
     progress: told each step as it starts (a person waits up to deadline_s).
     pile: rung 1 already built for this question and asker (a host that built it for its
     ack, as `cardmem slack` does), else built here; its build time is then the host's.
@@ -81,6 +82,7 @@ def ask(store: Store, question: str, asker: str | None = None, *, limits: Limits
                            **(extra or {})}
     answer = Answer(None, rid, "error")
     walk: Walk | None = None
+    delivered = False  # deliver is called once: on success, or with the error
     try:
         question = (question or "").strip()
         if not question:
@@ -126,6 +128,7 @@ def ask(store: Store, question: str, asker: str | None = None, *, limits: Limits
             result = walk.run(text)
         _fill(answer, rec, result)
         if deliver is not None:
+            delivered = True
             deliver(answer)
         return answer
     except BaseException as exc:
@@ -138,6 +141,11 @@ def ask(store: Store, question: str, asker: str | None = None, *, limits: Limits
         if walk is not None:  # keep what the walk did before it failed
             _fill(Answer(None, rid, "error"), rec, walk.result)
         rec.update(outcome=answer.outcome, reason=answer.reason, reply=None, fallback=None)
+        if deliver is not None and not delivered and isinstance(exc, Exception):
+            try:
+                deliver(answer)
+            except Exception:  # noqa: BLE001 - the error being raised is the one to report
+                pass
         raise
     finally:
         rec.setdefault("timings", {})["total_s"] = round(clock() - t0, 3)

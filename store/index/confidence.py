@@ -61,7 +61,6 @@ def coverage(idx: Any, p: Any, rowids: list[int], bounds: dict[str, tuple[int, i
 
     c = idx.conn
     n_cards = c.execute("SELECT count(*) FROM cards").fetchone()[0] or 1
-    stems = [s for s, _ in p.stems]
     fixed = {quote(w) for w in p.corrected.values()}
     ids = json.dumps([int(n) for n in rowids])
     weights: list[float] = []

@@ -239,7 +239,8 @@ def _sync(root: Path, rules: list[Any], path: Path, d: Delivery, dry_run: bool,
     return d
 
 
-def _current_rules(store: Any) -> list[Any]:
+def current_rules(store: Any) -> list[Any]:
+    """The rules in force: active feedback cards, by id (this file's, and exports.py's)."""
     from ..index.pile_view import active_rules, holdings
 
     return active_rules(holdings(store, None).rules)
@@ -255,7 +256,7 @@ def limit_of(store: Any) -> int:
 
 def deliver(store: Any, path: Path, *, dry_run: bool = False) -> Delivery:
     """Write (or bring up to date) the rules file at path for this store's rules now."""
-    return sync(store.root, _current_rules(store), Path(path), dry_run=dry_run,
+    return sync(store.root, current_rules(store), Path(path), dry_run=dry_run,
                 limit=limit_of(store))
 
 
@@ -265,7 +266,7 @@ def refresh(store: Any) -> list[Delivery]:
     paths = [Path(k) for k in _load_state(Path(store.root)) if k != "v"]
     if not paths:
         return []
-    rules = _current_rules(store)
+    rules = current_rules(store)
     return [sync(store.root, rules, p, limit=limit_of(store)) for p in paths]
 
 

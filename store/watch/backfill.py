@@ -97,7 +97,7 @@ class Backfill:
             try:
                 self._proc = proc = vectors.spawn(self.store.root, db_path, LINGER_S)
                 if proc is None:
-                    self._give_up(f"the embedding process could not be started")
+                    self._give_up("the embedding process could not be started")
                     return
                 while proc.poll() is None:
                     if self._stop.wait(0.2):

@@ -303,7 +303,7 @@ def test_the_backlog_stops_at_its_first_failure(example_store, tmp_path, model_e
 
 
 def test_merged_excerpts_drop_repeats_and_keep_the_newest_turns():
-    from cardmem.hooks.backlog import merge_turns
+    from cardmem.hosts.backlog import merge_turns
 
     def turns(*words):
         return [{"role": "user", "text": w} for w in words]

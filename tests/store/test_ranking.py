@@ -12,7 +12,7 @@ import pytest
 from cardmem.store.index import embedding, hybrid, semantic
 from cardmem.store.index.db import Index, search
 from cardmem.store.store import init
-from conftest import CORPUS
+from corpora import need_corpus
 from semantickit import model, write  # noqa: F401 - model is a fixture
 
 
@@ -150,7 +150,7 @@ def test_the_model_is_asked_only_when_the_words_leave_room(tmp_path, on) -> None
 def corpus_store(root: Path, n: int) -> None:
     """n cards of real agents-md paragraphs (deterministic)."""
     paras = []
-    for path in sorted(CORPUS.glob("*--*.md")):
+    for path in sorted(need_corpus().glob("*--*.md")):
         text = path.read_text(encoding="utf-8").split("\n---\n", 1)[-1]
         paras += [" ".join(b.split()) for b in re.split(r"\n\s*\n", text)
                   if len(b.split()) >= 8 and not b.lstrip().startswith(("#", "```", "|"))]
@@ -160,7 +160,7 @@ def corpus_store(root: Path, n: int) -> None:
         write(root, f"notes/n{i:04d}", title or f"Note {i}", body)
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="needs ../shared/corpus/agents-md")
+@pytest.mark.corpus
 def test_a_unique_token_just_saved_is_first_and_confident_40_of_40(tmp_path, on) -> None:
     root = tmp_path / "store"
     corpus_store(root, 1000)

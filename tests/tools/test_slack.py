@@ -2,67 +2,15 @@
 (tests/fakeslack.py), signed Events API requests, and the fake Messages API."""
 from __future__ import annotations
 
-import shutil
-import threading
 import time
-from pathlib import Path
 
 import pytest
-from fakeapi import FakeAPI, reply
+from fakeapi import reply
 from fakeslack import BOT_USER, FakeSlack, direct_message, mention, post_event, signed_event
+from slackkit import MARA, SECRET, Running, SocketMode, make_store
 
-from cardmem.store.store import init
 from cardmem.tools import receipts
-from cardmem.tools.slack.server import SlackServer
 from cardmem.tools.slack.settings import SlackSettings
-
-SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
-CARDS = Path(__file__).resolve().parents[2] / "cards"
-MARA = "UMARA001"
-
-
-def make_store(tmp_path: Path, on_deadline: str = "silence", deadline_s: float = 8.0,
-               slack_extra: str = ""):
-    root = tmp_path / "store"
-    shutil.copytree(CARDS, root)
-    card = root / "people" / "mara-okonkwo.md"
-    card.write_text(card.read_text().replace("type: person\n", f"type: person\nslack: {MARA}\n", 1))
-    toml = root / "cardmem.toml"
-    toml.write_text(toml.read_text().replace("deadline_s = 30", f"deadline_s = {deadline_s}")
-                    .replace("walk_s = 18", "walk_s = 3")
-                    .replace('on_deadline = "silence"', f'on_deadline = "{on_deadline}"')
-                    + '\n[slack]\nack = "both"\n' + slack_extra)
-    return init(root)[0]
-
-
-class Running:
-    """A `cardmem slack --http` server in this process, on a free port."""
-
-    def __init__(self, store, slack: FakeSlack, api: FakeAPI, monkeypatch) -> None:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake")
-        env = {"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": SECRET,
-               "SLACK_API_URL": slack.base_url}
-        self.settings = SlackSettings.load(store.config.get("slack"), http=True, env=env)
-        self.done: list = []
-        self.server = SlackServer.build(store, self.settings, http=True, on_done=self.done.append)
-        port = self.server.listen(0)
-        self.thread = threading.Thread(target=self.server.serve_http, daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{port}/slack/events"
-
-    def send(self, body: dict, **kw) -> tuple[int, str, float]:
-        return post_event(self.url, *signed_event(SECRET, body, **kw))
-
-    def wait_done(self, n: int, timeout: float = 20.0) -> None:
-        end = time.monotonic() + timeout
-        while len(self.done) < n and time.monotonic() < end:
-            time.sleep(0.02)
-        assert len(self.done) >= n, f"{len(self.done)} answered of {n}"
-
-    def stop(self, wait: bool = True) -> None:
-        self.server.stop(wait=wait)
-
 
 @pytest.fixture
 def slack():
@@ -77,13 +25,14 @@ def run(tmp_path, slack, fake_api, monkeypatch, **store_kw) -> tuple[Running, ob
 
 def test_ack_lands_while_the_model_is_slow_then_the_threaded_reply(tmp_path, slack, fake_api,
                                                                      monkeypatch) -> None:
-    fake_api.add(reply("Mara Okonkwo approves it.", delay=2.0))
+    slow, margin = 5.0, 2.0  # the model; the ack lands this much before it, whatever the load
+    fake_api.add(reply("Mara Okonkwo approves it.", delay=slow))
     from cardmem.store import context
 
     built = []  # rung 1 is built once, for the ack line, and handed to ask
     real = context.question_context
     monkeypatch.setattr(context, "question_context", lambda *a, **k: built.append(a[1]) or real(*a, **k))
-    srv, store = run(tmp_path, slack, fake_api, monkeypatch)
+    srv, store = run(tmp_path, slack, fake_api, monkeypatch, walk_s=2 * slow, deadline_s=3 * slow)
     try:
         body = mention("Who approves a billing-service migration?", user=MARA)
         t0 = time.monotonic()
@@ -91,8 +40,7 @@ def test_ack_lands_while_the_model_is_slow_then_the_threaded_reply(tmp_path, sla
         assert status == 200 and took < 3.0  # Bolt acks the HTTP request inside Slack's 3 s
         (reaction,) = slack.wait_for("reactions.add")
         line = slack.wait_for("chat.postMessage")[0]
-        # Before the model could answer (2 s), whatever the machine's load.
-        assert reaction.at - t0 < 2.0 and line.at - t0 < 2.0
+        assert reaction.at - t0 < slow - margin and line.at - t0 < slow - margin
         assert reaction.args == {"channel": "C0GENERAL", "timestamp": body["event"]["ts"],
                                  "name": "eyes"}
         assert line.args["thread_ts"] == body["event"]["ts"]
@@ -100,7 +48,7 @@ def test_ack_lands_while_the_model_is_slow_then_the_threaded_reply(tmp_path, sla
         srv.wait_done(1)
         first, second = slack.calls("chat.postMessage")
         assert second.args["text"] == "Mara Okonkwo approves it."
-        assert second.args["thread_ts"] == body["event"]["ts"] and second.at - t0 >= 2.0
+        assert second.args["thread_ts"] == body["event"]["ts"] and second.at - t0 >= slow
         assert slack.calls("auth.test")[0].token == "xoxb-test"
     finally:
         srv.stop()
@@ -109,7 +57,7 @@ def test_ack_lands_while_the_model_is_slow_then_the_threaded_reply(tmp_path, sla
     s = rec["slack"]
     assert (s["channel"], s["thread_ts"], s["user"], s["person"], s["kind"]) == (
         "C0GENERAL", body["event"]["ts"], MARA, "people/mara-okonkwo", "mention")
-    assert s["ack_s"] < 2.0 <= s["reply_s"] and s["reply"] == "posted"
+    assert s["ack_s"] < slow - margin and s["reply_s"] >= slow and s["reply"] == "posted"
     # The asker's person card was in the model's pile.
     pile = fake_api.messages_requests()[0].body["messages"][0]["content"]
     pile = pile if isinstance(pile, str) else pile[0]["text"]
@@ -187,7 +135,8 @@ def test_retries_and_duplicates_are_answered_once(tmp_path, slack, fake_api, mon
         srv.stop()
     assert len(srv.done) == 1 and len(fake_api.messages_requests()) == 1
     assert len(slack.calls("reactions.add")) == 1
-    assert srv.server.answerer.counts == {"taken": 1, "duplicate": 3, "ignored": 0}
+    assert srv.server.answerer.counts == {"taken": 1, "duplicate": 3, "ignored": 0, "refused": 0,
+                                          "busy": 0, "dropped": 0}
     assert len(receipts.last(store, 5)) == 1
 
 
@@ -211,7 +160,8 @@ def test_a_redelivery_after_a_restart_is_not_answered_again(tmp_path, slack, fak
         time.sleep(0.5)
     finally:
         again.stop()
-    assert again.server.answerer.counts == {"taken": 0, "duplicate": 2, "ignored": 0}
+    assert again.server.answerer.counts == {"taken": 0, "duplicate": 2, "ignored": 0,
+                                            "refused": 0, "busy": 0, "dropped": 0}
     assert len(fake_api.messages_requests()) == 1 and len(slack.calls("reactions.add")) == 1
     assert len(receipts.last(store, 5)) == 1
 
@@ -273,7 +223,7 @@ def test_a_429_is_retried_after_retry_after(tmp_path, slack, fake_api, monkeypat
 def test_the_deadline_fork(tmp_path, slack, fake_api, monkeypatch, on_deadline) -> None:
     fake_api.handler = lambda body: reply("too late", delay=6.0)
     srv, store = run(tmp_path, slack, fake_api, monkeypatch, on_deadline=on_deadline,
-                     deadline_s=1.5)
+                     deadline_s=3.0)
     try:
         srv.send(mention("who approves a billing-service migration?", user=MARA))
         srv.wait_done(1)
@@ -288,21 +238,22 @@ def test_the_deadline_fork(tmp_path, slack, fake_api, monkeypatch, on_deadline) 
     else:
         assert len(texts) == 2 and rec["slack"]["reply"] == "posted"
         assert texts[1] == rec["reply"] and "people/mara-okonkwo" in texts[1]
-    assert rec["slack"]["ack_s"] < 1.5  # inside the deadline, whatever the fork
+    assert rec["slack"]["ack_s"] < 1.5  # inside half the deadline, whatever the fork
 
 
 def test_one_slow_question_does_not_block_the_others(tmp_path, slack, fake_api,
                                                      monkeypatch) -> None:
-    fake_api.handler = lambda b: (reply("slow answer", delay=2.0) if "zebra" in str(b["messages"][0])
+    slow = 4.0  # the quick one must be answered in half that
+    fake_api.handler = lambda b: (reply("slow answer", delay=slow) if "zebra" in str(b["messages"][0])
                                   else reply("quick answer"))
-    srv, store = run(tmp_path, slack, fake_api, monkeypatch)
+    srv, store = run(tmp_path, slack, fake_api, monkeypatch, walk_s=2 * slow)
     try:
         srv.send(mention("a zebra question about billing-service"))
         time.sleep(0.2)
         t0 = time.monotonic()
         srv.send(mention("a quick one about billing-service"))
         srv.wait_done(1)
-        assert time.monotonic() - t0 < 1.9  # the slow one takes 2 s
+        assert time.monotonic() - t0 < slow / 2
         srv.wait_done(2)
     finally:
         srv.stop()
@@ -341,36 +292,6 @@ def test_cli_refuses_without_tokens_in_one_line(tmp_path, monkeypatch) -> None:
     with pytest.raises(CardmemError, match="SLACK_SIGNING_SECRET is not set .the Events API"):
         CliRunner().invoke(cli, ["slack", "--http", "0", "--store", str(store.root)],
                            catch_exceptions=False)
-
-
-def test_the_command_serves_http_until_sigterm(tmp_path, slack, fake_api) -> None:
-    """The process boundary: `cardmem slack --http 0` binds, answers Slack, stops cleanly."""
-    import os
-    import re
-    import signal
-    import subprocess
-    import sys
-
-    store = make_store(tmp_path)
-    env = {**os.environ, "SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": SECRET,
-           "SLACK_API_URL": slack.base_url, "ANTHROPIC_BASE_URL": fake_api.base_url,
-           "ANTHROPIC_API_KEY": "sk-ant-fake"}
-    p = subprocess.Popen([sys.executable, "-m", "cardmem.tools.cli", "slack", "--http", "0",
-                          "--store", str(store.root)], env=env, stderr=subprocess.PIPE, text=True)
-    try:
-        banner = p.stderr.readline()
-        m = re.search(r"http://127\.0\.0\.1:(\d+)/slack/events", banner)
-        assert m, banner
-        url = f"http://127.0.0.1:{m.group(1)}/slack/events"
-        status, text, _ = post_event(url, *signed_event(SECRET, {"type": "url_verification",
-                                                                 "challenge": "c-123"}))
-        assert status == 200 and "c-123" in text
-        fake_api.add(reply("Kwame."))
-        post_event(url, *signed_event(SECRET, mention("who owns the on-call rota?")))
-        assert slack.wait_for("chat.postMessage", 2)[-1].args["text"].startswith("Kwame.")
-    finally:
-        p.send_signal(signal.SIGTERM)
-        assert p.wait(10) == 0
 
 
 def test_remember_is_off_by_default_then_files_and_proposes(tmp_path, slack, fake_api,
@@ -414,35 +335,16 @@ def test_socket_mode_end_to_end(tmp_path, slack, fake_api, monkeypatch) -> None:
     """Socket Mode with the real SocketModeHandler: apps.connections.open on the fake Web
     API with the app token, a WebSocket to tests/fakesocket.py, envelopes acked, the event
     answered in its thread once (a redelivered envelope is not answered again)."""
-    from fakesocket import FakeSocket
-
     store = make_store(tmp_path)
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_api.base_url)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake")
     fake_api.add(reply("Kwame Asante owns it."))
-    settings = SlackSettings.load(store.config.get("slack"), http=False, env={
-        "SLACK_BOT_TOKEN": "xoxb-test", "SLACK_APP_TOKEN": "xapp-1-test",
-        "SLACK_API_URL": slack.base_url})
-    done: list = []
-    with FakeSocket() as ws:
-        slack.socket_url = ws.url
-        server = SlackServer.build(store, settings, http=False, on_done=done.append)
-        t = threading.Thread(target=server.serve_socket_mode, daemon=True)
-        t.start()
-        try:
-            ws.wait_connected()
-            body = mention("who owns the on-call rota?")
-            first = ws.send_event(body)
-            again = ws.send_event(body, retry=1)
-            assert sorted(ws.wait_acks(2)) == sorted([first, again])  # acked on two threads
-            slack.wait_for("chat.postMessage", 2)
-            end = time.monotonic() + 10
-            while not done and time.monotonic() < end:
-                time.sleep(0.02)
-            time.sleep(0.3)
-        finally:
-            server.stop()
-            t.join(5)
+    with SocketMode(store, slack, fake_api, monkeypatch) as sm:
+        body = mention("who owns the on-call rota?")
+        first = sm.ws.send_event(body)
+        again = sm.ws.send_event(body, retry=1)
+        assert sorted(sm.ws.wait_acks(2)) == sorted([first, again])  # acked on two threads
+        slack.wait_for("chat.postMessage", 2)
+        sm.wait_done(1)
+    done, t = sm.done, sm.thread
     opened = slack.calls("apps.connections.open")
     assert opened and {c.token for c in opened} == {"xapp-1-test"}
     assert len(done) == 1 and slack.calls("chat.postMessage")[-1].args == {

@@ -41,6 +41,7 @@ LAZY: dict[str, str] = {
     "recent": "cardmem.tools.cli.listing:recent",
     "rm": "cardmem.tools.cli.moves:rm",
     "mv": "cardmem.tools.cli.moves:mv",
+    "export": "cardmem.tools.cli.export:export",
 }
 
 

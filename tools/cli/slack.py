@@ -19,9 +19,12 @@ from .options import open_store, store_option
 def slack(port: int | None, host: str, store_path: Path | None) -> None:
     """Answer mentions and direct messages in Slack from memory, in the asker's thread.
 
-    Each question is acked at once (a reaction and/or a line, built from memory without the model), then
-    answered within `[walk] deadline_s`; every answer leaves a receipt (`cardmem receipts`).
-    Needs SLACK_BOT_TOKEN; the Web API base is SLACK_API_URL, else `[slack] api_url`.
+    Each question is acked at once (a reaction and/or a line, built from memory without
+    the model), then answered within `[walk] deadline_s` in its thread (or told what went
+    wrong, or, past `[slack] queue` waiting, to ask again later); each leaves a receipt
+    (`cardmem receipts`). Over --http, unsigned or malformed requests get a 4xx and at
+    most one line on stderr. Needs SLACK_BOT_TOKEN; the Web API base is SLACK_API_URL,
+    else `[slack] api_url`.
 
     \b
     Example:

@@ -28,7 +28,6 @@ from cardmem.store.cards import card as cardlib
 from cardmem.store.git import runner as git
 from cardmem.store.git import status as git_status
 from cardmem.store.cards import paths
-from cardmem.store.errors import CardmemError
 from cardmem.store.learning.proposals import change_proposal, free_id, protected_types
 from cardmem.store.cards.status import PROPOSED
 from cardmem.store.store import Store

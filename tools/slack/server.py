@@ -3,26 +3,29 @@
     server = SlackServer.build(store, settings)      # auth.test: learns the bot's user id
     server.listen(port); server.serve_http()  /  server.serve_socket_mode()   # until stop()
 
-Over HTTP, Bolt's built-in middleware checks each request's signature and timestamp
-(`X-Slack-Signature`, `X-Slack-Request-Timestamp`: forged or over 5 minutes old is a 401)
-and answers the `url_verification` challenge; requests are served by a threading WSGI
-server (Bolt's own adapter), and Bolt acks each event before our listener runs.
+Over HTTP, `events()` sees each request's raw bytes first: the signature and timestamp
+(`X-Slack-Signature`, `X-Slack-Request-Timestamp`: forged, unsigned or over 5 minutes off
+is a 401), then a JSON object (else 400), then the event's field types (else 400), all
+before Bolt parses it; with the answerer's queues full, a 503 (Slack retries it later).
+Bolt then answers the `url_verification` challenge and acks each event before our
+listener runs. The server is httpd.py's: a deep listen queue, a bounded pool of handlers.
 """
 from __future__ import annotations
 
 import logging
 import threading
+from email.message import Message
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
-from socketserver import ThreadingMixIn
 
 from cardmem.store.errors import CardmemError
 from cardmem.store.store import Store
 
+from . import intake
 from .answerer import Answerer
+from .httpd import EVENTS_PATH, EventsServer, Response
 from .settings import SlackSettings
 
-EVENTS_PATH = "/slack/events"
+__all__ = ["EVENTS_PATH", "SlackServer", "model_client", "web_client"]
 RATE_LIMIT_RETRIES = 2  # a 429 is retried after its Retry-After, this many times
 
 
@@ -51,19 +54,10 @@ def model_client(store: Store) -> Any:
         raise CardmemError("slack", f"needs a model: {exc.why}") from None
 
 
-class _Threading(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-
-
-class _Quiet(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # Bolt logs what matters
-        pass
-
-
 class SlackServer:
     def __init__(self, app: Any, answerer: Answerer, settings: SlackSettings) -> None:
         self.app, self.answerer, self.settings = app, answerer, settings
-        self._http: WSGIServer | None = None
+        self._http: EventsServer | None = None
         self._socket: Any = None
         self._stopped = threading.Event()
 
@@ -98,14 +92,34 @@ class SlackServer:
 
     def listen(self, port: int, host: str = "127.0.0.1") -> int:
         """Bind the Events API at http://HOST:PORT/slack/events; the port bound."""
-        from slack_bolt.adapter.wsgi import SlackRequestHandler
-
         try:
-            self._http = make_server(host, port, SlackRequestHandler(self.app, EVENTS_PATH),
-                                     server_class=_Threading, handler_class=_Quiet)
+            self._http = EventsServer((host, port), self.events, self.answerer.quiet)
         except OSError as exc:
             raise CardmemError(f"--http {port}", f"cannot listen on {host}: {exc.strerror}") from None
         return self._http.server_address[1]
+
+    def events(self, raw: bytes, headers: Message) -> Response:
+        """One POST to /slack/events, checked on its raw bytes before Bolt parses it."""
+        from slack_bolt.request import BoltRequest
+
+        try:
+            intake.check_signature(raw, headers.get("X-Slack-Request-Timestamp"),
+                                   headers.get("X-Slack-Signature"), self.settings.signing_secret)
+            body = intake.parse(raw)
+            why = intake.bad_shape(body)
+            if why:
+                raise intake.Refused(400, f"{why} (event {str(body.get('event_id'))[:40]})")
+        except intake.Refused as r:
+            self.answerer.quiet.refused("a request", r.why)
+            return Response(r.status, r.why.encode())
+        if self.answerer.full():
+            self.answerer.quiet.refused("an event", "every queue is full; Slack will retry")
+            return Response(503, b"busy", {"Retry-After": "60"})
+        out = self.app.dispatch(BoltRequest(body=raw.decode(), query="", headers={
+            k.lower(): v for k, v in headers.items()}))
+        return Response(out.status, (out.body or "").encode(),
+                        {k: v[0] if isinstance(v, (list, tuple)) else v for k, v in out.headers.items()
+                         if k.lower() != "content-length"})
 
     def serve_http(self) -> None:
         """Serve what listen() bound, until stop()."""

@@ -6,9 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cardmem.store.config import DEFAULTS
 from cardmem.store.errors import CardmemError
 
 SLACK_API = "https://slack.com/api/"
+QUEUE = DEFAULTS["slack"]["queue"]
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,7 @@ class SlackSettings:
     reaction: str = "eyes"
     concurrency: int = 4
     remember: bool = False
+    queue: int = QUEUE  # questions waiting for a worker; past it, a busy line in the thread
 
     @classmethod
     def load(cls, section: Mapping[str, Any] | None, *, http: bool,
@@ -41,9 +44,12 @@ class SlackSettings:
         conc = sec.get("concurrency", 4)
         if isinstance(conc, bool) or not isinstance(conc, int) or not 1 <= conc <= 64:
             raise CardmemError("[slack] concurrency", f"expected 1 to 64, got {conc!r}")
+        queue = sec.get("queue", QUEUE)
+        if isinstance(queue, bool) or not isinstance(queue, int) or not 0 <= queue <= 10_000:
+            raise CardmemError("[slack] queue", f"expected 0 to 10000, got {queue!r}")
         return cls(env["SLACK_BOT_TOKEN"].strip(),
                    "" if http else env["SLACK_APP_TOKEN"].strip(),
                    env["SLACK_SIGNING_SECRET"].strip() if http else "",
                    url.rstrip("/") + "/", str(sec.get("ack", "reaction")),
                    str(sec.get("reaction", "eyes")).strip(":") or "eyes", conc,
-                   bool(sec.get("remember", False)))
+                   bool(sec.get("remember", False)), queue)

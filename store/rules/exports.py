@@ -1,0 +1,286 @@
+"""The live rules in the files of hosts that read files, not hooks (`cardmem export`).
+
+    result = export(store, "agents-md", Path("~/src/acme"), project="acme")
+    result.files      # [(path, "written" | "unchanged" | "removed")]
+    result.left_out   # rule ids that did not fit the host's cap
+
+Each host reads its own instruction file into every session, within its own cap:
+
+    agents-md             AGENTS.md; Codex reads at most 32 KiB of AGENTS.md in all
+    gemini-md             GEMINI.md; Gemini CLI sends it with every prompt and documents
+                          no cap, so it gets AGENTS.md's 32 KiB
+    cursor-rules          .cursor/rules/cardmem.mdc (alwaysApply), and a rule with path
+                          globs in `applies_to` as .cursor/rules/cardmem-ID.mdc with `globs`,
+                          which Cursor attaches when a matching file is touched; Cursor's
+                          docs ask for rules under 500 lines, each file held to that
+    copilot-instructions  .github/copilot-instructions.md, and a path rule as
+                          .github/instructions/cardmem-ID.instructions.md with `applyTo`;
+                          Copilot's code review reads the first 4,000 characters of an
+                          instructions file, each file held to that
+
+The rules are the ones the Claude Code rules file shows (host_file: active feedback cards,
+the store's rules then the project's), each whole (host_file.block) or not at all: what
+does not fit is named as left out. They go inside a marked block (BEGIN ... END); the
+person's text around it is kept byte for byte, and a file is rewritten only when its
+bytes change, so a second run changes nothing. A path glob is what `applies_to` says is a
+path (triggers.py's table: the one reading of `applies_to`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import CardmemError
+from .host_file import block, current_rules, rule_project
+
+BEGIN = "<!-- cardmem:begin (written by `cardmem export {host}`: edit the rule cards, not this block) -->"
+END = "<!-- cardmem:end -->"
+_BEGIN = re.compile(r"^<!-- cardmem:begin\b.*$", re.M)
+_END = re.compile(r"^<!-- cardmem:end -->[ \t]*\r?$", re.M)
+PREFIX = "cardmem-"  # of the per-rule files an export owns
+
+
+def _bytes(text: str) -> int:
+    return len(text.encode("utf-8", "surrogateescape"))
+
+
+def _lines(text: str) -> int:
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    main: str  # the file every session reads, relative to the project's folder
+    cap: int
+    measure: Callable[[str], int]
+    cap_said: str  # the cap, as the left-out line says it
+    scoped: str | None = None  # folder of the per-rule files with globs, or None
+    suffix: str = ""
+
+    def frontmatter(self, rule: "Rule | None") -> str:
+        """The per-file header Cursor and Copilot read (empty for the Markdown hosts)."""
+        if self.name == "cursor-rules":
+            if rule is None:
+                return ('---\ndescription: "Standing rules from the cardmem store"\n'
+                        "globs:\nalwaysApply: true\n---\n")
+            return (f"---\ndescription: {json.dumps(rule.summary, ensure_ascii=False)}\n"
+                    f"globs: {','.join(rule.globs)}\nalwaysApply: false\n---\n")
+        if self.name == "copilot-instructions" and rule is not None:
+            return f"---\napplyTo: {json.dumps(','.join(rule.globs), ensure_ascii=False)}\n---\n"
+        return ""
+
+
+HOSTS = {h.name: h for h in (
+    Host("agents-md", "AGENTS.md", 32 * 1024, _bytes, "Codex's 32 KiB for AGENTS.md"),
+    Host("gemini-md", "GEMINI.md", 32 * 1024, _bytes, "32 KiB"),
+    Host("cursor-rules", ".cursor/rules/cardmem.mdc", 500, _lines,
+         "Cursor's 500 lines a rule file", ".cursor/rules", ".mdc"),
+    Host("copilot-instructions", ".github/copilot-instructions.md", 4000, len,
+         "the 4,000 characters Copilot reads of an instructions file",
+         ".github/instructions", ".instructions.md"),
+)}
+
+
+@dataclass
+class Rule:
+    id: str
+    text: str  # host_file.block: title, id, description, body
+    summary: str  # title, and description
+    globs: list[str] = field(default_factory=list)  # the path globs of its applies_to
+
+
+@dataclass
+class Result:
+    host: str
+    total: int = 0  # live rules for this project
+    shown: list[str] = field(default_factory=list)  # in the main file
+    scoped: list[str] = field(default_factory=list)  # in files of their own, with globs
+    left_out: list[str] = field(default_factory=list)
+    files: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def live_rules(store: Any, project: str | None) -> list[Rule]:
+    """The store's active rules, then the project's, each with its path globs."""
+    from .triggers import ensure
+
+    table, _ = ensure(str(store.root))
+    globs = {e["id"]: [g for p in e.get("paths", []) for g in _unbrace(p)]
+             for e in table["rules"]}
+    rules = [c for c in current_rules(store) if rule_project(c) in (None, project)]
+    rules.sort(key=lambda c: (rule_project(c) is not None, c.id))
+    return [Rule(c.id, block(c), " ".join(f"{c.title} — {c.description}".split())
+                 if c.description else " ".join(str(c.title).split()), globs.get(c.id, []))
+            for c in rules]
+
+
+def _unbrace(glob: str) -> list[str]:
+    """`src/*.{js,ts}` as `src/*.js` and `src/*.ts`: both hosts split globs on commas."""
+    m = re.search(r"\{([^{}]*,[^{}]*)\}", glob)
+    if not m:
+        return [glob]
+    return [g for alt in m.group(1).split(",")
+            for g in _unbrace(glob[:m.start()] + alt + glob[m.end():])]
+
+
+def export(store: Any, host_name: str, folder: Path, project: str | None = None) -> Result:
+    """Write (or bring up to date) the host's files under folder for the rules now."""
+    host = HOSTS[host_name]
+    rules = live_rules(store, project)
+    res = Result(host.name, total=len(rules))
+    scoped = [r for r in rules if r.globs] if host.scoped else []
+    main = [r for r in rules if r not in scoped]
+    wanted: dict[Path, str] = {}
+    for r in scoped:
+        path = folder / host.scoped / f"{PREFIX}{r.id.replace('/', '--')}{host.suffix}"
+        text = _splice(_read(path), _block(host, [r.text], [], ""), host.frontmatter(r), path)
+        if host.measure(text) <= host.cap:
+            wanted[path] = text
+            res.scoped.append(r.id)
+        else:
+            res.left_out.append(r.id)
+    main_path, existing = folder / host.main, _read(folder / host.main)
+    where = (f"{len(res.scoped)} of them apply only to the files their globs match, from "
+             f"{host.scoped}/{PREFIX}*{host.suffix}. " if res.scoped else "")
+    head = _head(store.root, len(rules), where)
+    shown, res.left_out, names = _fit(host, existing, main, res.left_out, head)
+    res.shown = [r.id for r in shown]
+    wanted[main_path] = _splice(existing, _block(host, [r.text for r in shown], res.left_out,
+                                                 head, names), host.frontmatter(None))
+    for path, text in wanted.items():
+        res.files.append((path, _write(path, text)))
+    if host.scoped:
+        res.files += _remove_stale(folder / host.scoped, host.suffix, set(wanted))
+    return res
+
+
+def _head(root: Any, total: int, where: str) -> str:
+    return (f"## Standing rules (cardmem memory)\n\n"
+            f"These are the user's standing instructions ({total} rules), kept as cards in "
+            f"the cardmem store at {root}; follow them in every session. {where}"
+            "For more of the user's memory, use the cardmem MCP server (`cardmem mcp`: "
+            "`search`, `read_card`, `memory_map`) or, in a shell, `cardmem search QUERY` "
+            "and `cardmem show ID`.\n\n")
+
+
+def _block(host: Host, texts: list[str], left: list[str], head: str, names: int | None = None
+           ) -> str:
+    body = "\n".join(t.rstrip("\n") + "\n" for t in texts)
+    if left:
+        k = len(left) if names is None else names
+        named = ", ".join(f"`{i}`" for i in left[:k])
+        more = (f"{', ' if k else ''}and {len(left) - k} more (`cardmem list --type feedback`)"
+                if k < len(left) else "")
+        gap = "\n" if texts else ""
+        body += (f"{gap}{len(left)} rules are left out to keep this file within "
+                 f"{host.cap_said}: {named}{more}. They are in force all the same: read one "
+                 "with `cardmem show ID` (or the MCP tool `read_card`).\n")
+    return f"{BEGIN.format(host=host.name)}\n{head}{body}{END}"
+
+
+def _fit(host: Host, existing: str, rules: list[Rule], left_already: list[str], head: str
+         ) -> tuple[list[Rule], list[str], int]:
+    """(rules shown whole, ids left out, how many of those the left-out line names): whole
+    rules in order while the file keeps within the host's cap, the left-out line counted."""
+    front = host.frontmatter(None)
+
+    def fits(shown: list[Rule], left: list[str], names: int) -> bool:
+        text = _splice(existing, _block(host, [r.text for r in shown], left, head, names), front)
+        return host.measure(text) <= host.cap
+
+    _splice(existing, "", front, host.main)  # a broken block: said before anything else
+    if not fits([], [r.id for r in rules] + left_already, 0):
+        raise CardmemError(host.main, f"its own text leaves no room within {host.cap_said} "
+                                      "for the rules' block; nothing was written")
+    shown: list[Rule] = []
+    for r in rules:  # whole rules, first fit: a short rule after a long one may fit
+        if fits([*shown, r], [], 0):
+            shown.append(r)
+    order = {r.id: n for n, r in enumerate(rules)}
+
+    def left_out() -> list[str]:
+        ids = {r.id for r in shown}
+        return sorted((r.id for r in rules if r.id not in ids), key=order.get) + left_already
+
+    while left_out() and shown and not fits(shown, left_out(), 0):
+        shown.pop()  # room for the left-out line itself
+    left = left_out()
+    names = len(left)
+    while names and not fits(shown, left, names):
+        names -= 1
+    return shown, left, names
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8", "surrogateescape")
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        raise CardmemError(str(path), f"cannot read: {exc.strerror}") from None
+
+
+def _splice(existing: str, block_text: str, front: str, path: Path | str = "export") -> str:
+    """existing with its block replaced by block_text (or block_text appended), and the
+    frontmatter (Cursor's, Copilot's) set to front; the rest kept as it is."""
+    if front and existing.startswith("---\n"):
+        end = existing.find("\n---\n", 3)
+        existing = existing[end + 5:] if end >= 0 else existing
+    begins, ends = list(_BEGIN.finditer(existing)), list(_END.finditer(existing))
+    if len(begins) == len(ends) == 1 and begins[0].start() < ends[0].start():
+        out = existing[:begins[0].start()] + block_text + existing[ends[0].end():]
+    elif not begins and not ends:
+        sep = "" if not existing else "\n" if existing.endswith("\n") else "\n\n"
+        out = f"{existing}{sep}{block_text}\n"
+    else:
+        raise CardmemError(str(path), "holds a broken cardmem block (a begin line without "
+                                      "its end, or two blocks): mend it or delete it")
+    return front + out
+
+
+def _write(path: Path, text: str) -> str:
+    data = text.encode("utf-8", "surrogateescape")
+    try:
+        if path.read_bytes() == data:
+            return "unchanged"
+    except OSError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise CardmemError(str(path), f"cannot write: {exc.strerror}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    return "written"
+
+
+def _remove_stale(folder: Path, suffix: str, keep: set[Path]) -> list[tuple[Path, str]]:
+    """Per-rule files of ours whose rule is gone or no longer has globs: the block goes,
+    and the file with it unless a person wrote something of their own in it."""
+    out: list[tuple[Path, str]] = []
+    if not folder.is_dir():
+        return out
+    for path in sorted(folder.glob(f"{PREFIX}*{suffix}")):
+        if path in keep or not _BEGIN.search(text := _read(path)):
+            continue
+        begin, end = _BEGIN.search(text), _END.search(text)
+        after = text[end.end():] if end else ""
+        rest = text[:begin.start()] + after[after.startswith("\n"):]  # that newline is ours
+        if rest.startswith("---\n"):
+            cut = rest.find("\n---\n", 3)
+            rest = rest[cut + 5:] if cut >= 0 else rest
+        if rest.strip():
+            _write(path, rest)
+        else:
+            path.unlink()
+        out.append((path, "removed"))
+    return out
