@@ -190,4 +190,5 @@ relevance_threshold = 0.65 # a rule without applies_to reminds at a tool call fr
 # reaction = "eyes"
 # concurrency = 4            # questions answered at a time
 # remember = false           # true: "@bot remember TITLE: what" files a card
+# queue = 500               # questions waiting past that get a busy line
 """
