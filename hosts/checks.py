@@ -44,9 +44,23 @@ def check_host(host: str, store: Any, settings: Path | None = None) -> list[tupl
         elif Path(s).resolve() != Path(store.root).resolve():
             out.append((None, f"{label}: the hooks in {path} use another store, {s}, not "
                               f"{store.root}; `cardmem install {host} --store {store.root}` switches them"))
+    said = no_transcript(store, host)
+    if said:
+        out.append((None, said))
     if not any(ok is not True for ok, _ in out):
         out.append((True, f"{label}: hooks installed in {path}"))
     return out
+
+
+def no_transcript(store: Any, host: str) -> str:
+    """What doctor says when the host's last end-of-session hook named no transcript."""
+    from .adapters import load
+    from .hook import NO_TRANSCRIPT
+
+    if not (Path(store.root) / ".cardmem" / NO_TRANSCRIPT.format(host)).exists():
+        return ""
+    return (f"{load(host).LABEL}: its end-of-session hook sends no transcript path, so "
+            "nothing is learned from its sessions (Cursor: are agent transcripts off?)")
 
 
 def checks(store: Any) -> list[tuple[bool | None, str]]:
