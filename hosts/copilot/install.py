@@ -4,6 +4,9 @@ camelCase events, each a flat list of `{"type": "command", "bash": …, "timeout
 sessionStart's output is not read by Copilot, so no hook is spent on it."""
 from pathlib import Path
 
+from ..mcp_install import home as _home
+
+
 SPEC = {
     "default": lambda: Path.home() / ".copilot" / "hooks" / "cardmem.json",
     "grouped": False,
@@ -15,4 +18,6 @@ SPEC = {
         "agentStop": ("stop", None, {"timeoutSec": 10}),
         "sessionEnd": ("session-end", None, {"timeoutSec": 10}),
     },
+    "mcp": {"default": lambda: _home("COPILOT_HOME", ".copilot") / "mcp-config.json",
+            "entry": {"type": "local"}, "after": {"tools": ["*"]}},
 }

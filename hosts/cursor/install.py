@@ -13,4 +13,5 @@ SPEC = {
         "beforeShellExecution": ("pre-tool-use", None, {}),
         "stop": ("stop", None, {}),
     },
+    "mcp": {"default": lambda: Path.home() / ".cursor" / "mcp.json"},
 }

@@ -24,6 +24,14 @@ THEIRS = {
 }
 
 
+@pytest.fixture(autouse=True)
+def home(tmp_path, monkeypatch):
+    """Install also registers the MCP server in the host's user file: keep it in tmp."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.delenv("COPILOT_HOME", raising=False)
+
+
 def run(cmd, *args):
     r = CliRunner().invoke(cmd, list(args))
     assert r.exit_code == 0, r.output
