@@ -163,3 +163,17 @@ def test_the_registered_entry_starts_a_working_server(store, home):
             return [t.name for t in (await s.list_tools()).tools]
 
     assert "search" in anyio.run(tools)
+
+
+def test_doctor_says_when_the_server_is_missing_or_cannot_start(store, home):
+    from cardmem.hosts.checks import check_host
+
+    run(install, "copilot", "--store", str(store.root))
+    assert check_host("copilot", store)[-1][0] is True  # hooks and server: all well
+    path = home / FILES["copilot"]
+    data = json.loads(path.read_text())
+    data["mcpServers"]["cardmem"]["command"] = str(home / "gone" / "python")
+    path.write_text(json.dumps(data))
+    assert any(ok is False and "the MCP server cannot start" in m for ok, m in check_host("copilot", store))
+    path.unlink()
+    assert any(ok is None and "no cardmem MCP server in" in m for ok, m in check_host("copilot", store))
