@@ -25,7 +25,7 @@ from typing import Any
 from cardmem.store.errors import CardmemError
 from cardmem.store.git.writer import atomic_write
 
-from .settings import backup, read_hooks_file as _load, record_path, write_back
+from .settings import backup, read_hooks_file as _load, read_record, record_path, write_back
 
 HOOK_MODULE = "cardmem.hosts.hook"
 START = str(Path(__file__).resolve().parent / "pretool_start.py")
@@ -143,11 +143,7 @@ def _place_flat(entries: list, entry: dict, key: str) -> None:
 
 
 def _record(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(record_path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return read_record(record_path(path))
 
 
 def installed_store(host: str, settings: Path | None = None) -> Path | None:

@@ -25,8 +25,8 @@ from typing import Any
 from cardmem.store.errors import CardmemError
 from cardmem.store.git.writer import atomic_write
 
-from .claude_code.mcp_install import NAME, _ours, server_entry
-from .settings import backup, backup_path, read_json_object, write_back
+from .claude_code.mcp_install import NAME, _ours, remove_entry, server_entry
+from .settings import backup, backup_path, read_json_object, read_record, write_back
 
 
 def record_path(path: Path) -> Path:
@@ -56,11 +56,7 @@ def entry(host: str, store: Path | None = None) -> dict[str, Any]:
 
 
 def _record(path: Path) -> dict[str, Any]:
-    try:
-        rec = json.loads(record_path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return rec if isinstance(rec, dict) else {}
+    return read_record(record_path(path))
 
 
 def _text(path: Path) -> str | None:
@@ -140,18 +136,9 @@ def _unregister(host: str, path: Path, rec: dict[str, Any]) -> dict[str, Any]:
             backup(path)
             atomic_write(path, new.encode("utf-8"))
         return {"changed": True, "path": str(path)}
-    data = read_json_object(path, "--mcp-config")
-    servers = data.get("mcpServers")
-    if not isinstance(servers, dict) or not _ours(servers.get(NAME)):
-        return {"changed": False, "path": str(path)}
-    del servers[NAME]
-    if not servers and "mcpServers" in created:
-        del data["mcpServers"]
-    if not data and "file" in created:
-        path.unlink()
-    else:
-        write_back(path, data, original)
-    return {"changed": True, "path": str(path)}
+    changed = remove_entry(path, read_json_object(path, "--mcp-config"), created,
+                           lambda p, data: write_back(p, data, original))
+    return {"changed": changed, "path": str(path)}
 
 
 def registered(host: str, config: Path | None = None,

@@ -45,6 +45,15 @@ def record_path(path: Path) -> Path:
     return path.with_name(path.name + ".cardmem.json")
 
 
+def read_record(record: Path) -> dict[str, Any]:
+    """What an install recorded in `record` ({} when there is none, or it is unreadable)."""
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def recorded(path: Path) -> list[str]:
     """What install recorded creating for this host file ([] without a readable record)."""
     try:
