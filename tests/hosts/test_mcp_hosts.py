@@ -177,3 +177,57 @@ def test_doctor_says_when_the_server_is_missing_or_cannot_start(store, home):
     assert any(ok is False and "the MCP server cannot start" in m for ok, m in check_host("copilot", store))
     path.unlink()
     assert any(ok is None and "no cardmem MCP server in" in m for ok, m in check_host("copilot", store))
+
+
+# The Codex block is text appended to the person's file: any valid file, any path, and the
+# round trip must hold and the parse must give exactly their tables and our entry.
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st  # noqa: E402
+
+from cardmem.hosts.codex import mcp_toml  # noqa: E402
+
+KEYS = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True)
+VALUES = st.one_of(st.integers(-10**6, 10**6), st.booleans(), st.text(max_size=20),
+                   st.lists(st.text(max_size=5), max_size=3))
+
+
+def toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(mcp_toml._str(x) for x in v) + "]"
+    return mcp_toml._str(v)
+
+
+@hsettings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(top=st.dictionaries(KEYS, VALUES, max_size=4),
+       tables=st.dictionaries(KEYS, st.dictionaries(KEYS, VALUES, max_size=3), max_size=3),
+       servers=st.lists(KEYS.filter(lambda k: k != "cardmem"), max_size=2, unique=True),
+       comment=st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs")), max_size=15),
+       final_newline=st.booleans(), python=st.text(min_size=1, max_size=30),
+       store=st.text(min_size=1, max_size=30))
+def test_codex_block_round_trips_any_file_and_any_path(top, tables, servers, comment,
+                                                       final_newline, python, store):
+    lines = [f"# {comment}"] + [f"{k} = {toml_value(v)}" for k, v in top.items()]
+    for name, body in tables.items():
+        if name in top:
+            continue
+        lines += ["", f"[{name}]"] + [f"{k} = {toml_value(v)}" for k, v in body.items()]
+    for name in servers:
+        lines += ["", f"[mcp_servers.{name}]", 'command = "npx"']
+    text = "\n".join(lines) + ("\n" if final_newline else "")
+    theirs = tomllib.loads(text)
+    want = {"command": python, "args": ["-m", "cardmem.tools.cli", "mcp", "--store", store],
+            "env": {"CARDMEM_AGENT": "1"}}
+    path = __import__("pathlib").Path("config.toml")
+    added = mcp_toml.add(text, want, path)
+    got = tomllib.loads(added)
+    assert got["mcp_servers"]["cardmem"] == want
+    got["mcp_servers"].pop("cardmem")
+    if not got["mcp_servers"] and "mcp_servers" not in theirs:
+        del got["mcp_servers"]
+    assert got == theirs  # nothing of theirs changed in meaning ...
+    assert added.startswith(text)  # ... or in bytes
+    assert mcp_toml.add(added, want, path) == added  # idempotent
+    assert mcp_toml.remove(added, text) == text
