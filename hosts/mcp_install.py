@@ -40,13 +40,20 @@ def _spec(host: str) -> dict[str, Any]:
 
 
 def config_path(host: str, config: Path | None = None, settings: Path | None = None) -> Path:
-    """The host's MCP file: --mcp-config, else its default (Gemini: the hooks' settings)."""
+    """The host's MCP file: --mcp-config; else the one beside a --settings file (a project's
+    .cursor/mcp.json, .codex/config.toml, .github/mcp.json); else the user's (Gemini: the
+    hooks' own settings file)."""
     if config:
         return Path(config).expanduser()
     if _spec(host).get("in_settings"):
         from .install import settings_path
 
         return settings_path(host, settings)
+    beside = _spec(host).get("beside")
+    if settings and beside:  # a project's hooks: the project's MCP file, not the user's
+        found = beside(Path(settings).expanduser())
+        if found:
+            return found
     return _spec(host)["default"]()
 
 

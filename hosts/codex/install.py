@@ -20,5 +20,6 @@ SPEC = {
         "Stop": ("stop", None, {"timeout": 10}),
         "SessionEnd": ("session-end", None, {"timeout": 3}),
     },
-    "mcp": {"toml": True, "default": lambda: _home("CODEX_HOME", ".codex") / "config.toml"},
+    "mcp": {"toml": True, "default": lambda: _home("CODEX_HOME", ".codex") / "config.toml",
+            "beside": lambda hooks: hooks.parent / "config.toml"},
 }

@@ -19,5 +19,8 @@ SPEC = {
         "sessionEnd": ("session-end", None, {"timeoutSec": 10}),
     },
     "mcp": {"default": lambda: _home("COPILOT_HOME", ".copilot") / "mcp-config.json",
-            "entry": {"type": "local"}, "after": {"tools": ["*"]}},
+            "entry": {"type": "local"}, "after": {"tools": ["*"]},
+            # a repository's .github/hooks/*.json: its .github/mcp.json
+            "beside": lambda hooks: hooks.parent.parent / "mcp.json"
+            if hooks.parent.parent.name == ".github" else None},
 }

@@ -231,3 +231,20 @@ def test_codex_block_round_trips_any_file_and_any_path(top, tables, servers, com
     assert added.startswith(text)  # ... or in bytes
     assert mcp_toml.add(added, want, path) == added  # idempotent
     assert mcp_toml.remove(added, text) == text
+
+
+@pytest.mark.parametrize("host, hooks, mcp", [
+    ("cursor", ".cursor/hooks.json", ".cursor/mcp.json"),
+    ("codex", ".codex/hooks.json", ".codex/config.toml"),
+    ("copilot", ".github/hooks/cardmem.json", ".github/mcp.json"),
+    ("gemini", ".gemini/settings.json", ".gemini/settings.json"),
+])
+def test_a_projects_hooks_get_the_projects_server_not_the_users(host, hooks, mcp, store, home,
+                                                                 tmp_path):
+    proj = tmp_path / "proj"
+    out = run(install, host, "--settings", str(proj / hooks), "--store", str(store.root))
+    assert f"in {proj / mcp}" in out
+    assert registered(host, settings=proj / hooks)["args"][-1] == str(store.root)
+    assert not (home / FILES[host]).exists()  # the user's own file is not touched
+    run(uninstall, host, "--settings", str(proj / hooks))
+    assert not (proj / mcp).exists()
