@@ -113,6 +113,9 @@ def register(host: str, config: Path | None = None, store: Path | None = None,
     saved = None if shared else backup(path)
     atomic_write(path, text.encode("utf-8"))
     atomic_write(record_path(path), json.dumps(rec).encode())
+    # The record keeps the file as it was, and MCP files hold other servers' keys: the
+    # person's eyes only, as the backup keeps the file's own mode.
+    os.chmod(record_path(path), 0o600)
     return {"changed": True, "path": str(path), "backup": str(saved) if saved else None}
 
 

@@ -67,6 +67,7 @@ def test_install_registers_the_server_and_uninstall_gives_the_file_back(host, st
     if host == "codex":  # edited as text: every byte of theirs is still there, in order
         assert path.read_text().startswith(THEIRS[host] + "\n")
     assert registered(host) == ours
+    assert record_path(path).stat().st_mode & 0o077 == 0  # it holds their servers' keys
     before = path.read_bytes()
     assert "already registered" in run(install, host, "--store", str(store.root))
     assert path.read_bytes() == before  # idempotent
