@@ -25,7 +25,7 @@ from typing import Any
 from cardmem.store.errors import CardmemError
 from cardmem.store.git.writer import atomic_write
 
-from .settings import backup, read_hooks_file as _load, read_record, record_path, write_back
+from .settings import backup, read_hooks_file as _load, read_record, record_path, write_back, write_record
 
 HOOK_MODULE = "cardmem.hosts.hook"
 START = str(Path(__file__).resolve().parent / "pretool_start.py")
@@ -112,7 +112,7 @@ def install(host: str, settings: Path | None = None, store: Path | None = None) 
     path.parent.mkdir(parents=True, exist_ok=True)
     saved = backup(path)
     atomic_write(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
-    atomic_write(record_path(path), json.dumps(record).encode())
+    write_record(record_path(path), record)
     return {"changed": True, "path": str(path), "backup": str(saved) if saved else None}
 
 

@@ -26,7 +26,7 @@ from cardmem.store.errors import CardmemError
 from cardmem.store.git.writer import atomic_write
 
 from .claude_code.mcp_install import NAME, _ours, remove_entry, server_entry
-from .settings import backup, backup_path, read_json_object, read_record, write_back
+from .settings import backup, backup_path, read_json_object, read_record, write_back, write_record
 
 
 def record_path(path: Path) -> Path:
@@ -112,10 +112,7 @@ def register(host: str, config: Path | None = None, store: Path | None = None,
     shared = _spec(host).get("in_settings") and backup_path(path).exists()
     saved = None if shared else backup(path)
     atomic_write(path, text.encode("utf-8"))
-    atomic_write(record_path(path), json.dumps(rec).encode())
-    # The record keeps the file as it was, and MCP files hold other servers' keys: the
-    # person's eyes only, as the backup keeps the file's own mode.
-    os.chmod(record_path(path), 0o600)
+    write_record(record_path(path), rec)
     return {"changed": True, "path": str(path), "backup": str(saved) if saved else None}
 
 

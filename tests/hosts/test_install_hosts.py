@@ -47,6 +47,7 @@ def test_install_then_uninstall_gives_the_file_back_byte_for_byte(host, store, t
     assert backup_path(path).read_text() == THEIRS[host]  # the original, aside
     ours = installed(host, path)
     assert ours and installed_store(host, path) == store.root
+    assert record_path(path).stat().st_mode & 0o077 == 0  # it keeps their file, keys and all
     data = json.loads(path.read_text())
     assert THEIRS[host].split('"command": "')[-1].split('"')[0] in json.dumps(data) or \
         "./policy.sh" in json.dumps(data)  # their hook is still there
