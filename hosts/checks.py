@@ -5,6 +5,7 @@ every event is there, that each command's Python and script still exist, and whi
 the hooks use."""
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +45,39 @@ def check_host(host: str, store: Any, settings: Path | None = None) -> list[tupl
         elif Path(s).resolve() != Path(store.root).resolve():
             out.append((None, f"{label}: the hooks in {path} use another store, {s}, not "
                               f"{store.root}; `cardmem install {host} --store {store.root}` switches them"))
+    out += _check_server(host, label, settings)
+    said = no_transcript(store, host)
+    if said:
+        out.append((None, said))
     if not any(ok is not True for ok, _ in out):
         out.append((True, f"{label}: hooks installed in {path}"))
     return out
+
+
+def _check_server(host: str, label: str, settings: Path | None) -> list[tuple[bool | None, str]]:
+    """The MCP server install registered beside the hooks: there, and able to start."""
+    from .mcp_install import config_path, registered
+
+    entry = registered(host, settings=settings)
+    if entry is None:
+        return [(None, f"{label}: no cardmem MCP server in {config_path(host, settings=settings)}; "
+                       f"`cardmem install {host}` registers it")]
+    ok, why = _interpreter_ok(shlex.join([str(entry.get("command", ""))]))
+    if not ok:
+        return [(False, f"{label}: the MCP server cannot start: {why}; run `cardmem install "
+                        f"{host}` again")]
+    return []
+
+
+def no_transcript(store: Any, host: str) -> str:
+    """What doctor says when the host's last end-of-session hook named no transcript."""
+    from .adapters import load
+    from .hook import NO_TRANSCRIPT
+
+    if not (Path(store.root) / ".cardmem" / NO_TRANSCRIPT.format(host)).exists():
+        return ""
+    return (f"{load(host).LABEL}: its end-of-session hook sends no transcript path, so "
+            "nothing is learned from its sessions (Cursor: are agent transcripts off?)")
 
 
 def checks(store: Any) -> list[tuple[bool | None, str]]:

@@ -13,6 +13,9 @@ from cardmem.tools.cli.options import store_value
 
 HOSTS = ["claude-code", "codex", "gemini", "cursor", "copilot"]
 HOOK_HOSTS = ["claude", "claude-code", "codex", "gemini", "cursor", "copilot"]
+MCP_HELP = ("The file where the host keeps its MCP servers (default: ~/.claude.json, "
+            "~/.codex/config.toml, the Gemini settings file, ~/.cursor/mcp.json, "
+            "~/.copilot/mcp-config.json).")
 
 
 @click.command(hidden=True, context_settings={"ignore_unknown_options": False})
@@ -56,8 +59,7 @@ def hook(words: tuple[str, ...], host: str | None, store_path: Path | None,
               help="The store the hooks use (default: $CARDMEM_STORE, else the default store);"
                    " written into the hook commands.")
 @click.option("--init", "init_store", is_flag=True, help="Make the store if it does not exist.")
-@click.option("--mcp-config", type=click.Path(path_type=Path),
-              help="Where Claude Code keeps user-scope MCP servers (default: ~/.claude.json).")
+@click.option("--mcp-config", type=click.Path(path_type=Path), help=MCP_HELP)
 @click.option("--no-mcp", is_flag=True, help="Do not register the MCP server.")
 def install(host: str, settings: Path | None, store_path: Path | None, init_store: bool,
             mcp_config: Path | None, no_mcp: bool) -> None:
@@ -91,7 +93,16 @@ def install(host: str, settings: Path | None, store_path: Path | None, init_stor
         init(root)
         click.echo(f"made the store {root}")
     if host != "claude-code":
+        from cardmem.hosts.mcp_install import register as add_server
+
+        if not no_mcp:  # a file the server cannot go into stops the install before any write
+            add_server(host, mcp_config, root, settings, dry_run=True)
         _install_other(host, settings, root)
+        if not no_mcp:
+            m = add_server(host, mcp_config, root, settings)
+            click.echo(f"{'registered' if m['changed'] else 'already registered:'} the MCP "
+                       f"server `cardmem` in {m['path']}"
+                       + (f" (backup: {m['backup']})" if m.get("backup") else ""))
         return
     r = do_install(settings, root)
     if not r["changed"]:
@@ -131,8 +142,7 @@ def install(host: str, settings: Path | None, store_path: Path | None, init_stor
 @click.argument("host", type=click.Choice(HOSTS))
 @click.option("--settings", type=click.Path(path_type=Path),
               help="The settings file (default: ~/.claude/settings.json).")
-@click.option("--mcp-config", type=click.Path(path_type=Path),
-              help="Where Claude Code keeps user-scope MCP servers (default: ~/.claude.json).")
+@click.option("--mcp-config", type=click.Path(path_type=Path), help=MCP_HELP)
 def uninstall(host: str, settings: Path | None, mcp_config: Path | None) -> None:
     """Remove exactly the hooks and the MCP server `cardmem install` added.
 
@@ -142,9 +152,14 @@ def uninstall(host: str, settings: Path | None, mcp_config: Path | None) -> None
     """
     if host != "claude-code":
         from cardmem.hosts.install import uninstall as other
+        from cardmem.hosts.mcp_install import unregister as remove_server
 
+        # The server first: Gemini's sits in the hooks' file, and each step gives back the
+        # bytes it found, so undoing them in reverse order gives back the file's first bytes.
+        m = remove_server(host, mcp_config, settings)
         r = other(host, settings)
         click.echo(f"{'removed cardmem hooks from' if r['changed'] else 'no cardmem hooks in'} {r['path']}")
+        click.echo(f"{'removed the MCP server `cardmem` from' if m['changed'] else 'no cardmem MCP server in'} {m['path']}")
         return
     from cardmem.hosts.claude_code.install import uninstall as do_uninstall
     from cardmem.hosts.claude_code.mcp_install import unregister

@@ -136,6 +136,7 @@ def _step(kind: str, ev, root, store_path, rules_file, adapter) -> tuple[dict | 
         text, outcome = prompt_context(root, ev.session, ev.prompt)
         return {"context": text}, outcome
     # stop, session-end: the learner, detached
+    _say_if_no_transcript(root, kind, ev, adapter)
     if os.environ.get(FOREGROUND_ENV) == "1":
         from .learning import learn_logged
 
@@ -146,6 +147,27 @@ def _step(kind: str, ev, root, store_path, rules_file, adapter) -> tuple[dict | 
         return None, "detached"
     except OSError as exc:
         return None, f"could not detach: {exc.strerror}"
+
+
+NO_TRANSCRIPT = "no-transcript-{}"  # in the store's .cardmem/: said once; doctor reads it
+
+
+def _say_if_no_transcript(root, kind: str, ev, adapter) -> None:
+    """A host that names no transcript (Cursor with transcripts off, a host version that
+    leaves the field out) teaches nothing: say so once per store, not at every turn."""
+    mark = os.path.join(str(root), ".cardmem", NO_TRANSCRIPT.format(adapter.NAME))
+    finder = getattr(adapter, "transcript_of", None)
+    if ev.transcript or (finder is not None and finder(ev.session)):
+        if os.path.exists(mark):
+            os.unlink(mark)  # transcripts came back: doctor stops saying so
+        return
+    if os.path.exists(mark):
+        return
+    _say(adapter.NAME, kind, f"{adapter.LABEL} sent no transcript path, so nothing is learned "
+         "from its sessions (said once; `cardmem doctor` keeps saying it)")
+    if os.path.isdir(os.path.dirname(mark)):
+        with open(mark, "w") as f:
+            f.write(ev.session + "\n")
 
 
 def detach(event: str, payload: dict, store_path: str | None) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 from cardmem.store.errors import CardmemError
 from cardmem.store.git.writer import atomic_write
 
-from .settings import backup, read_hooks_file as _load, record_path, write_back
+from .settings import backup, read_hooks_file as _load, read_record, record_path, write_back, write_record
 
 HOOK_MODULE = "cardmem.hosts.hook"
 START = str(Path(__file__).resolve().parent / "pretool_start.py")
@@ -112,7 +112,7 @@ def install(host: str, settings: Path | None = None, store: Path | None = None) 
     path.parent.mkdir(parents=True, exist_ok=True)
     saved = backup(path)
     atomic_write(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
-    atomic_write(record_path(path), json.dumps(record).encode())
+    write_record(record_path(path), record)
     return {"changed": True, "path": str(path), "backup": str(saved) if saved else None}
 
 
@@ -143,11 +143,7 @@ def _place_flat(entries: list, entry: dict, key: str) -> None:
 
 
 def _record(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(record_path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return read_record(record_path(path))
 
 
 def installed_store(host: str, settings: Path | None = None) -> Path | None:

@@ -50,6 +50,12 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
     from cardmem.hosts import backlog
 
     retried = backlog.retry_due(store, lambda s: str(_mark_path(store, s)) + ".lock")
+    if not transcript:  # a host whose end-of-session payload names none may keep it where known
+        from .adapters import MODULES, load
+
+        host = str(payload.get("host") or "claude")
+        finder = getattr(load(host), "transcript_of", None) if host in MODULES else None
+        transcript = finder(session) if finder is not None else ""
     if not transcript:
         return _file_pending(store, session, source, "skipped: no transcript_path", retried)
     from cardmem.hosts.transcript import read_excerpt, should_skip

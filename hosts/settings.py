@@ -45,6 +45,24 @@ def record_path(path: Path) -> Path:
     return path.with_name(path.name + ".cardmem.json")
 
 
+def write_record(record: Path, data: dict[str, Any]) -> None:
+    """Write an install record. It may keep the file as it was, and hosts' files hold keys
+    (MCP servers' env): the person's eyes only, as the backup keeps the file's own mode."""
+    from cardmem.store.git.writer import atomic_write
+
+    atomic_write(record, json.dumps(data).encode())
+    record.chmod(0o600)
+
+
+def read_record(record: Path) -> dict[str, Any]:
+    """What an install recorded in `record` ({} when there is none, or it is unreadable)."""
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def recorded(path: Path) -> list[str]:
     """What install recorded creating for this host file ([] without a readable record)."""
     try:

@@ -1,5 +1,5 @@
-"""Read a bounded excerpt of a session transcript (JSONL): Claude Code's, Codex's rollout or
-Gemini CLI's chat.
+"""Read a bounded excerpt of a session transcript (JSONL): Claude Code's, Codex's rollout,
+Gemini CLI's chat, Cursor's agent transcript or Copilot CLI's session events.
 
 Claude Code appends one JSON object per line to
 `~/.claude/projects/<project>/<session>.jsonl`: `{"type": "user" | "assistant" |
@@ -152,6 +152,10 @@ def _records(lines: list[str]) -> Iterator[tuple[Literal["user", "assistant"], s
             obj = _codex_line(obj.get("payload"))
         elif obj.get("type") in ("user", "gemini") and "message" not in obj:
             obj = _gemini_line(obj)  # a Gemini CLI chat line (hosts/gemini)
+        elif obj.get("type") in ("user.message", "assistant.message"):
+            obj = _copilot_line(obj)  # a Copilot CLI session event (hosts/copilot)
+        elif "type" not in obj and obj.get("role") in ("user", "assistant"):
+            obj = _cursor_line(obj)  # a Cursor agent transcript line (hosts/cursor)
         if obj is None:
             continue
         role = obj.get("type")
@@ -199,6 +203,46 @@ def _gemini_line(obj: dict[str, Any]) -> dict[str, Any] | None:
                    if isinstance(b, dict) and isinstance(b.get("text"), str)]
     role = "assistant" if obj["type"] == "gemini" else "user"
     return {"type": role, "message": {"role": role, "content": content}}
+
+
+def _cursor_line(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """A Cursor agent transcript line in Claude Code's shape. Cursor's `stop` hook names the
+    file (`transcript_path`, https://cursor.com/docs/agent/hooks; it is null when transcripts
+    are off): ~/.cursor/projects/<workspace>/agent-transcripts/<id>/<id>.jsonl, one
+    `{"role": "user" | "assistant", "message": {"content": [{"type": "text", "text"},
+    {"type": "tool_use", …}]}}` per message, between `{"type": "turn_ended"}` markers (no
+    tool results). The person's words are inside `<user_query>`; what Cursor wraps around
+    them (timestamp, attached files, rules) is the harness's. Thinking shows as
+    `[REDACTED]`."""
+    message = obj.get("message")
+    if not isinstance(message, dict):
+        return None
+    role = obj["role"]
+    text = _text_of(message.get("content"))
+    if role == "user" and "<user_query>" in text:
+        text = "\n\n".join(_USER_QUERY_RE.findall(text))
+    elif role == "assistant":
+        text = text.replace("[REDACTED]", "")
+    return {"type": role, "message": {"role": role, "content": text}}
+
+
+_USER_QUERY_RE = re.compile(r"<user_query>\s*([\s\S]*?)\s*(?:</user_query>|\Z)")
+
+
+def _copilot_line(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """A Copilot CLI session event in Claude Code's shape. Copilot keeps a session in
+    ~/.copilot/session-state/<session id>/events.jsonl ($COPILOT_HOME for ~/.copilot;
+    https://docs.github.com/en/copilot/reference/copilot-cli-reference/cli-config-dir-reference),
+    which `agentStop` names as `transcriptPath`
+    (https://docs.github.com/en/copilot/reference/copilot-cli-reference/cli-hooks-reference):
+    one `{"type", "data", "id", "timestamp", "parentId"}` per line; talk is `user.message`
+    and `assistant.message` with the text in `data.content` (an assistant message that only
+    calls tools has none); tool runs, turns and session events are not talk."""
+    data = obj.get("data")
+    if not isinstance(data, dict) or not isinstance(data.get("content"), str):
+        return None
+    role = "user" if obj["type"] == "user.message" else "assistant"
+    return {"type": role, "message": {"role": role, "content": data["content"]}}
 
 
 def _text_of(content: Any) -> str:

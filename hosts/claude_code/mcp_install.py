@@ -94,18 +94,22 @@ def unregister(config: Path | None = None) -> dict[str, Any]:
     if not path.exists():
         record.unlink(missing_ok=True)
         return {"changed": False, "path": str(path)}
-    data = _load(path)
-    created = set(recorded(path))
+    changed = remove_entry(path, _load(path), set(recorded(path)), _write)
+    record.unlink(missing_ok=True)
+    return {"changed": changed, "path": str(path)}
+
+
+def remove_entry(path: Path, data: dict[str, Any], created: set[str], write) -> bool:
+    """Take our `mcpServers.cardmem` out of a host's JSON (and the `mcpServers` or the file
+    install created), then `write(path, data)` what is left; False when none of ours is there."""
     servers = data.get("mcpServers")
-    if not servers or not _ours(servers.get(NAME)):
-        record.unlink(missing_ok=True)
-        return {"changed": False, "path": str(path)}
+    if not isinstance(servers, dict) or not _ours(servers.get(NAME)):
+        return False
     del servers[NAME]
     if not servers and "mcpServers" in created:
         del data["mcpServers"]
     if not data and "file" in created:
         path.unlink()
     else:
-        _write(path, data)
-    record.unlink(missing_ok=True)
-    return {"changed": True, "path": str(path)}
+        write(path, data)
+    return True

@@ -3,7 +3,9 @@
 seconds (SessionEnd is capped at 3 s: it only hands off to the learner)."""
 from pathlib import Path
 
+
 from ..claude_code.install import MCP_WRITES
+from ..mcp_install import home as _home
 
 SPEC = {
     "default": lambda: Path.home() / ".codex" / "hooks.json",
@@ -18,4 +20,6 @@ SPEC = {
         "Stop": ("stop", None, {"timeout": 10}),
         "SessionEnd": ("session-end", None, {"timeout": 3}),
     },
+    "mcp": {"toml": True, "default": lambda: _home("CODEX_HOME", ".codex") / "config.toml",
+            "beside": lambda hooks: hooks.parent / "config.toml"},
 }

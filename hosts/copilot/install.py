@@ -4,6 +4,9 @@ camelCase events, each a flat list of `{"type": "command", "bash": …, "timeout
 sessionStart's output is not read by Copilot, so no hook is spent on it."""
 from pathlib import Path
 
+from ..mcp_install import home as _home
+
+
 SPEC = {
     "default": lambda: Path.home() / ".copilot" / "hooks" / "cardmem.json",
     "grouped": False,
@@ -15,4 +18,9 @@ SPEC = {
         "agentStop": ("stop", None, {"timeoutSec": 10}),
         "sessionEnd": ("session-end", None, {"timeoutSec": 10}),
     },
+    "mcp": {"default": lambda: _home("COPILOT_HOME", ".copilot") / "mcp-config.json",
+            "entry": {"type": "local"}, "after": {"tools": ["*"]},
+            # a repository's .github/hooks/*.json: its .github/mcp.json
+            "beside": lambda hooks: hooks.parent.parent / "mcp.json"
+            if hooks.parent.parent.name == ".github" else None},
 }

@@ -6,8 +6,9 @@
 allow/deny/ask with `permissionDecisionReason` (shown to the agent). The output of
 `sessionStart` and `userPromptSubmitted` is not processed, so memory at session start
 reaches Copilot through its instruction files (`cardmem export copilot-instructions`),
-not here; `agentStop` carries `transcriptPath` for the learner. Tools: `bash`
-(`command`), `edit` and `create` (`path`).
+not here; `agentStop` carries `transcriptPath` for the learner, `sessionEnd` only the
+`sessionId`, whose events file `transcript_of` finds. Tools: `bash` (`command`), `edit`
+and `create` (`path`).
 """
 from __future__ import annotations
 
@@ -24,3 +25,17 @@ def answer(kind: str, reply: dict) -> dict | None:
         return {"permissionDecision": reply["decision"],
                 "permissionDecisionReason": reply["reason"]}
     return None
+
+
+def transcript_of(session: str) -> str:
+    """The session's events file, where Copilot keeps it ("" if none): `$COPILOT_HOME` (else
+    ~/.copilot)/session-state/<session id>/events.jsonl
+    (https://docs.github.com/en/copilot/reference/copilot-cli-reference/cli-config-dir-reference).
+    sessionEnd names no transcript, only the session."""
+    import os
+
+    if not session or session in (".", "..") or "/" in session or "\\" in session:
+        return ""  # an id, never a path out of session-state/
+    home = os.environ.get("COPILOT_HOME") or os.path.join(os.path.expanduser("~"), ".copilot")
+    path = os.path.join(home, "session-state", session, "events.jsonl")
+    return path if os.path.isfile(path) else ""

@@ -13,4 +13,6 @@ SPEC = {
         "beforeShellExecution": ("pre-tool-use", None, {}),
         "stop": ("stop", None, {}),
     },
+    "mcp": {"default": lambda: Path.home() / ".cursor" / "mcp.json",
+            "beside": lambda hooks: hooks.parent / "mcp.json"},
 }

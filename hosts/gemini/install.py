@@ -20,4 +20,5 @@ SPEC = {
         "AfterAgent": ("stop", None, {"timeout": 10_000}),
         "SessionEnd": ("session-end", None, {"timeout": 3_000}),
     },
+    "mcp": {"in_settings": True},  # mcpServers sits beside the hooks in settings.json
 }

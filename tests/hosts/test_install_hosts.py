@@ -24,6 +24,14 @@ THEIRS = {
 }
 
 
+@pytest.fixture(autouse=True)
+def home(tmp_path, monkeypatch):
+    """Install also registers the MCP server in the host's user file: keep it in tmp."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.delenv("COPILOT_HOME", raising=False)
+
+
 def run(cmd, *args):
     r = CliRunner().invoke(cmd, list(args))
     assert r.exit_code == 0, r.output
@@ -39,6 +47,7 @@ def test_install_then_uninstall_gives_the_file_back_byte_for_byte(host, store, t
     assert backup_path(path).read_text() == THEIRS[host]  # the original, aside
     ours = installed(host, path)
     assert ours and installed_store(host, path) == store.root
+    assert record_path(path).stat().st_mode & 0o077 == 0  # it keeps their file, keys and all
     data = json.loads(path.read_text())
     assert THEIRS[host].split('"command": "')[-1].split('"')[0] in json.dumps(data) or \
         "./policy.sh" in json.dumps(data)  # their hook is still there
