@@ -18,6 +18,11 @@ MCP_HELP = ("The file where the host keeps its MCP servers (default: ~/.claude.j
             "~/.copilot/mcp-config.json).")
 
 
+# install and uninstall name the same file
+SETTINGS_HELP = ("The host's settings file (default: the user's own: ~/.claude/settings.json,"
+                 " ~/.codex/hooks.json, ~/.gemini/settings.json, ~/.cursor/hooks.json,"
+                 " ~/.copilot/hooks/cardmem.json); a project's for that project only.")
+
 @click.command(hidden=True, context_settings={"ignore_unknown_options": False})
 @click.argument("words", nargs=-1, required=True, metavar="EVENT")
 @click.option("--host", type=click.Choice(HOOK_HOSTS), default=None,
@@ -52,9 +57,7 @@ def hook(words: tuple[str, ...], host: str | None, store_path: Path | None,
 @click.command()
 @click.argument("host", type=click.Choice(HOSTS))
 @click.option("--settings", type=click.Path(path_type=Path),
-              help="The host's settings file (default: the user's own: ~/.claude/settings.json,"
-                   " ~/.codex/hooks.json, ~/.gemini/settings.json, ~/.cursor/hooks.json,"
-                   " ~/.copilot/hooks/cardmem.json); a project's for that project only.")
+              help=SETTINGS_HELP)
 @click.option("--store", "store_path", metavar="PATH", callback=store_value,
               help="The store the hooks use (default: $CARDMEM_STORE, else the default store);"
                    " written into the hook commands.")
@@ -141,7 +144,7 @@ def install(host: str, settings: Path | None, store_path: Path | None, init_stor
 @click.command()
 @click.argument("host", type=click.Choice(HOSTS))
 @click.option("--settings", type=click.Path(path_type=Path),
-              help="The settings file (default: ~/.claude/settings.json).")
+              help=SETTINGS_HELP)
 @click.option("--mcp-config", type=click.Path(path_type=Path), help=MCP_HELP)
 def uninstall(host: str, settings: Path | None, mcp_config: Path | None) -> None:
     """Remove exactly the hooks and the MCP server `cardmem install` added.
