@@ -173,3 +173,19 @@ def test_doctor_draws_its_checks_on_a_terminal_only(tmp_path: Path) -> None:
     assert "cardmem: checking" in term and "ok       git" in out, term
     code, out, term = on_terminal("doctor", "--json", "--store", str(store), env=env)
     assert "checking" not in term and json.loads(out)
+
+
+def test_maintain_draws_its_passes_on_a_terminal_only(tmp_path: Path) -> None:
+    """maintain on a terminal shows what it is checking (seconds at 10k cards); nothing
+    extra with --json or on a pipe."""
+    store = tmp_path / "s"
+    assert cli("init", str(store))[0] == 0
+    for i in range(30):
+        assert cli("new", f"notes/n{i}", "--title", f"Note {i}", "--body",
+                   f"Service {i} listens on port {8000 + i}.", "--store", str(store))[0] == 0
+    code, out, term = on_terminal("maintain", "--store", str(store))
+    assert code == 0 and "cardmem: checking the store" in term, term
+    code, out, term = on_terminal("maintain", "--json", "--store", str(store))
+    assert code == 0 and "checking" not in term and "findings" in json.loads(out), term
+    code, _, err = piped("maintain", "--store", str(store))
+    assert code == 0 and "checking" not in err, err

@@ -69,6 +69,18 @@ def served(tmp_path_factory: pytest.TempPathFactory):
                 assert watch.poll() is None, (root.parent / "watch.log").read_text()
                 assert time.monotonic() < deadline, "the watcher never served a search"
                 time.sleep(0.2)
+            # Vectors come after words (a background embedder): the tests compare fused
+            # results, so they start once every card has its vectors.
+            from cardmem.store.index import vectors
+            from cardmem.store.index.db import Index
+            from cardmem.store.root import StoreRoot
+
+            while True:
+                with Index(StoreRoot.open(str(root))) as idx:
+                    if vectors.pending(idx) == 0:
+                        break
+                assert time.monotonic() < deadline, "the watcher never embedded the store"
+                time.sleep(0.2)
         finally:
             mp.undo()
         yield root, watch, env
