@@ -101,8 +101,11 @@ class FakeSlack:
             if pending:
                 call.status = 429
                 return 429, {"Retry-After": str(pending.pop(0))}, {"ok": False, "error": "ratelimited"}
-            wait = self._delays.get(method, 0.0)
-        time.sleep(wait)
+        # Waits out the method's delay as it stands now: lowering it (delay(m, 0)) releases
+        # the calls already waiting, so a test can hold calls for as long as it needs.
+        start = time.monotonic()
+        while time.monotonic() - start < self._delays.get(method, 0.0):
+            time.sleep(0.02)
         if token in ("xoxb-bad", "xapp-bad") or (method == "apps.connections.open"
                                                  and not self.socket_url):
             return 200, {}, {"ok": False, "error": "invalid_auth"}
