@@ -16,18 +16,26 @@ SIGNAL = "Decision: the frobnicator retries widget jobs five times before dead-l
 PROMPT = "Set the frobnicator retry limit for widget jobs to five."
 
 
-def make_world(tmp_path: Path, host: str) -> dict:
+def base_world(tmp_path: Path) -> dict:
+    """A HOME, a git project to work in and a store holding one rule (RULE_MARK in its
+    title); nothing installed yet."""
     home, store, proj = tmp_path / "home", tmp_path / "store", tmp_path / "work" / "widgets"
     home.mkdir()
     proj.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(proj)], check=True)
     env = host_env(home, CARDMEM_STORE=str(store))
     cardmem("init", str(store), env=env)
-    # Session start carries the rules and a short digest; the entity card is the prompt's.
-    (store / "cardmem.toml").write_text("[context]\nbudget_chars = 2000\n")
     cardmem("new", "feedback/tabs-not-spaces", "--title", f"Indent with tabs ({RULE_MARK})",
             "--description", "Widgets code is indented with tabs.",
             "--body", "Always indent widgets code with tabs, never spaces.", env=env)
+    return {"home": home, "store": store, "proj": proj, "env": env}
+
+
+def make_world(tmp_path: Path, host: str) -> dict:
+    world = base_world(tmp_path)
+    store, env = world["store"], world["env"]
+    # Session start carries the rules and a short digest; the entity card is the prompt's.
+    (store / "cardmem.toml").write_text("[context]\nbudget_chars = 2000\n")
     (store / "feedback" / "no-force-push.md").write_text(
         "---\ntitle: Never force-push\ntype: feedback\napplies_to: [\"git push --force*\"]\n"
         "enforce: deny\n---\nForce-pushing rewrites history others have pulled.\n")
@@ -41,7 +49,7 @@ def make_world(tmp_path: Path, host: str) -> dict:
     subprocess.run(["git", "-C", str(store), "-c", "user.name=t", "-c", "user.email=t@t",
                     "commit", "-qm", "cards"], capture_output=True)
     cardmem("install", host, env=env)
-    return {"home": home, "store": store, "proj": proj, "env": env}
+    return world
 
 
 def extract(body: dict):

@@ -17,28 +17,19 @@ import time
 from pathlib import Path
 
 import pytest
-from hostkit import cardmem, host_env, learners_done
+from hostkit import cardmem, learners_done
+from hostworld import RULE_MARK, SIGNAL, base_world
 from fakeapi import FakeAPI, reply
 
 from cardmem.store.git import runner as git
 from cardmem.tools.extract import SYSTEM as EXTRACT_SYSTEM
 
-RULE_MARK = "QUOKKA-RULE-7731"
-SIGNAL = "Decision: the frobnicator retries widget jobs five times before dead-lettering them"
-
 
 @pytest.fixture
 def world(tmp_path):
     """A HOME with cardmem's hooks installed, a store, and a git project to work in."""
-    home, store, proj = tmp_path / "home", tmp_path / "store", tmp_path / "work" / "widgets"
-    home.mkdir()
-    proj.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(proj)], check=True)
-    env = host_env(home, CARDMEM_STORE=str(store))
-    cardmem("init", str(store), env=env)
-    cardmem("new", "feedback/tabs-not-spaces", "--title", f"Indent with tabs ({RULE_MARK})",
-            "--description", "Widgets code is indented with tabs.",
-            "--body", "Always indent widgets code with tabs, never spaces.", env=env)
+    world = base_world(tmp_path)
+    env = world["env"]
     cardmem("new", "entities/frobnicator", "--title", "Frobnicator", "--body",
             "The frobnicator service pulls widget jobs from the queue and retries failures.",
             env=env)
@@ -47,7 +38,7 @@ def world(tmp_path):
     cardmem("new", "projects/widgets/layout", "--title", "Widgets repo layout",
             "--project", "widgets", "--body", "Code lives in src/widgets.", env=env)
     cardmem("install", "claude-code", env=env)
-    return {"home": home, "store": store, "proj": proj, "env": env}
+    return world
 
 
 def test_claude_code_session_reads_and_writes_memory(world, claude_code: Path):
