@@ -11,7 +11,8 @@ from typing import Any
 
 from cardmem.store.git.head_file import is_repo
 
-from .claude_code.checks import _arg, _interpreter_ok
+from .claude_code.checks import _interpreter_ok
+from .settings import command_arg
 from .install import installed, settings_path, spec
 
 OTHERS = ("codex", "gemini", "cursor", "copilot")
@@ -38,7 +39,7 @@ def check_host(host: str, store: Any, settings: Path | None = None) -> list[tupl
         if not ok:
             out.append((False, f"{label}: a hook cannot start: {why}; run `cardmem install {host}` again"))
             break
-    for s in sorted({x for c in commands if (x := _arg(c, "--store"))}):
+    for s in sorted({x for c in commands if (x := command_arg(c, "--store"))}):
         if not is_repo(s):
             out.append((False, f"{label}: the hooks use the store {s}, which does not exist; "
                                f"run `cardmem init {s}` or install again"))

@@ -25,7 +25,7 @@ from typing import Any
 from cardmem.store.errors import CardmemError
 from cardmem.store.git.writer import atomic_write
 
-from .settings import backup, read_hooks_file as _load, read_record, record_path, write_back, write_record
+from .settings import backup, command_arg, read_hooks_file as _load, read_record, record_path, write_back, write_record
 
 HOOK_MODULE = "cardmem.hosts.hook"
 START = str(Path(__file__).resolve().parent / "pretool_start.py")
@@ -154,9 +154,8 @@ def installed_store(host: str, settings: Path | None = None) -> Path | None:
     except CardmemError:
         return None
     for h in _entries(data, sp):
-        args = shlex.split(str(h.get(sp["key"], "")))
-        if "--store" in args[:-1]:
-            return Path(args[args.index("--store") + 1])
+        if store := command_arg(str(h.get(sp["key"], "")), "--store"):
+            return Path(store)
     return None
 
 

@@ -17,6 +17,18 @@ from typing import Any
 from cardmem.store.errors import CardmemError
 
 
+def command_arg(command: str, flag: str) -> str | None:
+    """The value after `flag` in a hook command line (None: absent, or not parseable,
+    e.g. a hand-edited command with an unbalanced quote)."""
+    import shlex
+
+    try:
+        args = shlex.split(command)
+    except ValueError:
+        return None
+    return args[args.index(flag) + 1] if flag in args[:-1] else None
+
+
 def read_json_object(path: Path, hint: str) -> dict[str, Any]:
     """A host's JSON settings file as a dict ({} if absent); one clear line if it is not."""
     if not path.exists():

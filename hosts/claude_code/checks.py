@@ -19,6 +19,7 @@ from cardmem.store.git.head_file import is_repo
 from cardmem.store.wording import plural
 
 from .. import hooklog
+from ..settings import command_arg
 from .install import HOOKS, _load, _ours, default_settings
 
 RECENT_DAYS = 7
@@ -41,12 +42,6 @@ def _interpreter_ok(command: str) -> tuple[bool, str]:
     return True, exe
 
 
-def _arg(command: str, flag: str) -> str | None:
-    try:
-        args = shlex.split(command)
-    except ValueError:
-        return None
-    return args[args.index(flag) + 1] if flag in args[:-1] else None
 
 
 def check_hooks(store: Any, settings: Path | None = None) -> list[tuple[bool | None, str]]:
@@ -74,7 +69,7 @@ def check_hooks(store: Any, settings: Path | None = None) -> list[tuple[bool | N
         if not ok:
             out.append((False, f"Claude Code: the {event} hook cannot start: {why}; run "
                                "`cardmem install claude-code` again"))
-    stores = {_arg(c, "--store") for c in found.values()}
+    stores = {command_arg(c, "--store") for c in found.values()}
     for s in sorted(x for x in stores if x):
         if not is_repo(s):
             out.append((False, f"Claude Code: the hooks use the store {s}, which does not "
@@ -94,12 +89,12 @@ def check_hooks(store: Any, settings: Path | None = None) -> list[tuple[bool | N
 
 
 def check_rules_file(store: Any, command: str | None, settings: Path) -> list[tuple[bool, str]]:
-    target = _arg(command or "", "--rules-file")
+    target = command_arg(command or "", "--rules-file")
     if not target:
         return [(False, "Claude Code: the SessionStart hook keeps no rules file, so rules "
                         "past the host's 10,000-character cap reach the model by title "
                         "only; run `cardmem install claude-code` again")]
-    own = _arg(command or "", "--store")
+    own = command_arg(command or "", "--store")
     if own and Path(own).resolve() != Path(store.root).resolve():
         return []  # another store's file: that store's doctor checks it
     from cardmem.store.rules.host_file import deliver

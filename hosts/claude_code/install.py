@@ -22,7 +22,7 @@ from typing import Any
 from cardmem.store.errors import CardmemError
 from cardmem.store.git.writer import atomic_write
 
-from ..settings import backup, original, read_hooks_file as _load, record_path, recorded, write_back
+from ..settings import backup, command_arg, original, read_hooks_file as _load, record_path, recorded, write_back
 
 MODULE = "cardmem.hosts.claude_code"
 # ... the PreToolUse hook started as a script without `site`: see hosts/pretool_start.py.
@@ -152,9 +152,8 @@ def installed_store(settings: Path | None = None) -> Path | None:
     for g in data.get("hooks", {}).get("SessionStart", []):
         for h in (g.get("hooks", []) if isinstance(g, dict) else []):
             if _ours(h):
-                args = shlex.split(str(h.get("command", "")))
-                if "--store" in args[:-1]:
-                    return Path(args[args.index("--store") + 1])
+                if store := command_arg(str(h.get("command", "")), "--store"):
+                    return Path(store)
     return None
 
 
