@@ -115,11 +115,23 @@ def _tool(payload: dict, tools: dict[str, tuple[str, str]]) -> tuple[str, dict]:
         return name, raw  # an MCP tool or one the matcher does not know: as the host named it
     ours, field = mapped
     if ours == "Bash":
-        return "Bash", {"command": str(raw.get(field) or raw.get("command") or "")}
+        return "Bash", {"command": _command_text(raw.get(field) or raw.get("command") or "")}
     path = raw.get(field) or raw.get("file_path") or raw.get("path") or ""
     if not path and field == "patch":  # Codex's apply_patch: the paths are in the patch text
         path = _patched_path(str(raw.get("command") or raw.get("input") or ""))
     return ours, {**raw, "file_path": str(path)}
+
+
+def _command_text(command: object) -> str:
+    """A shell command as text. Codex's `shell` sends an argv list (`["bash", "-lc",
+    "git push --force"]`): the script after -c/-lc is the command a rule matches; any
+    other list is its words joined (str() of a list would hide them from every rule)."""
+    if isinstance(command, list):
+        words = [str(w) for w in command]
+        if len(words) >= 3 and words[-2] in ("-c", "-lc"):
+            return words[-1]
+        return " ".join(words)
+    return str(command)
 
 
 def _patched_path(patch: str) -> str:

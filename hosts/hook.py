@@ -136,7 +136,10 @@ def _step(kind: str, ev, root, store_path, rules_file, adapter) -> tuple[dict | 
         text, outcome = prompt_context(root, ev.session, ev.prompt)
         return {"context": text}, outcome
     # stop, session-end: the learner, detached
-    _say_if_no_transcript(root, kind, ev, adapter)
+    try:
+        _say_if_no_transcript(root, kind, ev, adapter)
+    except OSError:  # a note for the person; never a reason not to learn
+        pass
     if os.environ.get(FOREGROUND_ENV) == "1":
         from .learning import learn_logged
 

@@ -167,7 +167,7 @@ def run(store_path: str | None = None, stdin=None, stdout=None, host: str = "cla
     started = time.monotonic()
     if os.environ.get(CHILD_ENV) == "1":
         return 0
-    root, session = None, ""
+    root, session, adapter = None, "", None
     try:
         from .adapters import load
         from .event import normalise
@@ -189,6 +189,9 @@ def run(store_path: str | None = None, stdin=None, stdout=None, host: str = "cla
         outcome = f"error: {type(exc).__name__}: {why}; call let through"
         if isinstance(exc, ValueError):  # a payload this hook cannot read: said, once
             sys.stderr.write(f"cardmem: hook {host} pre-tool-use: {why}; call let through\n")
+        out = None
+    if not out and adapter is not None and adapter.EMPTY:  # a host that wants JSON always
+        (stdout or sys.stdout).write(adapter.EMPTY + "\n")
     if outcome:
         from . import hooklog  # only when there is something to log
 

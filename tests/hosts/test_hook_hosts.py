@@ -98,7 +98,20 @@ def test_an_ungoverned_call_gets_no_answer(host, store, capsys):
     event, payload = SHELL[host]
     plain = json.loads(json.dumps(payload).replace("git push --force origin main", "ls -la"))
     out, err = hook(host, event, plain, store, capsys)
-    assert out == "" and err == ""
+    # nothing to say, in the host's way: nothing, or `{}` where stdout must be JSON (Gemini)
+    assert out.strip() == load(host).EMPTY and err == ""
+
+
+def test_codex_shell_as_an_argv_list_is_the_command_a_rule_matches(store, capsys):
+    """Codex's `shell` tool sends its command as argv (`bash -lc SCRIPT`): the deny must see
+    the script, not the list's Python text, or the push runs."""
+    rule(store, *DENY)
+    for argv in (["bash", "-lc", "git push --force origin main"],
+                 ["git", "push", "--force", "origin", "main"]):
+        payload = {"session_id": "s", "cwd": "/w", "hook_event_name": "PreToolUse",
+                   "tool_name": "shell", "tool_input": {"command": argv}}
+        decision, reason = refusal("codex", answer("codex", "PreToolUse", payload, store, capsys))
+        assert decision == "deny" and "feedback/no-force-push" in reason, argv
 
 
 EDIT = {  # an edit of a governed path: ask where the host can, refuse with the reason where not
