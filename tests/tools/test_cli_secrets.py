@@ -74,6 +74,10 @@ def test_a_person_by_default_or_an_agent_always_redacts(store, how):
     res = run(store, "new", "reference/ci", "--title", "CI", "--body", f"use {TOKEN}", *args, env=env)
     assert res.exit_code == 0, res.output
     assert "[REDACTED:github-token]" in card_text(store, "reference/ci")
+    res = run(store, "new", "reference/bot", "--title", "Bot", "--body", "the deploy bot",
+              "--aliases", f"deploybot,{TOKEN}", "--tags", f"ci,{TOKEN}", *args, env=env)
+    assert res.exit_code == 0, res.output  # frontmatter lists are screened like the body
+    assert TOKEN not in card_text(store, "reference/bot")
     log = history(store)
     assert TOKEN not in log and "Zq8vL2mN4pR7xW" not in log
 

@@ -173,8 +173,8 @@ def new(card_id: str, title: str | None, card_type: str | None, project: str | N
 
     cid = check_new_id(_project_id(card_id, project) if project else card_id)
     store = open_store(store_path)
-    title, description, text = screen_secrets([title, description, read_body(body)],
-                                              keep_secrets)
+    title, description, text, tags, aliases = screen_secrets(
+        [title, description, read_body(body), tags, aliases], keep_secrets)
     cid = store.new(cid, title=title, card_type=card_type, project=project,
                     description=description, body=text or "", meta=_meta(tags, aliases))
     if as_json:
@@ -227,7 +227,7 @@ def remember(title: str, card_type: str, project: str | None, tags: str | None,
         raise CardmemError("remember", "nothing to remember: give the text with --body TEXT, "
                            "or pipe it in (echo TEXT | cardmem remember TITLE)", exit_code=2)
     store = open_store(store_path)
-    title, text = screen_secrets([title, given], keep_secrets)
+    title, text, tags, aliases = screen_secrets([title, given, tags, aliases], keep_secrets)
     cid, created = store.remember(title or "", text or "", card_type=card_type, project=project,
                                   meta=_meta(tags, aliases))
     if as_json:
