@@ -143,12 +143,13 @@ def parse(text: str, card_id: str, path: Path | None = None) -> Card:
 def _opens_unclosed(text: str) -> bool:
     """A `---` line followed by a `key:` line, and no block split() could close: a
     frontmatter whose closing line is missing (a rule at the very top of a note, `---`
-    then prose, is not one)."""
+    then prose, is not one; nor is `---` then "Note to self: ...": a YAML key has no
+    spaces)."""
     lines = text.lstrip("\ufeff").split("\n", 2)
     if len(lines) < 2 or lines[0].rstrip() != "---":
         return False
     key, colon, _ = lines[1].partition(":")
-    return bool(colon) and bool(key.strip()) and all(c.isalnum() or c in "_- " for c in key.strip())
+    return bool(colon) and bool(key.strip()) and all(c.isalnum() or c in "_-" for c in key.strip())
 
 
 def from_meta(card_id: str, meta: dict[str, Any], text: str, body_start: int,

@@ -210,6 +210,7 @@ def test_body_cut_matches_the_card_parser(example_store):
     from cardmem.store.cards.card import CardProblem, parse
 
     for text in ["no frontmatter\n", "---\nno key, a rule on top\n",
+                 "---\nNote to self: a rule on top, then a label\n",
                  "\ufeff---\r\na: 1\r\n---\r\nbody\r\n", "---\n---\n",
                  "---\ntitle: x\n...\nafter dots\n"]:
         assert body_of(text) == parse(text, "x").body, repr(text)
