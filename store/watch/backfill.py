@@ -23,6 +23,9 @@ STOP_WAIT_S = 5.0  # on stop: how long the embedder has to end its step after SI
 LINGER_S = 300.0
 
 
+GIVE_UP_AFTER = 3  # failed embedder runs in a row before this watcher stops asking
+
+
 class Backfill:
     """Runs the background embedder whenever the index changed, one at a time."""
 
@@ -36,6 +39,7 @@ class Backfill:
         self._working = False
         self._index: Any = None  # idle()'s own look at the index
         self.runs = 0  # embedder processes run to their end
+        self.failed = 0  # embedder runs failed in a row (a locked index passes; a bug does not)
         self.off: str | None = None  # why this watcher makes no vectors
 
     def poke(self) -> None:
@@ -108,9 +112,15 @@ class Backfill:
                     self._give_up("no embedding model here")
                     return
                 if proc.returncode != 0:
-                    self._give_up(f"the embedding process failed (exit {proc.returncode};"
-                                  f" {db_path.parent / vectors.LOG_NAME} says why)")
-                    return
+                    self.failed += 1
+                    why = (f"the embedding process failed (exit {proc.returncode};"
+                           f" {db_path.parent / vectors.LOG_NAME} says why)")
+                    if self.failed >= GIVE_UP_AFTER:
+                        self._give_up(f"{why}, {self.failed} times in a row")
+                        return
+                    self.voice.tell(f"{why}; tried again at the next change", force=True)
+                    continue
+                self.failed = 0
                 if self.voice.verbose:
                     self.voice.tell("the embedder ended (nothing new for a while)", force=True)
             finally:

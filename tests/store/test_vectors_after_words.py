@@ -311,3 +311,48 @@ def test_up_to_the_model_the_search_path_loads_nothing_of_it() -> None:
                                            if k != "CARDMEM_SEMANTIC"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[0] == "[]"
+
+
+def test_a_failed_embedder_run_is_tried_again_and_only_a_third_in_a_row_stops_it(
+        store, monkeypatch) -> None:
+    """One failed run (a locked index, a killed process) must not end a long-running
+    watcher's vectors for good: the next change tries again; three in a row give up."""
+    import threading
+
+    from cardmem.store.watch.backfill import GIVE_UP_AFTER, Backfill
+    from cardmem.store.watch.report import Voice
+
+    monkeypatch.delenv("CARDMEM_SEMANTIC", raising=False)
+    codes = [1, 0, 1, 1, 1]
+    ran = threading.Semaphore(0)
+
+    class Done:
+        def __init__(self, code: int) -> None:
+            self.returncode = code
+
+        def poll(self) -> int:
+            return self.returncode
+
+    def spawn(root, db, linger=None):
+        ran.release()
+        return Done(codes.pop(0))
+
+    monkeypatch.setattr(vectors, "spawn", spawn)
+    said: list[str] = []
+    b = Backfill(store, Voice(said.append, verbose=False))
+    try:
+        for n in range(len(codes)):
+            b.poke()
+            assert ran.acquire(timeout=10), n
+            deadline = time.monotonic() + 10
+            while b._working and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if n < len(codes) - 1:
+                assert b.off is None, (n, said)
+        deadline = time.monotonic() + 10
+        while b.off is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert b.off and f"{GIVE_UP_AFTER} times in a row" in b.off, said
+        assert b.runs == 5 and "tried again at the next change" in said[0]
+    finally:
+        b.stop()
