@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 from fakeapi import FakeAPI, reply
 from hostkit import cardmem, host_env, learners_done
+from hostworld import SIGNAL
 
 from cardmem.store.git import runner as git
 from cardmem.tools.extract import SYSTEM as EXTRACT_SYSTEM
 
-SIGNAL = "Decision: the frobnicator retries widget jobs five times before dead-lettering them"
 HELPER_KEY = "sk-ant-fake-helper"
 TURNS = [("user", "Set the frobnicator retry limit for widget jobs to five. " * 6),
          ("assistant", "Done: the frobnicator now retries widget jobs five times, then "

@@ -38,8 +38,7 @@ def corpus_bullets() -> list[str]:
 def rule_cards(n: int) -> list[tuple[str, str, str]]:
     """(id, title, body) for n rules, each body ~300 characters of corpus text."""
     bullets = corpus_bullets()
-    if len(bullets) < 3 * n:
-        pytest.skip(f"the corpus has {len(bullets)} usable bullet lines, need {3 * n}")
+    assert len(bullets) >= 3 * n, f"the corpus has {len(bullets)} usable bullet lines, need {3 * n}"
     out = []
     for i in range(n):
         body = " ".join(bullets[3 * i:3 * i + 3])[:320]

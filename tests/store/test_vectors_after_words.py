@@ -173,13 +173,10 @@ def test_the_index_matches_a_big_checkout_while_the_model_is_stuck(store, stuck,
     with Index(store) as idx:
         until(lambda: len(idx.ids()) == 300, 10, "the start rescan")
         git(root, "checkout", "-q", "rewrite")
-        t0 = time.monotonic()
         # A batch waits for git's quiet and its lock to go (up to 2 s): 5 s is the margin.
         until(lambda: idx.conn.execute("SELECT count(*) FROM fts WHERE fts MATCH 'lychee'")
               .fetchone()[0] == 300, 5, "every rewritten card indexed after the checkout")
-        took = time.monotonic() - t0
     assert not stuck.is_open(), "the model was released before the index caught up"
-    assert took < 5
     assert w.alive()
 
 

@@ -73,13 +73,15 @@ def test_a_burst_of_concurrent_events_is_acked_and_answered_once(srv, slack) -> 
 
 def test_past_the_queue_a_question_is_told_busy_with_a_receipt(tmp_path, slack, fake_api,
                                                               monkeypatch) -> None:
-    fake_api.handler = lambda body: reply(ANSWER, delay=1.5)  # far longer than the 4 sends
+    go = threading.Event()  # the model answers once all four are sent, however slow the sends
+    fake_api.handler = lambda body: (go.wait(60), reply(ANSWER))[1]
     store = make_store(tmp_path, slack_extra="concurrency = 1\nqueue = 1\n")
     srv = Running(store, slack, fake_api, monkeypatch)
     bodies = [mention(f"who owns the on-call rota? (#{i})") for i in range(4)]
     try:
         for b in bodies:
             assert srv.send(b)[0] == 200
+        go.set()
         srv.wait_done(4, timeout=30)
     finally:
         srv.stop()
