@@ -282,6 +282,13 @@ def test_the_command_serves_http_logs_one_line_per_refusal_stops_on_sigterm(tmp_
         status, text, _ = post_event(url, *signed_event(SECRET, {"type": "url_verification",
                                                                  "challenge": "c-123"}))
         assert status == 200 and "c-123" in text
+        import urllib.request
+
+        raw, headers = signed_event(SECRET, {"type": "url_verification", "challenge": "c-124"})
+        with urllib.request.urlopen(urllib.request.Request(url, data=raw, headers=headers),
+                                    timeout=10) as resp:  # Bolt's type, once (it was sent twice)
+            assert [v.split(";")[0] for v in resp.headers.get_all("Content-Type")] == [
+                "application/json"]
         for raw, headers in UNSIGNED:
             assert post_event(url, raw, headers)[0] == 401
         for raw in SIGNED_JUNK:

@@ -81,7 +81,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, r: Response) -> None:
         self.send_response(r.status)
-        for k, v in {"Content-Type": "text/plain; charset=utf-8", **r.headers}.items():
+        headers = dict(r.headers)
+        if not any(k.lower() == "content-type" for k in headers):  # Bolt's keys are lower-case
+            headers["Content-Type"] = "text/plain; charset=utf-8"
+        for k, v in headers.items():
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(r.body)))
         self.end_headers()
