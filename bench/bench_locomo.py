@@ -133,7 +133,7 @@ def build(where: Path, conv: str, shape: str) -> tuple[Path, dict[str, tuple[str
 
 def embed(root: Path) -> int:
     """Refresh the index and embed every card; returns how many cards wait (0)."""
-    from cardmem.store.index import embedding, semantic
+    from cardmem.store.search import embedding, semantic
     from cardmem.store.index.db import Index
     from cardmem.store.root import StoreRoot
 
@@ -169,7 +169,7 @@ class Bare:
 # --- measuring -----------------------------------------------------------------------------
 
 def measure(conv: str, shape: str, where: Path, misses: list | None) -> dict[str, dict]:
-    from cardmem.store.index import embedding
+    from cardmem.store.search import embedding
     from cardmem.store.index.db import Index, search
     from cardmem.store.root import StoreRoot
 
@@ -267,7 +267,7 @@ def main() -> None:
         if not (DATA / f"{c}.json").exists():
             sys.exit(f"cardmem: --convs: {c}: no such conversation in {DATA}")
     args.dir.mkdir(parents=True, exist_ok=True)
-    from cardmem.store.index import embedding
+    from cardmem.store.search import embedding
 
     embedding.embedder()  # loaded before timing starts
     misses: list | None = [] if args.misses else None

@@ -60,7 +60,8 @@ def timed(args: list[str], env: dict[str, str] | None = None) -> tuple[float, fl
 
 def parts(root: Path) -> list[tuple[str, float]]:
     """CPU seconds of the survey and of each kind, in this process."""
-    from cardmem.store.maintain import Survey, drift, duplicates, history, links, stale
+    from cardmem.store.maintain import Survey
+    from cardmem.store.maintain import drift, duplicates, history, links, stale
     from cardmem.store.store import Store
 
     out = []
@@ -78,7 +79,8 @@ def parts(root: Path) -> list[tuple[str, float]]:
 
 def drift_symbols(root: Path, rounds: int = 3) -> list[str]:
     """drift without and with the symbol check, alternating, in this process."""
-    from cardmem.store.maintain import Survey, drift
+    from cardmem.store.maintain import Survey
+    from cardmem.store.maintain import drift
     from cardmem.store.store import Store
 
     sv = Survey.of(Store.open(root))
@@ -201,7 +203,8 @@ def planted(n: int = 600) -> list[str]:
     import random
     import tempfile
 
-    from cardmem.store.maintain import Survey, duplicates
+    from cardmem.store.maintain import Survey
+    from cardmem.store.maintain import duplicates
     from cardmem.store.store import init
     from gen_store import load_corpus
 

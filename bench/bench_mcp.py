@@ -75,7 +75,7 @@ from mcp import Client
 import jsonschema  # the client checks results with it, loaded on its first call: not the server's cost
 t = time.perf_counter()
 from cardmem.tools.cli.options import open_store
-from cardmem.tools.mcp_server import build_server
+from cardmem.tools.agents.mcp_server import build_server
 server = build_server(open_store({str(root)!r}), warm={warm!r})
 built = time.perf_counter() - t
 for th in threading.enumerate():

@@ -122,7 +122,7 @@ def run(root: Path, qs: list[dict], semantic: bool = False) -> list[dict]:
     with Index(StoreRoot.open(root)) as idx:
         idx.refresh()
         if semantic:
-            from cardmem.store.index import embedding, semantic as vectors
+            from cardmem.store.search import embedding, semantic as vectors
 
             model = embedding.embedder()
             if model is not None:
@@ -135,7 +135,7 @@ def run(root: Path, qs: list[dict], semantic: bool = False) -> list[dict]:
 def fit(root: Path) -> None:
     """Grid of (medium, high) coverage thresholds on the calib half: the best
     confident-and-right with at least 90% of negatives flagged."""
-    from cardmem.store.index import confidence
+    from cardmem.store.search import confidence
 
     qs = questions("calib")
     rows = []
@@ -171,7 +171,7 @@ def main() -> None:
     ap.add_argument("--mode", choices=("lexical", "fused"), default="fused",
                     help="FTS5 alone, or fused with the semantic layer (the default search)")
     ap.add_argument("--fit", action="store_true",
-                    help="sweep store/index/confidence.py's lexical thresholds on the calib half")
+                    help="sweep store/search/confidence.py's lexical thresholds on the calib half")
     ap.add_argument("--misses", action="store_true", help="list the questions missed")
     args = ap.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)

@@ -141,7 +141,7 @@ def mixed_queries(idx: Index, n: int, seed: int = 5) -> list[tuple[str, str]]:
     """A rare word of a card's title (in at most 60 cards, so that the card can rank in
     the top 10 of them) and a common word (in 3% to 30% of the cards) the card lacks,
     with the card: only the any tier can find it."""
-    from cardmem.store.index.terms import quote, tokens, vocabulary
+    from cardmem.store.search.terms import quote, tokens, vocabulary
 
     c = idx.conn
     vocabulary(idx, force=True)

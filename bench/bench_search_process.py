@@ -32,7 +32,7 @@ QUERIES = ["snapshot testing", "fixtures", "deploy production", "migration rollb
 
 
 def searchd_running(root: Path) -> bool:
-    from cardmem.store.index.searchd import socket_path
+    from cardmem.store.search.searchd import socket_path
 
     path = socket_path(str(root))
     return bool(path and os.path.exists(path))

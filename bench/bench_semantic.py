@@ -34,7 +34,7 @@ sys.path.insert(0, str(HERE))
 from bench_search import CARDMEM, child, cold_index, machine, pct, queries  # noqa: E402
 from gen_store import commit_store, generate  # noqa: E402
 
-from cardmem.store.index import embedding, semantic  # noqa: E402
+from cardmem.store.search import embedding, semantic  # noqa: E402
 from cardmem.store.index.db import Index  # noqa: E402
 
 

@@ -183,7 +183,7 @@ def machine() -> str:
 
 def no_vector(idx: Index) -> int:
     """Cards without a vector of the installed model (all of them: none was ever made)."""
-    from cardmem.store.index import embedding, semantic
+    from cardmem.store.search import embedding, semantic
 
     return len(semantic.stale(idx, embedding.stamp())[0])
 

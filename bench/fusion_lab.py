@@ -1,4 +1,4 @@
-"""Fit the fusion's constants (store/index/hybrid.py) on design data only (issue 27).
+"""Fit the fusion's constants (store/search/hybrid.py) on design data only (issue 27).
 
     python bench/fusion_lab.py [--convs design] [--split calib]
 
@@ -24,8 +24,8 @@ import bench_locomo as bl  # noqa: E402
 
 
 def collect(idx, model, q: str) -> tuple:
-    from cardmem.store.index import hybrid, semantic
-    from cardmem.store.index.search import run as lexical
+    from cardmem.store.search import hybrid, semantic
+    from cardmem.store.search.search import run as lexical
 
     lex = lexical(idx, q, hybrid.POOL)
     sims = semantic.similarities(idx, model, q)
@@ -40,7 +40,7 @@ class Lazy:
         self.key, self.s = None, None
 
     def __getattr__(self, name):
-        from cardmem.store.index import semantic
+        from cardmem.store.search import semantic
         key = (semantic.SECOND,)
         if self.key != key:
             self.s, self.key = semantic.Similarities(self.rows, self.row_sims), key
@@ -48,7 +48,7 @@ class Lazy:
 
 
 def gather(convs, split: str, where: Path) -> dict[str, list]:
-    from cardmem.store.index import embedding
+    from cardmem.store.search import embedding
     from cardmem.store.index.db import Index
     from cardmem.store.root import StoreRoot
     import bench_quality as bq
@@ -82,7 +82,7 @@ def cut(res, limit: int) -> None:
 def score(data: dict[str, list]) -> dict[str, float]:
     import copy
 
-    from cardmem.store.index import hybrid
+    from cardmem.store.search import hybrid
 
     got: dict[str, float] = {}
     skip = sum(not hybrid.needs_vectors(x[-1][0], x[1] if len(x) == 4 else x[1]["q"])
@@ -125,7 +125,7 @@ def main() -> None:
     args = ap.parse_args()
     convs = bl.DESIGN if args.convs == "design" else tuple(args.convs.split(","))
     assert not set(convs) & set(bl.CHECK), "the check conversations are not for fitting"
-    from cardmem.store.index import hybrid
+    from cardmem.store.search import hybrid
 
     data = gather(convs, args.split, args.dir)
     diagnose(data)
@@ -137,10 +137,10 @@ def main() -> None:
             if k == "GATE":
                 globals()["GATE"] = v
             elif k.startswith("semantic."):
-                from cardmem.store.index import semantic
+                from cardmem.store.search import semantic
                 setattr(semantic, k.split(".", 1)[1], v)
             elif k.startswith("confidence."):
-                from cardmem.store.index import confidence
+                from cardmem.store.search import confidence
                 setattr(confidence, k.split(".", 1)[1], v)
             else:
                 setattr(hybrid, k, v)

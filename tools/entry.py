@@ -6,7 +6,7 @@ parses the common forms of `cardmem search` itself, starts `git status` before i
 imports (the freshness check, store/index/freshness.py, then runs on the other CPU while Python
 loads), and prints what the click command prints. Before any of that it asks a running
 `cardmem watch` or MCP server of the store, which holds the model, to search
-(store/index/searchd.py; a socket, no numpy here). Anything else, and any search
+(store/search/searchd.py; a socket, no numpy here). Anything else, and any search
 arguments it does not fully understand (--help, --base, a bad value, an unknown option),
 go to the click CLI in tools/cli/group.py, which stays the one definition of the command;
 tests run both on the same arguments and compare every byte.
@@ -95,8 +95,8 @@ def search(opts: dict[str, object]) -> None:
 
 def _served(spot: str, opts: dict[str, object]) -> bool:
     """Print the search as a running `cardmem watch` or MCP server of the store answers
-    it (store/index/searchd.py: it holds the model); False when none did."""
-    from cardmem.store.index.searchd import ask
+    it (store/search/searchd.py: it holds the model); False when none did."""
+    from cardmem.store.search.searchd import ask
 
     say = (lambda line: sys.stderr.write(f"cardmem: search: {line}\n")) if opts["verbose"] else None
     res = ask(spot, str(opts["query"]), int(str(opts["limit"])),

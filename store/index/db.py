@@ -197,7 +197,7 @@ class Index(Refreshing):
         Vectors outlive it, matched to cards by text (semantic.keep/restore), and this
         process's caches learn of it.
         """
-        from . import semantic
+        from ..search import semantic
 
         try:
             kept = semantic.keep(self)
@@ -303,11 +303,11 @@ class Index(Refreshing):
     def search(self, query: str, limit: int = 10, card_type: str | None = None,
                project: str | None = None, semantic: bool = False) -> "Any":
         """Ranked cards for a query (no refresh; see the module-level search()); with
-        semantic, fused with the nearest vectors when the model is there (store/index/hybrid.py)."""
+        semantic, fused with the nearest vectors when the model is there (store/search/hybrid.py)."""
         if semantic:
-            from .hybrid import run
+            from ..search.hybrid import run
         else:
-            from .search import run
+            from ..search.search import run
 
         return self._repairing(lambda: run(self, query, limit, card_type, project))
 

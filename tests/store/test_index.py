@@ -379,7 +379,7 @@ def test_a_symlink_out_of_the_store_is_a_problem_not_a_card(example_store, tmp_p
 
 
 def test_the_correction_vocabulary_is_rebuilt_by_index_not_per_search(example_store, idx) -> None:
-    from cardmem.store.index.terms import vocabulary
+    from cardmem.store.search.terms import vocabulary
 
     assert idx.search("pytets").corrected == {"pytets": "pytest"}  # builds the vocabulary
     write(example_store.root, "reference/animals", card("Animals", "The marsupial house."))

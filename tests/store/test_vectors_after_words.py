@@ -17,7 +17,7 @@ from typing import Any, Callable
 import pytest
 from click.testing import CliRunner
 
-from cardmem.store.index import embedding, semantic, vectors
+from cardmem.store.search import embedding, semantic, vectors
 from cardmem.store.index.db import Index
 from cardmem.store.watch.watcher import Watcher
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 from maintainkit import corpus_store
 
-from cardmem.store.maintain import MODEL_FREE, record, within
+from cardmem.store.maintain import MODEL_FREE, within
+from cardmem.store.maintain import record
 from cardmem.tools.maintain import run
 
 
