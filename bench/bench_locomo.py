@@ -8,7 +8,7 @@ Reads ../shared/locomo-dev/ (its README says how cards are made and questions sc
 one store per conversation and card shape (session: one card a session; turn: one card a
 turn), embedded with the model before anything is measured. Every question of categories
 1-4 whose evidence is in the conversation is asked as written through the product's
-ordinary search (store.index.db.search, what the MCP `search` tool calls; limit 10).
+ordinary search (store.search.query.search, what the MCP `search` tool calls; limit 10).
 A question is recall_any@k when a card holding any of its evidence is among the first k,
 recall_all@k when every evidence card is. Times are CPU (user+sys) per search, this
 process.
@@ -170,7 +170,8 @@ class Bare:
 
 def measure(conv: str, shape: str, where: Path, misses: list | None) -> dict[str, dict]:
     from cardmem.store.search import embedding
-    from cardmem.store.index.db import Index, search
+    from cardmem.store.index.db import Index
+    from cardmem.store.search.query import search
     from cardmem.store.root import StoreRoot
 
     root, made = build(where, conv, shape)

@@ -116,6 +116,7 @@ def judge(qs: list[dict], results: list[dict]) -> dict[str, dict[str, float]]:
 
 def run(root: Path, qs: list[dict], semantic: bool = False) -> list[dict]:
     from cardmem.store.index.db import Index
+    from cardmem.store.search.query import search_index
     from cardmem.store.root import StoreRoot
 
     out = []
@@ -128,7 +129,7 @@ def run(root: Path, qs: list[dict], semantic: bool = False) -> list[dict]:
             if model is not None:
                 vectors.sync(idx, model)  # every card embedded before anything is measured
         for q in qs:
-            out.append(idx.search(q["q"], limit=5, semantic=semantic).as_dict())
+            out.append(search_index(idx, q["q"], limit=5, semantic=semantic).as_dict())
     return out
 
 

@@ -39,6 +39,7 @@ sys.path.insert(0, str(HERE))
 from gen_store import generate  # noqa: E402
 
 from cardmem.store.index.db import Index  # noqa: E402
+from cardmem.store.search.query import search_index
 
 CARDMEM = str(Path(sys.executable).with_name("cardmem"))
 SECTION = "## Watcher with the model on: vectors after words (issue 27)"
@@ -112,7 +113,7 @@ class WatchProcess:
 
 
 def found(idx: Index, word: str, cid: str) -> bool:
-    res = idx.search(word, limit=5)
+    res = search_index(idx, word, limit=5)
     return not res.corrected and any(r["id"] == cid for r in res.results)
 
 

@@ -121,6 +121,7 @@ def _search_here(spot: str, opts: dict[str, object], status: object) -> None:
     try:
         store = StoreRoot.open(spot)  # the folder git status runs in, by the same rule
         from cardmem.store.index.db import Index
+        from cardmem.store.search.query import search_index
 
         if sys.stderr.isatty() and not opts["as_json"]:  # a person waits: say a first load
             from cardmem.tools.cli.progress import model_note
@@ -128,7 +129,7 @@ def _search_here(spot: str, opts: dict[str, object], status: object) -> None:
             model_note()
         with Index(store) as idx:
             idx.refresh(status=status)
-            res = idx.search(str(opts["query"]), limit=int(str(opts["limit"])),
+            res = search_index(idx, str(opts["query"]), limit=int(str(opts["limit"])),
                              card_type=opts["card_type"] or None,  # type: ignore[arg-type]
                              project=opts["project"] or None,  # type: ignore[arg-type]
                              semantic=True)

@@ -18,7 +18,7 @@ TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..index.db import Index  # annotations only: db imports search (Index.search)
+    from ..index.db import Index
 
 from ..cards.paths import project_key
 from ..cards.status import INACTIVE

@@ -4,7 +4,7 @@
 numpy, loading the model, its first forward pass; bench/RESULTS.md). `cardmem watch` and
 `cardmem mcp` keep the model loaded, so they also serve searches on a local socket
 (store/search/searchd_server.py), and `cardmem search` asks there first (ask()); on any
-failure it searches in its own process, as before. The server runs the library's own search (db.search: the
+failure it searches in its own process, as before. The server runs the library's own search (query.search: the
 same freshness check, the same fusion), so there is one search, not two.
 
 Protocol: one JSON request line, {"v", "root", "query", "limit", "type", "project"};

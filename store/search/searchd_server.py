@@ -22,7 +22,7 @@ HANDLERS_MAX = 8  # requests served at once (they take turns at the index anyway
 
 
 class IndexSearch:
-    """db.search over one kept-open Index, one search at a time (`cardmem watch`'s; the
+    """query.search over one kept-open Index, one search at a time (`cardmem watch`'s; the
     MCP server passes its own CardTools.search_result)."""
 
     def __init__(self, store: Any) -> None:
@@ -34,7 +34,8 @@ class IndexSearch:
 
     def __call__(self, query: str, limit: int, card_type: str | None,
                  project: str | None) -> Any:
-        from ..index.db import Index, search
+        from ..index.db import Index
+        from .query import search
 
         with self._lock:
             if self._index is None:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .embedding import Embedder
 
 from .embedding import DIM
+from ..index.vector_rows import cache, ensure, forget
 
 TEXT_CHARS = 300  # of a card's body embedded after its title and description
 # A long card is embedded as its passages too (issue 27): one truncated vector found a
@@ -36,14 +37,6 @@ MAX_PASSAGES = 64
 # data: session all@10 0.888 -> 0.903, agents-md calib hit@1 0.82 -> 0.87).
 SECOND = 0.5
 SCALE = 127.0  # int8 storage of unit vectors
-
-_DDL = """CREATE TABLE IF NOT EXISTS vectors(
-    n INTEGER PRIMARY KEY,     -- the card's rowid in cards
-    hash TEXT NOT NULL,        -- the card's content hash when it was embedded
-    key TEXT NOT NULL,         -- sha1 of the text embedded (a renamed card keeps its vector)
-    model TEXT NOT NULL,       -- the model stamp, name@version/dim/recipe
-    vec BLOB NOT NULL)"""
-
 
 # --- vectors in the index ---------------------------------------------------------------
 
@@ -100,10 +93,6 @@ def card_texts(title: str, project: str | None, description: str, body: str) -> 
     return [head, whole] + [f"{head}. {p}" for p in passages(body)]
 
 
-def _ensure(c: Any) -> None:
-    c.execute(_DDL)
-
-
 def _texts_sql() -> str:
     from ..index.schema import COLUMNS
 
@@ -116,7 +105,7 @@ def stale(idx: Any, model_stamp: str) -> tuple[list[int], int]:
     """(rowids of cards whose vector is missing, of another card text or model; how many
     vector rows belong to no card or another model)."""
     c = idx.conn
-    _ensure(c)
+    ensure(c)
     todo = [n for (n,) in c.execute(
         "SELECT c.n FROM cards c LEFT JOIN vectors v ON v.n = c.n"
         " WHERE v.n IS NULL OR v.hash != c.hash OR v.model != ?", (model_stamp,))]
@@ -141,7 +130,7 @@ def sync(idx: Any, model: "Embedder", limit: int | None = None) -> dict[str, int
     todo = todo[:len(todo) - pending]
     if not todo and not extra:
         if not pending:
-            _kept(idx)["synced"] = (state, model.stamp, idx.conn)
+            cache(idx)["synced"] = (state, model.stamp, idx.conn)
         return counts
     c = idx.conn
     # Vectors of this model by the text they were made from: a renamed card (new rowid,
@@ -185,42 +174,15 @@ def sync(idx: Any, model: "Embedder", limit: int | None = None) -> dict[str, int
         c.execute("COMMIT")
     except BaseException:
         c.execute("ROLLBACK")
-        _forget(idx)
+        forget(idx)
         raise
     counts["dropped"] = len(gone)
     counts["embedded"] = len(need)
     counts["reused"] = len(rows) - len(need)
     _patch(idx, model.stamp, gone, new)
     if not pending:
-        _kept(idx)["synced"] = (state, model.stamp, c)
+        cache(idx)["synced"] = (state, model.stamp, c)
     return counts
-
-
-def keep(idx: Any) -> list[tuple[str, str, bytes]]:
-    """Every (key, model, vector) of the index, to outlive `cardmem index --full`."""
-    c = idx.conn
-    if not c.execute("SELECT 1 FROM sqlite_master WHERE name = 'vectors'").fetchone():
-        return []
-    return c.execute("SELECT key, model, vec FROM vectors").fetchall()
-
-
-def restore(idx: Any, kept: list[tuple[str, str, bytes]]) -> None:
-    """Put kept vectors back as rows of no card: the next sync() takes each one a card's
-    text still matches (nothing re-embedded) and drops the rest. Index.rebuild() calls it
-    (even with nothing kept): it tells this process's caches the index changed."""
-    _forget(idx)
-    if not kept:
-        return
-    c = idx.conn
-    _ensure(c)
-    c.execute("BEGIN IMMEDIATE")
-    try:
-        c.executemany("INSERT INTO vectors(n, hash, key, model, vec) VALUES (?, '', ?, ?, ?)",
-                      [(-i, key, model, vec) for i, (key, model, vec) in enumerate(kept, 1)])
-        c.execute("COMMIT")
-    except BaseException:
-        c.execute("ROLLBACK")
-        raise
 
 
 # What an open Index keeps between searches (a long-lived process: the MCP server, the
@@ -232,19 +194,8 @@ def restore(idx: Any, kept: list[tuple[str, str, bytes]]) -> None:
 # process the second. This process's own vector writes (sync, restore) update or drop
 # the entries themselves. Each entry names its connection: a reopened file starts afresh.
 
-def _kept(idx: Any) -> dict[str, tuple[Any, ...]]:
-    got = getattr(idx, "_semantic_cache", None)
-    if got is None:
-        got = idx._semantic_cache = {}
-    return got
-
-
 def _data_version(c: Any) -> int:
     return c.execute("PRAGMA data_version").fetchone()[0]
-
-
-def _forget(idx: Any) -> None:
-    _kept(idx).clear()
 
 
 def _synced(idx: Any, stamp: str) -> tuple[Any, bool]:
@@ -252,7 +203,7 @@ def _synced(idx: Any, stamp: str) -> tuple[Any, bool]:
     nothing to do)."""
     c = idx.conn
     state = (idx.generation(), _data_version(c))
-    got = _kept(idx).get("synced")
+    got = cache(idx).get("synced")
     return state, bool(got and got[0] == state and got[1] == stamp and got[2] is c)
 
 
@@ -261,7 +212,7 @@ def _patch(idx: Any, stamp: str, dropped: list[int], rows: dict[int, bytes]) -> 
     again); drop it when another process wrote since it was read."""
     import numpy as np
 
-    c, kept = idx.conn, _kept(idx)
+    c, kept = idx.conn, cache(idx)
     got = kept.get("matrix")
     if not got or got[1] != stamp or got[4] is not c or got[0] != _data_version(c):
         kept.pop("matrix", None)
@@ -287,10 +238,10 @@ def matrix(idx: Any, model_stamp: str) -> tuple[Any, Any]:
 
     c = idx.conn
     version = _data_version(c)
-    got = _kept(idx).get("matrix")
+    got = cache(idx).get("matrix")
     if got and got[0] == version and got[1] == model_stamp and got[4] is c:
         return got[2], got[3]
-    _ensure(c)
+    ensure(c)
     ns, counts, blobs = [], [], []
     for n, vec in c.execute("SELECT n, vec FROM vectors WHERE model = ? ORDER BY n",
                             (model_stamp,)):
@@ -300,7 +251,7 @@ def matrix(idx: Any, model_stamp: str) -> tuple[Any, Any]:
     ids = np.repeat(np.array(ns, dtype=np.int64), counts).astype(np.int64)
     mat = (np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(len(ids), DIM)
            .astype(np.float32) if ns else np.zeros((0, DIM), dtype=np.float32))
-    _kept(idx)["matrix"] = (version, model_stamp, ids, mat, c)
+    cache(idx)["matrix"] = (version, model_stamp, ids, mat, c)
     return ids, mat
 
 

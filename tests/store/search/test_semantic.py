@@ -11,7 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from cardmem.store.search import confidence, embedding, hybrid, semantic
-from cardmem.store.index.db import Index, search
+from cardmem.store.index.db import Index
+from cardmem.store.search.query import search_index
+from cardmem.store.search.query import search
 from cardmem.store.store import init
 from semantickit import model, write  # noqa: F401 - model is a fixture
 
@@ -318,11 +320,11 @@ def test_an_open_index_skips_the_sync_until_something_changes(cards, model, monk
     monkeypatch.setattr(semantic, "stale", lambda *a: calls.append(1) or real(*a))
     with Index(cards) as idx:
         idx.refresh()
-        first = idx.search(q, limit=3, semantic=True)
+        first = search_index(idx, q, limit=3, semantic=True)
         assert calls == [1]
-        idx.search(q, limit=3, semantic=True)
+        search_index(idx, q, limit=3, semantic=True)
         idx.refresh()  # nothing changed: still nothing to check
-        idx.search(q, limit=3, semantic=True)
+        search_index(idx, q, limit=3, semantic=True)
         assert calls == [1]
         short = idx.conn.execute("SELECT n FROM cards WHERE id = 'feedback/short-answers'").fetchone()[0]
         old = semantic.similarities(idx, model, q).get(short)  # too far to be shown (SIM_FLOOR)
@@ -332,7 +334,7 @@ def test_an_open_index_skips_the_sync_until_something_changes(cards, model, monk
         write(cards.root, "feedback/short-answers", "No releases on Fridays",
               "Nothing is published on a Friday afternoon.")
         idx.refresh()
-        res = idx.search(q, limit=3, semantic=True)
+        res = search_index(idx, q, limit=3, semantic=True)
         assert len(calls) == 2
         top = res.results[0]
         assert top["id"] == "feedback/short-answers" and top["similarity"] > old + 0.2
@@ -344,7 +346,7 @@ def test_an_open_index_skips_the_sync_until_something_changes(cards, model, monk
         with Index(cards) as other:
             other.refresh()
             semantic.sync(other, model)
-        res = idx.search(q, limit=3, semantic=True)
+        res = search_index(idx, q, limit=3, semantic=True)
         got = {r["id"]: (r["match"], r["similarity"]) for r in res.results}
         assert got["reference/docker-digests"][0] == "both"  # not found by words alone
         assert got["reference/docker-digests"][1] > 0.4
@@ -371,7 +373,7 @@ def assert_matrix_as_stored(idx: Index, model) -> None:
 def test_numpy_is_loaded_with_one_blas_thread_unless_the_user_set_a_count(env, want) -> None:
     import subprocess
 
-    code = ("import os; from cardmem.store.index import embedding as e;"
+    code = ("import os; from cardmem.store.search import embedding as e;"
             " np = e._numpy_one_blas_thread(); np.ones((256, 256)) @ np.ones((256, 256));"
             " print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))")
     base = {k: v for k, v in os.environ.items() if k not in embedding.BLAS_THREADS}

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from cardmem.store.index.db import Index
+from cardmem.store.search.query import search_index
 from cardmem.store.store import Store
 from cardmem.store.git.writer import write_lock
 from gitremote import cli, cli_process, clone, git, head, make_remote, snapshot, state, tree
@@ -15,7 +16,7 @@ from gitremote import cli, cli_process, clone, git, head, make_remote, snapshot,
 def found(store: Store, query: str) -> list[str]:
     with Index(store) as idx:
         idx.refresh()
-        return [r["id"] for r in idx.search(query).results]
+        return [r["id"] for r in search_index(idx, query).results]
 
 
 @pytest.fixture

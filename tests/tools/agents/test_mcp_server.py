@@ -82,10 +82,11 @@ def test_five_tools_with_annotations_and_a_careful_remember(store) -> None:
 
 def test_search_gives_the_index_answer(example_store) -> None:
     from cardmem.store.index import db as index
+    from cardmem.store.search.query import search
 
     store = example_store
     got = ok(call(store, "search", {"query": "deploy", "limit": 3}))
-    want = index.search(store, "deploy", limit=3).as_dict()
+    want = search(store, "deploy", limit=3).as_dict()
     assert [r["id"] for r in got["results"]] == [r["id"] for r in want["results"]]
     assert got["results"] and len(got["results"]) <= 3
     assert {r["confidence"] for r in got["results"]} <= {"high", "medium", "low"}
@@ -117,13 +118,14 @@ def test_search_sees_a_card_written_after_start(store) -> None:
 
 def test_warm_up_opens_the_index_but_never_builds_one(store) -> None:
     from cardmem.store.index import db as index
+    from cardmem.store.search.query import search
     from cardmem.tools.agents.mcp_server import CardTools
 
     db = index.Index(store).db_path
     fresh = CardTools(store)
     fresh.warm()
     assert fresh._index is None and not db.exists()  # nothing indexed at start-up
-    index.search(store, "anything").as_dict()  # now the store has an index file
+    search(store, "anything").as_dict()  # now the store has an index file
     tools = CardTools(store)
     tools.warm()
     assert tools._index is not None and tools._index.db_path == db

@@ -154,9 +154,9 @@ def test_memories_are_cards_of_the_store(pair) -> None:
                "file_text": "# The user's coffee\n\nflat white\n"})
     assert read_card(store, "memories/coffee")["title"] == "The user's coffee"
     assert [e["id"] for e in memory_map(store).entries] == ["memories/coffee"]
-    from cardmem.store.index import db as index
+    from cardmem.store.search.query import search
 
-    found = index.search(store, "flat white").as_dict()["results"]
+    found = search(store, "flat white").as_dict()["results"]
     assert [r["id"] for r in found] == ["memories/coffee"]
     # and git can undo a memory write
     sha = git(store, "rev-parse", "HEAD").strip()
