@@ -92,6 +92,8 @@ class CardTools:
         # Tools run in worker threads; searches share one index file, so take turns.
         self._search_lock = threading.Lock()
         self._index: Any = None
+        self._follow = False  # follow_files(): freshness from file events
+        self._live: Any = None
 
     def warm(self) -> None:
         """Open the store's index and load the search code, ahead of the first search.
@@ -159,9 +161,29 @@ class CardTools:
         with self._search_lock:
             if self._index is None:
                 self._index = index.Index(self.store)  # kept open across searches
-            # index.search refreshes first: a stat walk, re-indexing only what changed.
-            return index.search(self.store, query, limit=limit, card_type=card_type,
-                                project=project, index=self._index)
+            if not self._follow:
+                # index.search refreshes first: git's word on what changed, then a stat of it
+                return index.search(self.store, query, limit=limit, card_type=card_type,
+                                    project=project, index=self._index)
+            if self._live is None:
+                from cardmem.store.watch.live import LiveIndex
+
+                self._live = LiveIndex(str(self.store.root), self._index,
+                                       self.store.root / ".cardmem", say=log.info)
+            self._live.fresh()  # the files' events since the last search, not git
+            return self._index.search(query, limit=limit, card_type=card_type,
+                                      project=project, semantic=True)
+
+    def follow_files(self) -> None:
+        """Keep the index fresh from file events rather than a git status per search (a
+        long-running server: store/watch/live.py); stop with close()."""
+        self._follow = True
+
+    def close(self) -> None:
+        with self._search_lock:
+            if self._live is not None:
+                self._live.close()
+                self._live = None
 
     def read_card(self, id: str, base: str | None = None) -> dict[str, Any]:
         from cardmem.store.errors import NotFound
@@ -318,6 +340,7 @@ def mcp_command(store_path: Path | None, verbose: bool) -> None:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO if verbose else logging.WARNING,
                         format="cardmem mcp: %(message)s")
     tools = CardTools(store)
+    tools.follow_files()
     with _sdk_import_gc():
         server = build_server(store, warm=True, tools=tools)
     from cardmem.store.index.searchd_server import Server
@@ -331,6 +354,7 @@ def mcp_command(store_path: Path | None, verbose: bool) -> None:
         server.run("stdio")
     finally:
         shared.stop()
+        tools.close()
 
 
 @contextmanager
