@@ -64,6 +64,8 @@ def follow(idx: Any, model: Any, linger_s: float, poll_s: float = POLL_S,
     steps once `wanted()` fails (the watcher that asked is gone, or the index)."""
     import time
 
+    if not wanted():  # gone while this embedder waited for the lock or the model
+        return
     seen = idx.generation()  # read first: a change during the catch-up is seen after it
     catch_up(idx, model, wanted=wanted)
     quiet_since = time.monotonic()
