@@ -9,8 +9,8 @@ objects for 10k files take minutes on a slow disk), indexed, and watched by `car
 as its own process, as a user runs it. This process edits cards (half plain writes, half
 editor-style write-temp-then-rename) and polls the index (an FTS5 match of the card and a
 word only the edit added) until the card holds it: that wall time is the edit-to-
-searchable latency; a search then finds the card (untimed: a whole search polled would
-add its own cost, up to ~190 ms for a word it tries to correct, to the watcher's).
+searchable latency; a search then finds the card (untimed: a whole search polled added
+its own cost to the watcher's, one poll in ten ~190 ms at load 20, bench/RESULTS.md).
 Then `git checkout` switches to a branch rewriting 2,000 cards, and back; the time runs
 from the start of the checkout until every rewritten card is found by its new word, and
 the index is then compared, row for row, with one built from scratch.
@@ -120,8 +120,7 @@ def found(idx: Index, word: str, cid: str) -> bool:
 
 def indexed(idx: Index, word: str, cid: str) -> bool:
     """The card's row holds the word: the poll of edit_latency. Not a whole search, whose
-    own cost would be counted as the watcher's: a search for a word not yet indexed
-    corrects it against the vocabulary, up to ~190 ms at load 20 in this process."""
+    own cost would be counted as the watcher's (one poll in ten took ~190 ms at load 20)."""
     return idx.conn.execute("SELECT 1 FROM fts JOIN cards ON cards.n = fts.rowid WHERE"
                             " fts MATCH ? AND cards.id = ?", (f'"{word}"', cid)).fetchone() is not None
 
