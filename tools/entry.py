@@ -53,8 +53,10 @@ def parse_search(args: list[str]) -> dict[str, object] | None:
     if not " ".join(words).strip():
         return None  # no query: click refuses it
     if opts["card_type"] is not None:
-        from cardmem.store.cards.paths import CARD_TYPES  # only a search with --type pays this
+        # only a search with --type pays this import
+        from cardmem.store.cards.paths import CARD_TYPES, type_of_word
 
+        opts["card_type"] = type_of_word(str(opts["card_type"]))
         if opts["card_type"] not in CARD_TYPES:
             return None  # click names the types
     try:

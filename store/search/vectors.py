@@ -17,7 +17,7 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable
 
     from ..progress import Progress
 
@@ -30,10 +30,10 @@ LOG_NAME = "embedding.log"
 
 
 def catch_up(idx: Any, model: Any, *, progress: "Progress | None" = None,
-             step: int = STEP) -> dict[str, int]:
+             step: int = STEP, wanted: Callable[[], bool] = lambda: True) -> dict[str, int]:
     """Embed the index's cards that have no vector of `model`, `step` cards at a time,
-    each step committed (an interrupt keeps what is done). Returns the counts summed over
-    the steps (semantic.sync's: embedded, reused, dropped, pending).
+    each step committed (an interrupt keeps what is done), while `wanted()` holds. Returns
+    the counts summed over the steps (semantic.sync's: embedded, reused, dropped, pending).
     """
     from . import semantic
 
@@ -51,27 +51,41 @@ def catch_up(idx: Any, model: Any, *, progress: "Progress | None" = None,
         totals["pending"] = got["pending"]
         if progress is not None:
             progress("embedding", done, total)
-        if not got["pending"] or not moved:
+        if not got["pending"] or not moved or not wanted():
             break
     return totals
 
 
-def follow(idx: Any, model: Any, linger_s: float, poll_s: float = POLL_S) -> None:
+def follow(idx: Any, model: Any, linger_s: float, poll_s: float = POLL_S,
+           wanted: Callable[[], bool] = lambda: True) -> None:
     """catch_up(), then again whenever the index changes (its generation moves: a refresh
     committed), until it has not changed for linger_s: a watcher's embedder keeps its
-    model loaded between saves instead of starting anew for each one."""
+    model loaded between saves instead of starting anew for each one. It stops between
+    steps once `wanted()` fails (the watcher that asked is gone, or the index)."""
     import time
 
+    if not wanted():  # gone while this embedder waited for the lock or the model
+        return
     seen = idx.generation()  # read first: a change during the catch-up is seen after it
-    catch_up(idx, model)
+    catch_up(idx, model, wanted=wanted)
     quiet_since = time.monotonic()
-    while time.monotonic() - quiet_since < linger_s:
+    while time.monotonic() - quiet_since < linger_s and wanted():
         time.sleep(poll_s)
         now = idx.generation()
-        if now != seen:
+        if now != seen and wanted():
             seen = now
-            catch_up(idx, model)
+            catch_up(idx, model, wanted=wanted)
             quiet_since = time.monotonic()
+
+
+def wanted_by(parent: int | None, db_path: str | os.PathLike[str]) -> Callable[[], bool]:
+    """Whether an embedder's work is still wanted: the index file is there and, for one a
+    watcher started (parent: its pid), the watcher still is (a killed parent leaves its
+    child to another: the parent pid it sees changes)."""
+    def wanted() -> bool:
+        return os.path.exists(db_path) and (parent is None or os.getppid() == parent)
+
+    return wanted
 
 
 class Lock:
@@ -148,11 +162,12 @@ TEST_LOADER_ENV = "CARDMEM_TEST_EMBEDDER"
 
 
 def spawn(root: str | os.PathLike[str], db_path: str | os.PathLike[str],
-          linger_s: float = 0.0) -> Any:
+          linger_s: float = 0.0, tied: bool = False) -> Any:
     """Start a process embedding what the index at db_path lacks (embedder.py), detached
     from the terminal's signals, following the index's changes for linger_s after; its
-    Popen, or None when it could not be started. Its errors go to `embedding.log` beside
-    the index."""
+    Popen, or None when it could not be started. `tied`: it stops when this process is
+    gone (a watcher's; `cardmem index` leaves its embedder to finish alone). Its errors
+    go to `embedding.log` beside the index."""
     import subprocess
     import sys
 
@@ -164,7 +179,7 @@ def spawn(root: str | os.PathLike[str], db_path: str | os.PathLike[str],
     try:
         return subprocess.Popen(
             [sys.executable, "-m", "cardmem.store.search.embedder", os.fspath(root),
-             os.fspath(db_path), f"{linger_s:g}"],
+             os.fspath(db_path), f"{linger_s:g}", *([str(os.getpid())] if tied else [])],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
             start_new_session=True, close_fds=True)
     except OSError:

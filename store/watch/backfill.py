@@ -100,7 +100,8 @@ class Backfill:
             self._working = True
             self._wake.clear()  # what changes from here on needs another run
             try:
-                self._proc = proc = vectors.spawn(self.store.root, db_path, LINGER_S)
+                self._proc = proc = vectors.spawn(self.store.root, db_path, LINGER_S,
+                                                     tied=True)
                 if proc is None:
                     self._give_up("the embedding process could not be started")
                     return

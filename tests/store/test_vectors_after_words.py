@@ -331,7 +331,7 @@ def test_a_failed_embedder_run_is_tried_again_and_only_a_third_in_a_row_stops_it
         def poll(self) -> int:
             return self.returncode
 
-    def spawn(root, db, linger=None):
+    def spawn(root, db, linger=None, tied=False):
         ran.release()
         return Done(codes.pop(0))
 
@@ -354,3 +354,49 @@ def test_a_failed_embedder_run_is_tried_again_and_only_a_third_in_a_row_stops_it
         assert b.runs == 5 and "tried again at the next change" in said[0]
     finally:
         b.stop()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"  # dead, not reaped yet
+    except OSError:
+        return True
+
+
+def test_a_killed_watchers_embedder_does_not_linger(store, stuck) -> None:
+    """`cardmem watch` killed outright (SIGKILL: no stop() runs) must not leave its
+    embedder waiting, model loaded, for LINGER_S: it notices and exits."""
+    import signal
+
+    stuck.open()
+    write(store.root, "reference/first", "First card", "embedded at start")
+    watch = subprocess.Popen([sys.executable, "-c", "from cardmem.tools.entry import main;"
+                              " main()", "watch", "--store", str(store.root)],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        pid = until(lambda: stuck.calls() and stuck.calls()[0][0], 60, "the embedder")
+        time.sleep(1.0)  # past its first catch-up: lingering, the model loaded
+        assert not _gone(pid)
+    finally:
+        watch.send_signal(signal.SIGKILL)
+        watch.wait()
+    until(lambda: _gone(pid), 10, "the orphaned embedder to exit")
+
+
+def test_an_embedder_whose_index_is_gone_exits(store, stuck, tmp_path) -> None:
+    stuck.open()
+    write(store.root, "reference/first", "First card", "embedded at start")
+    with Index(store) as idx:
+        idx.refresh()
+    db = store.root / ".cardmem" / "index.sqlite"
+    proc = vectors.spawn(store.root, db, 300)
+    try:
+        until(lambda: stuck.calls(), 60, "the embedder")
+        db.unlink()
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

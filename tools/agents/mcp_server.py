@@ -92,6 +92,8 @@ class CardTools:
         # Tools run in worker threads; searches share one index file, so take turns.
         self._search_lock = threading.Lock()
         self._index: Any = None
+        self._follow = False  # follow_files(): freshness from file events
+        self._live: Any = None
 
     def warm(self) -> None:
         """Open the store's index and load the search code, ahead of the first search.
@@ -151,7 +153,7 @@ class CardTools:
         the search tool's, and the shell's through the search socket (store/search/searchd.py)."""
         from cardmem.store.index import db as index  # lazy: the first search also refreshes the index
         from cardmem.store.search import embedding
-        from cardmem.store.search.query import search
+        from cardmem.store.search.query import search, search_index
 
         # The semantic model is loaded once, in a background thread started by the first
         # search, and kept: no request waits seconds for it (until it is ready, searches
@@ -160,9 +162,29 @@ class CardTools:
         with self._search_lock:
             if self._index is None:
                 self._index = index.Index(self.store)  # kept open across searches
-            # search refreshes first: a stat walk, re-indexing only what changed.
-            return search(self.store, query, limit=limit, card_type=card_type,
-                          project=project, index=self._index)
+            if not self._follow:
+                # search refreshes first: git's word on what changed, then a stat of it
+                return search(self.store, query, limit=limit, card_type=card_type,
+                              project=project, index=self._index)
+            if self._live is None:
+                from cardmem.store.watch.live import LiveIndex
+
+                self._live = LiveIndex(str(self.store.root), self._index,
+                                       self.store.root / ".cardmem", say=log.info)
+            self._live.fresh()  # the files' events since the last search, not git
+            return search_index(self._index, query, limit=limit, card_type=card_type,
+                                project=project, semantic=True)
+
+    def follow_files(self) -> None:
+        """Keep the index fresh from file events rather than a git status per search (a
+        long-running server: store/watch/live.py); stop with close()."""
+        self._follow = True
+
+    def close(self) -> None:
+        with self._search_lock:
+            if self._live is not None:
+                self._live.close()
+                self._live = None
 
     def read_card(self, id: str, base: str | None = None) -> dict[str, Any]:
         from cardmem.store.errors import NotFound
@@ -319,6 +341,7 @@ def mcp_command(store_path: Path | None, verbose: bool) -> None:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO if verbose else logging.WARNING,
                         format="cardmem mcp: %(message)s")
     tools = CardTools(store)
+    tools.follow_files()
     with _sdk_import_gc():
         server = build_server(store, warm=True, tools=tools)
     from cardmem.store.search.searchd_server import Server
@@ -332,6 +355,7 @@ def mcp_command(store_path: Path | None, verbose: bool) -> None:
         server.run("stdio")
     finally:
         shared.stop()
+        tools.close()
 
 
 @contextmanager
