@@ -2,7 +2,7 @@
 Copilot CLI (an entry point of the `cardmem.checks` group; Claude Code's own checks are
 hosts/claude_code/checks.py): for each host whose user file holds cardmem's hooks, that
 every event is there, that each command's Python and script still exist, and which store
-the hooks use."""
+the hooks use; and the exports kept current, each written again."""
 from __future__ import annotations
 
 import shlex
@@ -81,5 +81,25 @@ def no_transcript(store: Any, host: str) -> str:
             "nothing is learned from its sessions (Cursor: are agent transcripts off?)")
 
 
+def check_exports(store: Any) -> list[tuple[bool | None, str]]:
+    """The exports kept current (`cardmem export`, `install HOST --export`): each written
+    again now, so a rule edited by hand and not yet committed reaches it too."""
+    from cardmem.store.rules.exports import HOSTS, refresh
+
+    out: list[tuple[bool | None, str]] = []
+    for t, action, why in refresh(store):
+        where = Path(t["folder"]) / HOSTS[t["host"]].main
+        if action == "failed":
+            out.append((False, f"export {t['host']}: {why}; mend it and `cardmem doctor` "
+                               "writes it again"))
+        elif action == "forgotten":
+            out.append((None, f"export {t['host']}: {why}, so it is no longer kept current "
+                              f"(`cardmem export {t['host']} {t['folder']}` starts again)"))
+        else:
+            out.append((True, f"export {t['host']}: {where} "
+                              f"{'brought up to date' if action == 'written' else 'current'}"))
+    return out
+
+
 def checks(store: Any) -> list[tuple[bool | None, str]]:
-    return [c for host in OTHERS for c in check_host(host, store)]
+    return [c for host in OTHERS for c in check_host(host, store)] + check_exports(store)

@@ -56,6 +56,26 @@ def command(host: str, kind: str, store: Path | None, python: str | None = None)
     return " ".join(shlex.quote(p) for p in parts)
 
 
+def export_folder(host: str, settings: Path | None) -> tuple[Path, bool]:
+    """Where `install HOST --export` writes the host's own rules file when no folder is
+    named, and whether that is the host's home-wide file (which takes no project's
+    rules): the project whose hooks file --settings names, else the host's own folder
+    (Codex: $CODEX_HOME/AGENTS.md, Gemini CLI: ~/.gemini/GEMINI.md, read in every
+    session). Cursor and Copilot CLI read rules files from a project only."""
+    from .adapters import load
+
+    if settings is not None:
+        for parent in Path(settings).expanduser().absolute().parents:
+            if parent.name in (".codex", ".gemini", ".cursor", ".github") \
+                    and parent.parent != Path.home():
+                return parent.parent, False
+    home = spec(host)["export"][1]
+    if home is None:
+        raise CardmemError("--export", f"{load(host).LABEL} reads rules files from a project, "
+                           "not from your home; name the project's folder: --export DIR")
+    return home(), True
+
+
 def _ours(entry: Any, key: str) -> bool:
     return isinstance(entry, dict) and any(m in str(entry.get(key, "")) for m in MARKS)
 
