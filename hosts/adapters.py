@@ -5,7 +5,8 @@ EVENTS (the host's event name -> ours, hosts/event.py KINDS), TOOLS (the host's 
 name -> the matcher's name and the input field holding the command or path), CAP (the
 characters of context the host shows whole), EMPTY (what to print when there is nothing
 to say: Gemini CLI reads stdout as JSON, so "{}"), and answer(kind, reply) -> the host's
-JSON, or None for no output.
+JSON, or None for no output. Optional: covered(payload) -> whether another of the host's
+hooks answers this pre-tool-use call (Cursor's shell: beforeShellExecution, not preToolUse).
 
 Imported by name, lazily: the PreToolUse hook loads only its own host's module.
 """

@@ -223,3 +223,26 @@ def test_the_cli_route_with_host(store):
                           input="][", capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "{}"
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("cardmem: hook gemini prompt: ")
+
+
+def test_cursor_answers_a_shell_call_once_though_both_its_hooks_fire(store, capsys):
+    """Cursor fires preToolUse (tool_name "Shell") and beforeShellExecution for one shell
+    command: the rule answers at beforeShellExecution only, so it is counted once and an
+    `ask` is shown once; preToolUse still answers for the file tools."""
+    from cardmem.hosts import firings
+
+    rule(store, *DENY)
+    rule(store, *ASK)
+    pre = {"hook_event_name": "preToolUse", "conversation_id": "conv-1",
+           "workspace_roots": ["/w"], "tool_name": "Shell", "tool_use_id": "t1",
+           "tool_input": {"command": "git push --force origin main", "cwd": "/w"}}
+    out, err = hook("cursor", "preToolUse", pre, store, capsys)
+    assert out == "" and err == ""
+    decision, _ = refusal("cursor", answer("cursor", *SHELL["cursor"], store, capsys))
+    assert decision == "deny"
+    log = (store.root / ".cardmem" / "hooks.log").read_text()
+    assert log.count("deny feedback/no-force-push") == 1
+    assert len(firings.events(str(store.root))) == 1
+    edit = {**pre, "tool_name": "Write", "tool_input": {"file_path": "/w/migrations/001.sql"}}
+    decision, _ = refusal("cursor", answer("cursor", "preToolUse", edit, store, capsys))
+    assert decision == "ask"
