@@ -246,3 +246,13 @@ def test_cursor_answers_a_shell_call_once_though_both_its_hooks_fire(store, caps
     edit = {**pre, "tool_name": "Write", "tool_input": {"file_path": "/w/migrations/001.sql"}}
     decision, _ = refusal("cursor", answer("cursor", "preToolUse", edit, store, capsys))
     assert decision == "ask"
+
+
+def test_copilot_on_windows_runs_its_shell_as_powershell_and_the_rule_still_holds(store, capsys):
+    """Copilot CLI's reference names two shell tools, `bash` and (Windows) `powershell`."""
+    rule(store, *DENY)
+    event, payload = SHELL["copilot"]
+    decision, reason = refusal("copilot", answer("copilot", event,
+                                                 {**payload, "toolName": "powershell"}, store,
+                                                 capsys))
+    assert decision == "deny" and "feedback/no-force-push" in reason
