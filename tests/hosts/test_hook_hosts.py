@@ -256,3 +256,39 @@ def test_copilot_on_windows_runs_its_shell_as_powershell_and_the_rule_still_hold
                                                  {**payload, "toolName": "powershell"}, store,
                                                  capsys))
     assert decision == "deny" and "feedback/no-force-push" in reason
+
+
+# Each host's own limit, counted its own way (not our CAP constants): Claude Code shows
+# 10,000 characters (UTF-16 units) of a hook's context whole; Codex spills context past
+# 2,500 tokens, a token being four UTF-8 bytes (codex-utils-string approx_token_count);
+# Gemini CLI and Cursor document none, and get Claude Code's.
+LIMITS = {"claude": (lambda t: len(t.encode("utf-16-le")) // 2, 10_000),
+          "codex": (lambda t: -(-len(t.encode("utf-8")) // 4), 2_500),
+          "gemini": (lambda t: len(t.encode("utf-16-le")) // 2, 10_000),
+          "cursor": (lambda t: len(t.encode("utf-16-le")) // 2, 10_000)}
+
+
+@pytest.mark.parametrize("host", sorted(LIMITS))
+def test_session_start_in_wide_characters_within_the_hosts_own_limit_at_150_rules(
+        host, store, capsys):
+    """150 rules written in Cyrillic, with an emoji each: what the hook hands the host
+    stays within the host's own limit as the host counts it, rules whole or by title."""
+    for n in range(150):
+        rule(store, f"feedback/rule-{n:03}", f"Правило {n} о виджете {n} 🔧", "remind",
+             f'["widget-{n} *"]', f"Виджет {n} настраивают аккуратно: " + "подробность " * 30)
+    out = answer(host, START[host], {"session_id": "s", "cwd": str(store.root)}, store, capsys)
+    text = start_context(host, out)
+    measure, limit = LIMITS[host]
+    assert 0 < measure(text) <= limit, (host, measure(text))
+    assert sum(f"feedback/rule-{n:03}" in text for n in range(150)) > 20
+
+
+def test_agents_md_at_150_rules_in_wide_characters_keeps_codexs_32_kib(store, tmp_path):
+    from cardmem.store.rules.exports import export
+
+    for n in range(150):
+        rule(store, f"feedback/rule-{n:03}", f"Правило {n} 🔧", "remind", f'["widget-{n} *"]',
+             "подробность " * 40)
+    export(store, "agents-md", tmp_path)
+    data = (tmp_path / "AGENTS.md").read_bytes()
+    assert 16 * 1024 < len(data) <= 32 * 1024 and b"rules are left out" in data
