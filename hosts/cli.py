@@ -228,3 +228,8 @@ def _install_other(host: str, settings: Path | None, root: Path) -> None:
     if host == "codex":
         click.echo("Codex runs a project's hooks only once you trust the project; "
                    "`codex` asks at its first start there")
+    if host == "copilot":
+        click.echo("Copilot CLI reads no hook's memory: `cardmem install copilot --export DIR` "
+                   "puts the rules in a project's instruction files. It also keeps "
+                   "ANTHROPIC_API_KEY from hooks, so its sessions are learned by the next "
+                   "learner with a model (a Claude Code login on PATH, or another host's)")
