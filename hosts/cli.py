@@ -94,6 +94,7 @@ def install(host: str, settings: Path | None, store_path: Path | None, init_stor
         raise CardmemError("--export", "Claude Code loads every rule whole from its rules file "
                            "already; `cardmem export agents-md DIR` writes AGENTS.md for the "
                            "other hosts", exit_code=2)
+    target = _export_target(host, settings, export_to) if export_to is not None else None
     root = Path(store_path).expanduser().absolute() if store_path else \
         paths.default_store().absolute()
     try:
@@ -117,8 +118,8 @@ def install(host: str, settings: Path | None, store_path: Path | None, init_stor
             click.echo(f"{'registered' if m['changed'] else 'already registered:'} the MCP "
                        f"server `cardmem` in {m['path']}"
                        + (f" (backup: {m['backup']})" if m.get("backup") else ""))
-        if export_to is not None:
-            _export_rules(host, settings, export_to, root)
+        if target is not None:
+            _export_rules(host, *target, root)
         return
     r = do_install(settings, root)
     if not r["changed"]:
@@ -186,24 +187,31 @@ def uninstall(host: str, settings: Path | None, mcp_config: Path | None) -> None
     click.echo(f"{'removed the MCP server `cardmem` from' if m['changed'] else 'no cardmem MCP server in'} {m['path']}")
 
 
-def _export_rules(host: str, settings: Path | None, export_to: str, root: Path) -> None:
+def _export_target(host: str, settings: Path | None, export_to: str) -> tuple[Path, bool]:
+    """(the folder `--export [DIR]` writes in, whether it is the host's home-wide one),
+    checked before install writes anything."""
+    from cardmem.hosts.install import export_folder
+    from cardmem.store.errors import CardmemError
+
+    if not export_to:
+        return export_folder(host, settings)
+    folder = Path(export_to).expanduser()
+    if not folder.is_dir():
+        raise CardmemError(f"--export {export_to}", "is not a folder (the project's folder, "
+                           "where the host looks for its rules files)")
+    return folder, False
+
+
+def _export_rules(host: str, folder: Path, home_wide: bool, root: Path) -> None:
     """`install HOST --export [DIR]`: the host's own rules file, as `cardmem export` writes
     it, remembered so that every rule change writes it again."""
-    from cardmem.hosts.install import export_folder, spec
+    from cardmem.hosts.install import spec
     from cardmem.store.context.session import project_for
-    from cardmem.store.errors import CardmemError
     from cardmem.store.rules.exports import HOSTS as FILES, export, remember
     from cardmem.tools.cli.options import open_store
 
     kind = spec(host)["export"][0]
-    if export_to:
-        folder, home_wide = Path(export_to).expanduser(), False
-        if not folder.is_dir():
-            raise CardmemError(f"--export {export_to}", "is not a folder (the project's "
-                               "folder, where the host looks for its rules files)")
-    else:
-        folder, home_wide = export_folder(host, settings)
-        folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)  # the host's own folder may not exist yet
     store = open_store(root)
     project = None if home_wide else project_for(store, folder)  # home-wide: no project's
     result = export(store, kind, folder, project)

@@ -170,3 +170,10 @@ def test_doctor_brings_each_kept_export_up_to_date(store, tmp_path):
     (proj / "AGENTS.md").unlink()
     [(ok, said)] = check_exports(store)
     assert ok is None and "no longer kept current" in said and check_exports(store) == []
+
+
+def test_install_export_to_no_folder_writes_nothing(store, tmp_path):
+    r = CliRunner().invoke(install, ["copilot", "--store", str(store.root),
+                                     "--export", str(tmp_path / "nowhere")])
+    assert r.exit_code != 0 and "is not a folder" in str(r.exception)
+    assert not (tmp_path / ".copilot").exists()  # no hooks, no MCP server: nothing written
