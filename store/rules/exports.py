@@ -193,13 +193,14 @@ def _fit(host: Host, existing: str, rules: list[Rule], left_already: list[str], 
          ) -> tuple[list[Rule], list[str], int]:
     """(rules shown whole, ids left out, how many of those the left-out line names): whole
     rules in order while the file keeps within the host's cap, the left-out line counted."""
-    front = host.frontmatter(None)
+    # The person's text around the block, found once (a broken block is said here, before
+    # anything else): each trial below only joins the block between them.
+    before, after = _parts(existing, host.frontmatter(None), host.main)
 
     def fits(shown: list[Rule], left: list[str], names: int) -> bool:
-        text = _splice(existing, _block(host, [r.text for r in shown], left, head, names), front)
+        text = before + _block(host, [r.text for r in shown], left, head, names) + after
         return host.measure(text) <= host.cap
 
-    _splice(existing, "", front, host.main)  # a broken block: said before anything else
     if not fits([], [r.id for r in rules] + left_already, 0):
         raise CardmemError(host.main, f"its own text leaves no room within {host.cap_said} "
                                       "for the rules' block; nothing was written")
@@ -234,19 +235,23 @@ def _read(path: Path) -> str:
 def _splice(existing: str, block_text: str, front: str, path: Path | str = "export") -> str:
     """existing with its block replaced by block_text (or block_text appended), and the
     frontmatter (Cursor's, Copilot's) set to front; the rest kept as it is."""
+    before, after = _parts(existing, front, path)
+    return before + block_text + after
+
+
+def _parts(existing: str, front: str, path: Path | str) -> tuple[str, str]:
+    """(what goes before the block, what after it), the frontmatter included."""
     if front and existing.startswith("---\n"):
         end = existing.find("\n---\n", 3)
         existing = existing[end + 5:] if end >= 0 else existing
     begins, ends = list(_BEGIN.finditer(existing)), list(_END.finditer(existing))
     if len(begins) == len(ends) == 1 and begins[0].start() < ends[0].start():
-        out = existing[:begins[0].start()] + block_text + existing[ends[0].end():]
-    elif not begins and not ends:
+        return front + existing[:begins[0].start()], existing[ends[0].end():]
+    if not begins and not ends:
         sep = "" if not existing else "\n" if existing.endswith("\n") else "\n\n"
-        out = f"{existing}{sep}{block_text}\n"
-    else:
-        raise CardmemError(str(path), "holds a broken cardmem block (a begin line without "
-                                      "its end, or two blocks): mend it or delete it")
-    return front + out
+        return f"{front}{existing}{sep}", "\n"
+    raise CardmemError(str(path), "holds a broken cardmem block (a begin line without "
+                                  "its end, or two blocks): mend it or delete it")
 
 
 def _write(path: Path, text: str) -> str:
