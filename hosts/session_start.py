@@ -82,8 +82,8 @@ def session_start_context(payload: dict[str, Any], root: Path,
             user.append(f"cardmem.toml ignored ({note})")
         pile = session_context(store, cwd=cwd, budget=budget, rules_file=rules_file)
         size = host_len(pile.text, unit)
-        if size > cap:  # wide characters in a host that counts bytes: a smaller pile, once
-            budget = max(budget * cap // size - 200, 0)
+        if size > max(cap, host_len(pile.text)):  # wide characters in a host that counts
+            budget = max(budget * cap // size - 200, 0)  # bytes: a smaller pile, once
             pile = session_context(store, cwd=cwd, budget=budget, rules_file=rules_file)
         store.note_reads(pile.whole())  # one append: `stale` asks when a card was read
         text = pile.text
