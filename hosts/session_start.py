@@ -82,8 +82,10 @@ def session_start_context(payload: dict[str, Any], root: Path,
             user.append(f"cardmem.toml ignored ({note})")
         pile = session_context(store, cwd=cwd, budget=budget, rules_file=rules_file)
         size = host_len(pile.text, unit)
-        if size > max(cap, host_len(pile.text)):  # wide characters in a host that counts
-            budget = max(budget * cap // size - 200, 0)  # bytes: a smaller pile, once
+        # A host that counts bytes (Codex), given text heavy in wide characters (a fifth
+        # more bytes than characters): a smaller pile, once, so whole rules fit the bytes.
+        if size > cap and size * 5 > host_len(pile.text) * 6:
+            budget = max(budget * cap // size - 200, 0)
             pile = session_context(store, cwd=cwd, budget=budget, rules_file=rules_file)
         store.note_reads(pile.whole())  # one append: `stale` asks when a card was read
         text = pile.text
