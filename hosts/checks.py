@@ -13,7 +13,7 @@ from cardmem.store.git.head_file import is_repo
 
 from .claude_code.checks import _interpreter_ok
 from .settings import command_arg
-from .install import installed, settings_path, spec
+from .install import installed, installed_events, settings_path, spec
 
 OTHERS = ("codex", "gemini", "cursor", "copilot")
 
@@ -33,6 +33,13 @@ def check_host(host: str, store: Any, settings: Path | None = None) -> list[tupl
     missing = sorted(kinds - have)
     if missing:
         out.append((False, f"{label}: {', '.join(missing)} hook(s) missing in {path}; run "
+                           f"`cardmem install {host}`"))
+    # An event whose kind another event still covers (Cursor answers its shell at
+    # beforeShellExecution only; preToolUse leaves the shell to it).
+    gone = sorted(e for e, (k, _, _) in sp["events"].items()
+                  if k not in missing and e not in installed_events(host, path))
+    if gone:
+        out.append((False, f"{label}: {', '.join(gone)} hook(s) missing in {path}; run "
                            f"`cardmem install {host}`"))
     for c in commands:
         ok, why = _interpreter_ok(c)

@@ -181,12 +181,27 @@ def installed_store(host: str, settings: Path | None = None) -> Path | None:
 
 def _entries(data: dict[str, Any], sp: dict[str, Any]) -> list[dict[str, Any]]:
     """Our entries in a host's file, wherever they are."""
-    out = []
-    for groups in (data.get("hooks") or {}).values():
+    return [h for hs in _by_event(data, sp).values() for h in hs]
+
+
+def _by_event(data: dict[str, Any], sp: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Our entries in a host's file, by the event they sit under."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for event, groups in (data.get("hooks") or {}).items():
         for g in groups if isinstance(groups, list) else []:
             inner = g.get("hooks") if sp["grouped"] and isinstance(g, dict) else [g]
-            out += [h for h in (inner if isinstance(inner, list) else []) if _ours(h, sp["key"])]
+            out.setdefault(event, []).extend(
+                h for h in (inner if isinstance(inner, list) else []) if _ours(h, sp["key"]))
     return out
+
+
+def installed_events(host: str, settings: Path | None = None) -> set[str]:
+    """The host's events our entries sit under (empty when none, or unreadable)."""
+    try:
+        return {e for e, hs in _by_event(_load(settings_path(host, settings)), spec(host)).items()
+                if hs}
+    except CardmemError:
+        return set()
 
 
 def installed(host: str, settings: Path | None = None) -> list[dict[str, Any]]:

@@ -177,3 +177,17 @@ def test_install_export_to_no_folder_writes_nothing(store, tmp_path):
                                      "--export", str(tmp_path / "nowhere")])
     assert r.exit_code != 0 and "is not a folder" in str(r.exception)
     assert not (tmp_path / ".copilot").exists()  # no hooks, no MCP server: nothing written
+
+
+def test_doctor_says_when_cursors_shell_hook_is_gone(store, tmp_path):
+    """Cursor's shell is answered at beforeShellExecution only (preToolUse leaves it there):
+    without that entry no shell rule holds, though preToolUse still runs the same hook."""
+    from cardmem.hosts.checks import check_host
+
+    run(install, "cursor", "--store", str(store.root))
+    path = tmp_path / ".cursor" / "hooks.json"
+    data = json.loads(path.read_text())
+    del data["hooks"]["beforeShellExecution"]
+    path.write_text(json.dumps(data))
+    assert (False, f"Cursor: beforeShellExecution hook(s) missing in {path}; run "
+                   "`cardmem install cursor`") in check_host("cursor", store)
