@@ -2,8 +2,9 @@
 
 Three things are derived from the rules (the active `feedback` cards): the index rows the
 pile's summary of rules is read from (store/index/pile_view.py), the PreToolUse hook's
-trigger table (store/rules/triggers.py) and the rules files hosts load at start-up
-(store/rules/host_file.py). Each notices most changes by stat stamps, but not a rule made
+trigger table (store/rules/triggers.py), the rules files hosts load at start-up
+(store/rules/host_file.py) and the exports into hosts' own files that a person asked for
+(store/rules/exports.py: `cardmem export`). Each notices most changes by stat stamps, but not a rule made
 in a folder it does not watch (a project's folder, where an import puts them), so every
 write brings them up to date here:
 
@@ -126,10 +127,11 @@ def _is_rule(store: Any, cid: str) -> bool:
 
 
 def _rebuild(store: Any) -> None:
-    """The trigger table (when one was built: else its first reader builds it) and every
-    rules file this store delivers, from the rules as they are now."""
-    from .rules import host_file, triggers
+    """The trigger table (when one was built: else its first reader builds it), every
+    rules file this store delivers and every export kept current, from the rules now."""
+    from .rules import exports, host_file, triggers
 
     if os.path.exists(triggers.path_of(store.root)):
         triggers.build(store)
     host_file.refresh(store)
+    exports.refresh(store)  # never raises
