@@ -399,11 +399,16 @@ def append_section(text: str, heading: str, body: str) -> str:
     return f"{text}{sep}{gap}{block}"
 
 
+# A line that may be a `## History` heading (a superset of what _headings takes for one):
+# most cards have none, and one search spares them the heading walk.
+_MAY_HAVE_HISTORY = re.compile(r"^ {0,3}##[ \t]+\s*history", re.M | re.I)
+
+
 def history(text: str) -> list[str]:
     """The entries of a card text's History section, oldest first (no YAML needed)."""
-    end = _section_end(text, "History")
-    if end is None:
+    if not _MAY_HAVE_HISTORY.search(text):
         return []
-    start = next(off for _, lvl, name, off in _headings(text)
-                 if lvl == 2 and name.strip().lower() == "history")
-    return [ln[2:].strip() for ln in _lines(text[start:end])[1:] if ln.startswith("- ")]
+    if (span := section_span(text, "History")) is None:
+        return []
+    start, stop = span  # blank lines at its end are no entries: no need to trim them
+    return [ln[2:].strip() for ln in _lines(text[start:stop])[1:] if ln.startswith("- ")]

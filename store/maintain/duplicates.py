@@ -20,6 +20,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from itertools import combinations
+from operator import mul
 
 from dataclasses import dataclass
 
@@ -29,7 +30,7 @@ from ..learning.matching import entry_line, is_duplicate, keywords
 from ..learning.proposals import digest
 from ..progress import quiet
 from . import distinct, lsh
-from .facts import facts
+from .facts import facts, looked_up, tokens
 from .survey import Finding, Survey
 
 TYPE_CHECKING = False
@@ -43,20 +44,19 @@ MIN_STEMS = 4  # a card with fewer says too little to call it anyone's duplicate
 WIDE, WINDOW = 64, 16  # a candidate bucket above WIDE cards: each meets WINDOW after it
 LINE_SAME = 0.75  # Jaccard of two History lines' stems (with the same numbers)
 _HISTORY = re.compile(r"^## History[ \t]*$", re.M | re.I)
-_MAY_HAVE_HISTORY = re.compile(r"^ {0,3}##[ \t]+history", re.M | re.I)
 
 
-_STEMS: dict[str, str] = {}  # word -> stem: a store repeats its words, porter is slow
+_STEMS: dict[str, frozenset[str]] = {}  # token -> its keywords' stems: porter is slow
 
 
-def stems(text: str) -> set[str]:
-    out = set()
-    for w in keywords(text):
-        s = _STEMS.get(w)
-        if s is None:
-            s = _STEMS[w] = stem(w) if w.isascii() else w
-        out.add(s)
-    return out
+def stems(text: str, toks: set[str] | None = None) -> set[str]:
+    """The Porter stems of the text's keywords (learning.matching's), read token by token
+    (facts.tokens(text), when the caller has them: no keyword spans a space or a `)."""
+    return set().union(*looked_up(_STEMS, tokens(text) if toks is None else toks, _stems_of))
+
+
+def _stems_of(token: str) -> frozenset[str]:
+    return frozenset(stem(k) if k.isascii() else k for k in keywords(token))
 
 
 def card_text(c: cardlib.Card) -> str:
@@ -73,8 +73,9 @@ def _scope(c: cardlib.Card) -> str | None:
 def features(c: cardlib.Card) -> tuple[set[str], frozenset[str]]:
     """(what similarity weighs: stems and facts, the facts alone) of a card."""
     text = card_text(c)
-    fs = facts(text)
-    return stems(text) | fs, fs
+    toks = tokens(text)
+    fs = facts(text, toks)
+    return stems(text, toks) | fs, fs
 
 
 def _vectors(words: dict[str, set[str]]) -> dict[str, dict[str, float]]:
@@ -86,9 +87,9 @@ def _vectors(words: dict[str, set[str]]) -> dict[str, dict[str, float]]:
     idf = {w: math.log((n + 1) / k) for w, k in df.items()}
     vec: dict[str, dict[str, float]] = {}
     for cid, ws in words.items():
-        v = {w: idf[w] for w in ws}
-        norm = math.sqrt(sum(x * x for x in v.values())) or 1.0
-        vec[cid] = {w: x / norm for w, x in v.items()}
+        xs = list(map(idf.__getitem__, ws))  # the loops in C: 10k cards of 100s of words
+        norm = math.sqrt(sum(map(mul, xs, xs))) or 1.0
+        vec[cid] = dict(zip(ws, map(norm.__rtruediv__, xs)))
     return vec
 
 
@@ -248,8 +249,6 @@ def same_line(a: str, b: str) -> bool:
 
 def line_pairs(c: cardlib.Card) -> list[tuple[str, str]]:
     """(earlier, later) History lines of one card that say the same thing."""
-    if not _MAY_HAVE_HISTORY.search(c.text):  # most cards: no heading walk for nothing
-        return []
     lines = cardlib.history(c.text)
     out, dup = [], set()
     for i, j in combinations(range(len(lines)), 2):
