@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections import Counter, defaultdict
 from itertools import combinations
 from operator import mul
@@ -29,7 +30,7 @@ from ..index.porter import stem
 from ..learning.matching import entry_line, is_duplicate, keywords
 from ..learning.proposals import digest
 from ..progress import quiet
-from . import distinct, lsh
+from . import distinct, kept, lsh
 from .facts import facts, looked_up, tokens
 from .survey import Finding, Survey
 
@@ -72,10 +73,17 @@ def _scope(c: cardlib.Card) -> str | None:
 
 def features(c: cardlib.Card) -> tuple[set[str], frozenset[str]]:
     """(what similarity weighs: stems and facts, the facts alone) of a card."""
-    text = card_text(c)
+    return text_features(card_text(c))
+
+
+def text_features(text: str) -> tuple[set[str], frozenset[str]]:
+    """features of a card whose card_text is text."""
     toks = tokens(text)
     fs = facts(text, toks)
     return stems(text, toks) | fs, fs
+
+
+_FEATURES_CODE = (text_features, facts, keywords, stem)  # their modules name kept features
 
 
 def _vectors(words: dict[str, set[str]]) -> dict[str, dict[str, float]]:
@@ -152,12 +160,19 @@ def groups(survey: Survey, progress: Progress = quiet) -> list[Group]:
     progress("comparing cards", 0, total)
     words: dict[str, set[str]] = {}
     keys: dict[str, object] = {}
-    for n, c in enumerate(cards, 1):
-        ws, fs = features(c)
-        if len(ws) >= MIN_STEMS:
-            words[c.id], keys[c.id] = ws, (_scope(c), fs)
-        if n % 500 == 0:
-            progress("comparing cards", n // 2, total)
+    known = kept.Kept(survey.store.root, text_features,  # features of texts seen before
+                      [sys.modules[f.__module__].__file__ or "" for f in _FEATURES_CODE])
+    done = False
+    try:
+        for n, c in enumerate(cards, 1):
+            ws, fs = known.of(card_text(c))
+            if len(ws) >= MIN_STEMS:
+                words[c.id], keys[c.id] = ws, (_scope(c), fs)
+            if n % 500 == 0:
+                progress("comparing cards", n // 2, total)
+        done = True
+    finally:  # also when cut off: a budgeted daily pass gets further the next day
+        known.save(complete=done)
     vec = _vectors(words)
     apart = distinct.apart(survey.store.root, {c.id: digest(c.text) for c in cards})
     parent: dict[str, str] = {}

@@ -20,7 +20,7 @@ from maintainkit import commit_as_person, corpus_store
 from cardmem.store.cards import card as cardlib
 from cardmem.store.index.porter import stem
 from cardmem.store.learning.matching import keywords
-from cardmem.store.maintain import Survey, duplicates, facts as factlib, findings, links
+from cardmem.store.maintain import Survey, duplicates, facts as factlib, findings, kept, links
 
 # --- the plain code, as it was --------------------------------------------------------------
 
@@ -73,14 +73,13 @@ def plain_survey(store, now: float):
     return Survey(store, {c.id: c for c in cards}, problems, now)
 
 
-def plain_features(c):
-    text = duplicates.card_text(c)
+def plain_features(text):
     fs = plain_facts(text)
     return plain_stems(text) | fs, fs
 
 
 def with_plain_code(monkeypatch) -> None:
-    monkeypatch.setattr(duplicates, "features", plain_features)
+    monkeypatch.setattr(duplicates, "text_features", plain_features)
     monkeypatch.setattr(duplicates, "stems", plain_stems)
     monkeypatch.setattr(duplicates, "facts", plain_facts)
     monkeypatch.setattr(links, "links", plain_links)
@@ -137,13 +136,18 @@ def as_data(found) -> list[str]:
 def test_a_generated_store_gives_the_findings_of_the_plain_code(tmp_path, rng, monkeypatch) -> None:
     store = generated_store(tmp_path / "s", rng)
     now = time.time()
-    fast = findings(store, None, Survey.of(store, now))
     with monkeypatch.context() as m:
         with_plain_code(m)
         plain = findings(store, None, plain_survey(store, now))
     assert any(f.kind == "duplicate" and len(f.ids) > 1 for f in plain)  # the store has some
     assert any(f.kind == "broken-link" for f in plain)
-    assert as_data(fast) == as_data(plain)
+    kept_file = store.root / ".cardmem" / kept.FILE
+    kept_file.unlink()  # the plain run's features: the fast run computes its own
+    cold = findings(store, None, Survey.of(store, now))
+    assert kept_file.exists()
+    warm = findings(store, None, Survey.of(store, now))  # the features kept by the cold run
+    assert as_data(cold) == as_data(plain)
+    assert as_data(warm) == as_data(plain)
 
 
 @pytest.mark.corpus
