@@ -251,7 +251,10 @@ def vs_index(base: Path, cards: int, runs: int, host: str) -> list[str]:
     total = sum(1 for _ in root.rglob("*.md"))
     only = [x for k in KINDS for x in ("--only", k)]
     off = {**os.environ, "CARDMEM_SEMANTIC": "off"}
-    runs_of = {"maintain": ([CARDMEM, "maintain", "--json", *only, "--store", str(root)], None),
+    maintain = [CARDMEM, "maintain", "--json", *only, "--store", str(root)]
+    kept_file = root / ".cardmem" / "maintain-features"  # store/maintain/kept.py's FILE
+    runs_of = {"maintain": (maintain, None),  # its first run: the kept features removed
+               "maintain, features kept": (maintain, None),
                "index --full": ([CARDMEM, "index", "--full", "--json", "--store", str(root)],
                                 None),
                "index --full, semantic off": ([CARDMEM, "index", "--full", "--json", "--store",
@@ -260,10 +263,14 @@ def vs_index(base: Path, cards: int, runs: int, host: str) -> list[str]:
     out = ""
     for i in range(runs + 1):  # the first round warms caches and is not counted
         for name, (args, env) in runs_of.items():
+            if name == "maintain":
+                kept_file.unlink(missing_ok=True)
             w, c, text = timed(args, env)
             if i:
                 got[name].append((w, c))
-            if name == "maintain":
+            if name.startswith("maintain"):
+                if out and text != out:
+                    raise SystemExit("maintain's findings differ with kept features")
                 out = text
     doc = json.loads(out)
     found = collections.Counter(f["kind"] for f in doc["findings"])
@@ -271,15 +278,20 @@ def vs_index(base: Path, cards: int, runs: int, host: str) -> list[str]:
     med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
            for k, v in got.items()}
     load = os.getloadavg()[0]
-    lines = ["## Maintain beside `cardmem index --full` (issue 28, 2026-12-02)", "",
+    lines = [f"## Maintain beside `cardmem index --full` (issue 28, {time.strftime('%Y-%m-%d')}, "
+             f"branch {branch()})", "",
              f"{host}; load average {load:.1f} at the end. {total:,} cards: bench/gen_store.py's "
              f"{cards:,} plus the agents-md corpus's cards, one commit; kinds {', '.join(KINDS)}; "
              f"{runs} runs each, alternating, medians; CPU is user+sys of the process and its "
-             f"children. `python bench/bench_maintain.py --vs-index`.", "",
-             "| process | wall | CPU (user+sys) | maintain's CPU / this |", "|---|---|---|---|"]
+             f"children. `cardmem maintain` is timed twice: its first run (the features "
+             f"store/maintain/kept.py keeps removed before it) and a run after it (features "
+             f"kept). `python bench/bench_maintain.py --vs-index`.", "",
+             "| process | wall | CPU (user+sys) | CPU / `index --full`'s | "
+             "CPU / `index --full, semantic off`'s |", "|---|---|---|---|---|"]
     for name, (w, c) in med.items():
         lines.append(f"| `cardmem {name}` | {w:.2f} s | {c:.2f} s | "
-                     f"{med['maintain'][1] / c:.2f}x |")
+                     f"{c / med['index --full'][1]:.2f}x | "
+                     f"{c / med['index --full, semantic off'][1]:.2f}x |")
     lines += ["", "Findings: " + (", ".join(f"{n:,} {k}" for k, n in found.most_common())
                                    or "none")
               + (f"; duplicates in {len(groups):,} groups of {min(groups)}-{max(groups)} cards "
@@ -287,6 +299,11 @@ def vs_index(base: Path, cards: int, runs: int, host: str) -> list[str]:
               "In-process CPU by part: " + ", ".join(f"{k} {s:.2f} s" for k, s in parts(root))
               + ".", "", "The issue's planted cases, in-process:"] + planted()
     return lines
+
+
+def branch() -> str:
+    return subprocess.run(["git", "-C", str(HERE), "rev-parse", "--abbrev-ref", "HEAD"],
+                          capture_output=True, text=True).stdout.strip() or "?"
 
 
 def report(lines: list[str], write: Path | None) -> None:

@@ -86,19 +86,25 @@ def text_features(text: str) -> tuple[set[str], frozenset[str]]:
 _FEATURES_CODE = (text_features, facts, keywords, stem)  # their modules name kept features
 
 
-def _vectors(words: dict[str, set[str]]) -> dict[str, dict[str, float]]:
-    """id -> its features weighted by rarity (idf), normalised: cosine is a dot product."""
-    df: Counter[str] = Counter()
-    for ws in words.values():
-        df.update(ws)
-    n = max(1, len(words))
-    idf = {w: math.log((n + 1) / k) for w, k in df.items()}
-    vec: dict[str, dict[str, float]] = {}
-    for cid, ws in words.items():
-        xs = list(map(idf.__getitem__, ws))  # the loops in C: 10k cards of 100s of words
+class _Vectors(dict):
+    """id -> its features weighted by rarity (idf), normalised: cosine is a dot product.
+    Each made when first asked for: most cards meet no other."""
+
+    def __init__(self, words: dict[str, set[str]]) -> None:
+        super().__init__()
+        df: Counter[str] = Counter()
+        for ws in words.values():
+            df.update(ws)
+        n = max(1, len(words))
+        self.idf = {w: math.log((n + 1) / k) for w, k in df.items()}
+        self.words = words
+
+    def __missing__(self, cid: str) -> dict[str, float]:
+        ws = self.words[cid]
+        xs = list(map(self.idf.__getitem__, ws))
         norm = math.sqrt(sum(map(mul, xs, xs))) or 1.0
-        vec[cid] = dict(zip(ws, map(norm.__rtruediv__, xs)))
-    return vec
+        v = self[cid] = dict(zip(ws, map(norm.__rtruediv__, xs)))
+        return v
 
 
 def _score(va: dict[str, float], vb: dict[str, float]) -> float:
@@ -112,7 +118,7 @@ def card_pairs(survey: Survey, threshold: float = DUPLICATE) -> list[tuple[float
     cards = survey.active()
     words = {c.id: features(c)[0] for c in cards}
     words = {k: v for k, v in words.items() if len(v) >= MIN_STEMS}
-    vec = _vectors(words)
+    vec = _Vectors(words)
     df: Counter[str] = Counter()
     for ws in words.values():
         df.update(ws)
@@ -173,7 +179,7 @@ def groups(survey: Survey, progress: Progress = quiet) -> list[Group]:
         done = True
     finally:  # also when cut off: a budgeted daily pass gets further the next day
         known.save(complete=done)
-    vec = _vectors(words)
+    vec = _Vectors(words)
     apart = distinct.apart(survey.store.root, {c.id: digest(c.text) for c in cards})
     parent: dict[str, str] = {}
     best: dict[str, float] = {}

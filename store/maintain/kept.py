@@ -47,7 +47,7 @@ class Kept:
         try:
             self.code = _code_digest(sources)
             with open(self.path, "rb") as f:
-                code, vocab, old = marshal.load(f)
+                code, vocab, old = marshal.loads(f.read())  # load(f) reads object by object
             if code == self.code and isinstance(vocab, list) and isinstance(old, dict):
                 self.vocab, self.old = vocab, old
         except (OSError, EOFError, ValueError, TypeError):
@@ -76,9 +76,10 @@ class Kept:
         vocab = self.vocab if len(self.vocab) < MAX_VOCAB else []  # words of dead cards
         rows = {k: v for k, v in self.old.items() if k not in gone} if vocab else {}
         at = dict(zip(vocab, range(len(vocab))))
-        number = lambda w: at.setdefault(w, len(at))  # noqa: E731
+        for w in set().union(*(words for words, _ in self.new.values())).difference(at):
+            at[w] = len(at)
         for key, (words, fs) in self.new.items():
-            rows[key] = (tuple(map(number, [*fs, *(words - fs)])), len(fs))
+            rows[key] = (tuple(map(at.__getitem__, [*fs, *(words - fs)])), len(fs))
         try:
             from ..root import write_cache
 
