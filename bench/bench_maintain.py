@@ -115,10 +115,13 @@ def main() -> None:
     ap.add_argument("--write", type=Path, help="Put the results into this Markdown file.")
     ap.add_argument("--vs-index", action="store_true",
                     help="maintain beside `cardmem index --full` (issue 28).")
+    ap.add_argument("--before", metavar="CARDMEM",
+                    help="With --vs-index: also time this cardmem executable's maintain "
+                         "(another checkout's code, e.g. main's .venv/bin/cardmem).")
     a = ap.parse_args()
     host = machine()
     if a.vs_index:
-        return report(vs_index(a.dir, a.cards, a.runs, host), a.write)
+        return report(vs_index(a.dir, a.cards, a.runs, host, a.before), a.write)
     root = a.dir / f"maintain-{a.cards}"
     if not (root / ".git").exists():
         generate(root, a.cards)
@@ -243,7 +246,7 @@ def planted(n: int = 600) -> list[str]:
     return out
 
 
-def vs_index(base: Path, cards: int, runs: int, host: str) -> list[str]:
+def vs_index(base: Path, cards: int, runs: int, host: str, before: str | None = None) -> list[str]:
     import os
 
     root = base / f"maintain-corpus-{cards}"
@@ -255,12 +258,14 @@ def vs_index(base: Path, cards: int, runs: int, host: str) -> list[str]:
     kept_file = root / ".cardmem" / "maintain-features"  # store/maintain/kept.py's FILE
     runs_of = {"maintain": (maintain, None),  # its first run: the kept features removed
                "maintain, features kept": (maintain, None),
+               **({f"maintain, before ({before})": ([before, *maintain[1:]], None)}
+                  if before else {}),
                "index --full": ([CARDMEM, "index", "--full", "--json", "--store", str(root)],
                                 None),
                "index --full, semantic off": ([CARDMEM, "index", "--full", "--json", "--store",
                                                str(root)], off)}
     got: dict[str, list[tuple[float, float]]] = {k: [] for k in runs_of}
-    out = ""
+    out = before_out = ""
     for i in range(runs + 1):  # the first round warms caches and is not counted
         for name, (args, env) in runs_of.items():
             if name == "maintain":
@@ -268,10 +273,15 @@ def vs_index(base: Path, cards: int, runs: int, host: str) -> list[str]:
             w, c, text = timed(args, env)
             if i:
                 got[name].append((w, c))
-            if name.startswith("maintain"):
+            if "before" in name:
+                before_out = text
+            elif name.startswith("maintain"):
                 if out and text != out:
                     raise SystemExit("maintain's findings differ with kept features")
                 out = text
+    same = "" if not before else (
+        " Findings the same as before's (JSON compared): "
+        f"{'yes' if json.loads(before_out)['findings'] == json.loads(out)['findings'] else 'NO'}.")
     doc = json.loads(out)
     found = collections.Counter(f["kind"] for f in doc["findings"])
     groups = [len(f["ids"]) for f in doc["findings"] if f["kind"] == "duplicate" and len(f["ids"]) > 1]
@@ -295,7 +305,7 @@ def vs_index(base: Path, cards: int, runs: int, host: str) -> list[str]:
     lines += ["", "Findings: " + (", ".join(f"{n:,} {k}" for k, n in found.most_common())
                                    or "none")
               + (f"; duplicates in {len(groups):,} groups of {min(groups)}-{max(groups)} cards "
-                 f"({sum(groups):,} cards)" if groups else "") + ".", "",
+                 f"({sum(groups):,} cards)" if groups else "") + "." + same, "",
               "In-process CPU by part: " + ", ".join(f"{k} {s:.2f} s" for k, s in parts(root))
               + ".", "", "The issue's planted cases, in-process:"] + planted()
     return lines
