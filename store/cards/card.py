@@ -404,11 +404,18 @@ def append_section(text: str, heading: str, body: str) -> str:
 _MAY_HAVE_HISTORY = re.compile(r"^ {0,3}##[ \t]+\s*history", re.M | re.I)
 
 
+def history_span(text: str) -> tuple[int, int] | None:
+    """(start, stop) in a card's text of its `## History` section: section_span's (the
+    first level-2 heading named History, in any case, outside code), or None. The finder
+    of a card's History for whoever may load this module (the PreToolUse hook may not)."""
+    if not _MAY_HAVE_HISTORY.search(text):
+        return None
+    return section_span(text, "History")
+
+
 def history(text: str) -> list[str]:
     """The entries of a card text's History section, oldest first (no YAML needed)."""
-    if not _MAY_HAVE_HISTORY.search(text):
-        return []
-    if (span := section_span(text, "History")) is None:
+    if (span := history_span(text)) is None:
         return []
     start, stop = span  # blank lines at its end are no entries: no need to trim them
     return [ln[2:].strip() for ln in _lines(text[start:stop])[1:] if ln.startswith("- ")]

@@ -44,7 +44,6 @@ MAX_DF = 100  # ...each in at most this many cards
 MIN_STEMS = 4  # a card with fewer says too little to call it anyone's duplicate
 WIDE, WINDOW = 64, 16  # a candidate bucket above WIDE cards: each meets WINDOW after it
 LINE_SAME = 0.75  # Jaccard of two History lines' stems (with the same numbers)
-_HISTORY = re.compile(r"^## History[ \t]*$", re.M | re.I)
 
 
 _STEMS: dict[str, frozenset[str]] = {}  # token -> its keywords' stems: porter is slow
@@ -61,9 +60,10 @@ def _stems_of(token: str) -> frozenset[str]:
 
 
 def card_text(c: cardlib.Card) -> str:
+    """What the card says: its names, description and body up to its History section."""
     body = c.body
-    if m := _HISTORY.search(body):
-        body = body[:m.start()]
+    if span := cardlib.history_span(c.text):
+        body = c.text[len(c.text) - len(body):span[0]]
     return " ".join([c.title, *c.aliases, c.description, body])
 
 
