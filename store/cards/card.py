@@ -11,7 +11,7 @@ import re
 import stat
 from dataclasses import dataclass
 from datetime import date, datetime
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -410,6 +410,11 @@ def history_span(text: str) -> tuple[int, int] | None:
     of a card's History for whoever may load this module (the PreToolUse hook may not)."""
     if not _MAY_HAVE_HISTORY.search(text):
         return None
+    return _history_span(text)
+
+
+@lru_cache(maxsize=8192)  # maintain asks three times per card: its text, lines, length
+def _history_span(text: str) -> tuple[int, int] | None:
     return section_span(text, "History")
 
 
