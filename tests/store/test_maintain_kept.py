@@ -41,13 +41,18 @@ def test_a_complete_run_drops_the_texts_it_did_not_see(tmp_path) -> None:
     assert len(kept.Kept(tmp_path, counting(calls), [__file__]).old) == 1
 
 
-def test_other_code_or_a_broken_file_is_not_read(tmp_path) -> None:
-    calls: list[str] = []
+def kept_one(tmp_path, calls: list[str]):
+    """The kept file after a run that saw the text "one": (path, its three parts)."""
     run = kept.Kept(tmp_path, counting(calls), [__file__])
     run.of("one")
     run.save(complete=True)
     path = tmp_path / ".cardmem" / kept.FILE
-    code, vocab, rows = marshal.loads(path.read_bytes())
+    return path, marshal.loads(path.read_bytes())
+
+
+def test_other_code_or_a_broken_file_is_not_read(tmp_path) -> None:
+    calls: list[str] = []
+    path, (code, vocab, rows) = kept_one(tmp_path, calls)
     path.write_bytes(marshal.dumps((b"other code", vocab, rows)))
     assert kept.Kept(tmp_path, counting(calls), [__file__]).of("one") and calls == ["one", "one"]
     for junk in (b"", b"\x00garbage", marshal.dumps([1, 2, 3]), marshal.dumps((1, 2))):
@@ -58,11 +63,7 @@ def test_other_code_or_a_broken_file_is_not_read(tmp_path) -> None:
 
 def test_a_damaged_entry_is_computed_anew(tmp_path) -> None:
     calls: list[str] = []
-    run = kept.Kept(tmp_path, counting(calls), [__file__])
-    run.of("one")
-    run.save(complete=True)
-    path = tmp_path / ".cardmem" / kept.FILE
-    code, vocab, rows = marshal.loads(path.read_bytes())
+    path, (code, vocab, rows) = kept_one(tmp_path, calls)
     path.write_bytes(marshal.dumps((code, vocab, {k: ((99,), 1) for k in rows})))
     assert kept.Kept(tmp_path, counting(calls), [__file__]).of("one")[1] == frozenset({"#1"})
     assert calls == ["one", "one"]
