@@ -45,8 +45,13 @@ LOADER: "Any" = None
 
 
 def stamp() -> str:
-    """name@version/dim of the model the package installed here provides."""
+    """name@version/dim/recipe of the model the package installed here provides."""
     return f"{MODEL}@{_version()}/{DIM}/{RECIPE}"
+
+
+def dim_of(model_stamp: str) -> int:
+    """The vector length a model stamp names (stored vectors of any model are read by it)."""
+    return int(model_stamp.split("/")[1])
 
 
 def _version() -> str:
@@ -190,7 +195,16 @@ def _numpy_one_blas_thread() -> Any:
 
 
 class Embedder:
-    """USE multilingual v3 from the installed package, loaded through a local cache."""
+    """USE multilingual v3 from the installed package, loaded through a local cache.
+
+    What store/index/semantic.py asks of a model (bench/bench_models.py's candidates
+    answer the same): `stamp` and `dim`; `encode(texts)`, the unit vectors of cards'
+    texts; `query(text)`, the unit vector of a query (a model trained with a query
+    prefix adds it there); `affine`, (a, b) mapping the model's cosine s to a * s + b on
+    the scale the fusion's thresholds were fitted on (this model's: the identity)."""
+
+    dim = DIM
+    affine = (1.0, 0.0)
 
     def __init__(self) -> None:
         self.stamp = stamp()
@@ -269,6 +283,10 @@ class Embedder:
         np = self._np
         out = [self._backend.encode(texts[i:i + BATCH]) for i in range(0, len(texts), BATCH)]
         return np.vstack(out) if out else np.zeros((0, DIM), dtype=np.float32)
+
+    def query(self, text: str) -> Any:
+        """(DIM,) float32 unit vector of a query: USE embeds questions as it does cards."""
+        return self.encode([text])[0]
 
 
 class _Prefixes:
