@@ -238,6 +238,8 @@ def vectors_md(data: dict[str, list]) -> dict[str, float]:
     """agents-md positives found by the vectors alone: hit@1, hit@5, all and other-language."""
     import bench_quality as bq
 
+    if not data["agents"]:
+        return {}
     acc = {"all": [0, 0, 0], "other": [0, 0, 0]}
     for idx, d, (_, sims) in data["agents"]:
         if not d["want"]:
@@ -290,6 +292,8 @@ def main() -> None:
     ap.add_argument("--check", action="store_true",
                     help="the check half (conv-42/43, agents-md test), with the design run's maps")
     ap.add_argument("--no-cost", action="store_true", help="quality only")
+    ap.add_argument("--agents-md", choices=("yes", "none"), default="yes",
+                    help="none: LoCoMo alone (the agents-md store is the costliest to embed)")
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "cardmem-models")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -328,6 +332,7 @@ def main() -> None:
         print(f"(texts of {c.get('chars_per_text', 0):.0f} characters on average; "
               f"load average now {os.getloadavg()[0]:.1f})")
     convs, split = (bl.CHECK, "test") if args.check else (bl.DESIGN, "calib")
+    split = "none" if args.agents_md == "none" else split
     maps_file = args.dir / "affine.json"
     maps = json.loads(maps_file.read_text()) if maps_file.exists() else {}
     if args.check and any(n != "use" and n not in maps for n in ready):
@@ -343,8 +348,9 @@ def main() -> None:
             maps[n] = got["affine"]
         rows[n] = got
         print(json.dumps({k: v for k, v in got.items() if k != "_sims"}), flush=True)
-    if not args.check:
-        maps_file.write_text(json.dumps(maps))
+    if not args.check:  # another run may have written its own models' maps meanwhile
+        now = json.loads(maps_file.read_text()) if maps_file.exists() else {}
+        maps_file.write_text(json.dumps({**now, **{n: maps[n] for n in ready if n in maps}}))
     print(f"\n{'check' if args.check else 'design'} half; load average {os.getloadavg()[0]:.1f}")
     print("| measure | " + " | ".join(rows) + " |")
     print("|---|" + "---|" * len(rows))

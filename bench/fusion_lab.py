@@ -63,6 +63,8 @@ def gather(convs, split: str, where: Path) -> dict[str, list]:
                 idx.refresh()
                 for q, ev, _ in bl.questions(bl.load(conv), shape, set(made)):
                     out[shape].append((idx, q, ev, collect(idx, model, q)))
+    if split == "none":  # LoCoMo alone
+        return out
     root = bq.build_store(where / "agents-md")
     bl.embed(root)
     idx = Index(StoreRoot.open(root))
@@ -110,6 +112,8 @@ def score(data: dict[str, list]) -> dict[str, float]:
         hybrid.fuse(idx, res, sims, 5, None, None) if not GATE or hybrid.needs_vectors(res, d["q"]) else cut(res, 5)
         qs.append(d)
         results.append(res.as_dict())
+    if not qs:
+        return got
     judged = bq.judge(qs, results)
     a, o = judged["all"], judged.get("other-language", {})
     got.update({"md hit@1": a["hit1"], "md hit@5": a["hit5"], "md conf": a["conf_right"],
