@@ -4,8 +4,9 @@ The model is store/index/embedding.py's (USE multilingual v3, from its PyPI pack
 
 Vectors live in the index file, table `vectors`: one row per card rowid with the card's
 content hash, the model stamp (name@version/dim/recipe) and its vectors as int8 unit
-vectors times 127, one byte a dimension (512 for USE), one after the other: the card's own (the mean of the
-two of card_text()), then one per passage of a long card (passages(); issue 27). `sync()` brings them in
+vectors times 127, one byte a dimension (512 for USE; read by the dimension the stamp
+names), one after the other: the card's own (the mean of the two of card_text()), then
+one per passage of a long card (passages(); issue 27). `sync()` brings them in
 line with the cards after the index's own refresh: rows of cards gone or changed are
 dropped, new and changed cards are embedded, a card renamed keeps its vector (found by
 the text it was made from), and rows of another model stamp are never read and are
