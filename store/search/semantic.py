@@ -4,8 +4,9 @@ The model is store/search/embedding.py's (USE multilingual v3, from its PyPI pac
 
 Vectors live in the index file, table `vectors`: one row per card rowid with the card's
 content hash, the model stamp (name@version/dim/recipe) and its vectors as int8 unit
-vectors times 127, 512 bytes each, one after the other: the card's own (the mean of the
-two of card_text()), then one per passage of a long card (passages(); issue 27). `sync()` brings them in
+vectors times 127, one byte a dimension (512 for USE; read by the dimension the stamp
+names), one after the other: the card's own (the mean of the two of card_text()), then
+one per passage of a long card (passages(); issue 27). `sync()` brings them in
 line with the cards after the index's own refresh: rows of cards gone or changed are
 dropped, new and changed cards are embedded, a card renamed keeps its vector (found by
 the text it was made from), and rows of another model stamp are never read and are
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
     from .embedding import Embedder
 
-from .embedding import DIM
+from .embedding import dim_of
 from ..index.vector_rows import cache, ensure, forget
 
 TEXT_CHARS = 300  # of a card's body embedded after its title and description
@@ -217,15 +218,15 @@ def _patch(idx: Any, stamp: str, dropped: list[int], rows: dict[int, bytes]) -> 
     if not got or got[1] != stamp or got[4] is not c or got[0] != _data_version(c):
         kept.pop("matrix", None)
         return
-    ids, mat = got[2], got[3]
+    ids, mat, dim = got[2], got[3], dim_of(stamp)
     gone = np.array(sorted(set(dropped) | set(rows)), dtype=np.int64)
     keep = ~np.isin(ids, gone)
     order = sorted(rows)
     new_ids = np.repeat(np.array(order, dtype=np.int64),
-                        [len(rows[n]) // DIM for n in order]).astype(np.int64)
+                        [len(rows[n]) // dim for n in order]).astype(np.int64)
     new = np.frombuffer(b"".join(rows[n] for n in order), dtype=np.int8)
     ids = np.concatenate([ids[keep], new_ids])
-    mat = np.concatenate([mat[keep], new.reshape(len(new_ids), DIM).astype(np.float32)])
+    mat = np.concatenate([mat[keep], new.reshape(len(new_ids), dim).astype(np.float32)])
     order = np.argsort(ids, kind="stable")
     kept["matrix"] = (got[0], stamp, ids[order], mat[order], c)
 
@@ -242,15 +243,16 @@ def matrix(idx: Any, model_stamp: str) -> tuple[Any, Any]:
     if got and got[0] == version and got[1] == model_stamp and got[4] is c:
         return got[2], got[3]
     ensure(c)
+    dim = dim_of(model_stamp)
     ns, counts, blobs = [], [], []
     for n, vec in c.execute("SELECT n, vec FROM vectors WHERE model = ? ORDER BY n",
                             (model_stamp,)):
         ns.append(n)
-        counts.append(len(vec) // DIM)
+        counts.append(len(vec) // dim)
         blobs.append(vec)
     ids = np.repeat(np.array(ns, dtype=np.int64), counts).astype(np.int64)
-    mat = (np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(len(ids), DIM)
-           .astype(np.float32) if ns else np.zeros((0, DIM), dtype=np.float32))
+    mat = (np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(len(ids), dim)
+           .astype(np.float32) if ns else np.zeros((0, dim), dtype=np.float32))
     cache(idx)["matrix"] = (version, model_stamp, ids, mat, c)
     return ids, mat
 
@@ -326,5 +328,6 @@ def similarities(idx: Any, model: "Embedder", query: str) -> Similarities:
     ids, mat = matrix(idx, model.stamp)
     if not len(ids) or not query.strip():
         return Similarities(ids[:0], np.zeros(0, dtype=np.float32))
-    q = model.encode([query])[0]
-    return Similarities(ids, mat @ (q / SCALE).astype(np.float32))
+    a, b = model.affine  # the model's cosines on the scale the fusion was fitted on
+    sims = mat @ (model.query(query) * (a / SCALE)).astype(np.float32)
+    return Similarities(ids, sims + np.float32(b) if b else sims)

@@ -104,6 +104,50 @@ def test_a_changed_model_stamp_re_embeds_and_never_mixes(cards, model, monkeypat
         assert models == {"use-multilingual-v3@9.9.9/512"}
 
 
+class Narrow:
+    """Another model behind embedding.py's interface: 384 dimensions, a query prefix of its
+    own (a card and a query of the same text are not the same vector), cosines on a scale
+    of its own that `affine` maps back."""
+
+    stamp = "narrow-test@1/384/test"
+    dim = 384
+    affine = (2.0, -1.0)
+
+    def __init__(self, real: embedding.Embedder) -> None:
+        self._np, self._real = real._np, real
+
+    def encode(self, texts: list[str]):  # noqa: ANN201 - numpy array
+        v = self._real.encode(texts)[:, :self.dim]
+        return v / self._np.linalg.norm(v, axis=1, keepdims=True)
+
+    def query(self, text: str):  # noqa: ANN201
+        return self.encode([f"query: {text}"])[0]
+
+
+def test_a_model_of_another_size_is_read_by_its_own_stamp_and_switching_re_embeds(
+        cards, model) -> None:
+    narrow = Narrow(model)
+    with Index(cards) as idx:
+        idx.refresh()
+        assert semantic.sync(idx, narrow)["embedded"] == 3
+        assert {len(v) for (v,) in idx.conn.execute("SELECT vec FROM vectors")} == {384}
+        ids, mat = semantic.matrix(idx, narrow.stamp)
+        assert mat.shape == (3, 384)
+        sims = semantic.similarities(idx, narrow, "Cutting a zod release")
+        q = narrow.query("Cutting a zod release")
+        raw = mat @ (q / semantic.SCALE)
+        assert sims.get(int(ids[raw.argmax()])) == pytest.approx(2 * raw.max() - 1, abs=1e-5)
+        # Back to the installed model: the narrow vectors are stale, dropped, never read.
+        assert semantic.stale(idx, model.stamp) == (sorted(ids.tolist()), 3)
+        got = semantic.sync(idx, model)
+        assert (got["embedded"], got["dropped"]) == (3, 3)
+        assert semantic.matrix(idx, model.stamp)[1].shape == (3, embedding.DIM)
+        assert semantic.matrix(idx, narrow.stamp)[1].shape == (0, 384)
+    res = search(cards, "Как выпустить новую версию zod?", limit=1)
+    assert res.semantic["model"] == model.stamp
+    assert res.results[0]["id"] == "reference/release-zod"
+
+
 def broken() -> embedding.Embedder:
     raise embedding.Unavailable("weights.npz: truncated file")
 
