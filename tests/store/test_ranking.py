@@ -147,6 +147,34 @@ def test_the_model_is_asked_only_when_the_words_leave_room(tmp_path, on) -> None
         assert res.semantic["status"] == "skipped" and res.results[0]["id"] == "reference/pool-sizing"
 
 
+def test_the_words_are_searched_once_whether_or_not_the_vectors_join_in(tmp_path, on,
+                                                                        monkeypatch) -> None:
+    root = tmp_path / "store"
+    for cid, (title, body) in LOOKALIKES.items():
+        write(root, cid, title, body)
+    write_filler(root)
+    store = init(root)[0]
+    embedded(store)
+    from cardmem.store.index import search as words
+
+    calls: list[str] = []
+    real = words.run
+
+    def counted(*args, **kw):
+        calls.append(args[1])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(words, "run", counted)
+    with Index(store) as idx:
+        for q, status in (("how many connections should a worker open", "on"),
+                          ("Sizing the connection pool", "skipped")):
+            calls.clear()
+            res = hybrid.run(idx, q, limit=2)
+            assert res.semantic["status"] == status, (q, res.semantic)
+            assert calls == [q], q  # one lexical search, the fusion's pool
+            assert 0 < len(res.results) <= 2, (q, res.results)
+
+
 def corpus_store(root: Path, n: int) -> None:
     """n cards of real agents-md paragraphs (deterministic)."""
     paras = []
