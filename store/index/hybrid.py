@@ -175,6 +175,7 @@ def fuse(idx: "Index", res: "SearchResult", sims: "Similarities", limit: int,
         r["score"] = round(r.pop("_f") + SEMANTIC_WEIGHT * r["similarity"], 4)
     mark_stale(idx, [r for r in fused.values() if r["match"] == "semantic"])  # as search.run
     out = sorted(fused.values(), key=lambda r: _fused_order(r, pinned))[:limit]
+    confidence.stand_out(out, cover, res.unique)  # labels only: the order is the score's
     res.results = out
     res.no_confident_results = not any(r["confidence"] != "low" for r in out)
 

@@ -147,6 +147,26 @@ def test_the_model_is_asked_only_when_the_words_leave_room(tmp_path, on) -> None
         assert res.semantic["status"] == "skipped" and res.results[0]["id"] == "reference/pool-sizing"
 
 
+def test_high_is_only_for_a_card_the_words_single_out(tmp_path, on) -> None:
+    root = tmp_path / "store"
+    for cid, (title, body) in LOOKALIKES.items():
+        write(root, cid, title, body)
+    write(root, "reference/pool-tuning", "Connection pool sizing for Postgres",
+          "Pool size is cores times two; past that, more connections slow Postgres down.")
+    write_filler(root)
+    store = init(root)[0]
+    embedded(store)
+    # Two cards hold every word of the question: the words cannot tell which one answers.
+    res = search(store, "connection pool sizing", limit=5)
+    both = [r for r in res.results if r["id"] in ("reference/pool-sizing", "reference/pool-tuning")]
+    assert len(both) == 2 and res.semantic["status"] == "on", res.results
+    assert [r["confidence"] for r in both] == ["medium", "medium"], both
+    # One card alone holds them all: it may be high.
+    res = search(store, "database timeouts idle statement", limit=5)
+    assert res.results[0]["id"] == "reference/db-timeouts"
+    assert res.results[0]["confidence"] == "high", res.results[0]
+
+
 def test_the_words_are_searched_once_whether_or_not_the_vectors_join_in(tmp_path, on,
                                                                         monkeypatch) -> None:
     root = tmp_path / "store"
