@@ -23,12 +23,22 @@ sys.path.insert(0, str(HERE))
 import bench_locomo as bl  # noqa: E402
 
 
+CONTENT_QUERY = False  # --content-query: the model sees the question without function words
+
+
+def content_words(q: str) -> str:
+    from cardmem.store.index.terms import STOPWORDS
+
+    kept = [w for w in q.split() if w.lower().strip("?.,!\"'") not in STOPWORDS]
+    return " ".join(kept) or q
+
+
 def collect(idx, model, q: str) -> tuple:
     from cardmem.store.index import hybrid, semantic
     from cardmem.store.index.search import run as lexical
 
     lex = lexical(idx, q, hybrid.POOL)
-    sims = semantic.similarities(idx, model, q)
+    sims = semantic.similarities(idx, model, content_words(q) if CONTENT_QUERY else q)
     return lex, Lazy(sims)
 
 
@@ -192,12 +202,15 @@ def main() -> None:
     ap.add_argument("--split", default="calib", choices=("calib",))
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "cardmem-locomo")
     ap.add_argument("--grid", default="", help="NAME=v1,v2;NAME2=... over hybrid's constants")
+    ap.add_argument("--content-query", action="store_true",
+                    help="embed the question without its function words (terms.STOPWORDS)")
     ap.add_argument("--dump", type=Path, help="write each question's fused results (JSON lines)")
     ap.add_argument("--relex", action="store_true",
                     help="search the words again at each grid point (lexical constants:"
                          " STOP=0,1 the stop words, W_title=... a bm25 column weight)")
     args = ap.parse_args()
     globals()["RELEX"] = args.relex
+    globals()["CONTENT_QUERY"] = args.content_query
     DUMP.append(args.dump.open("w", encoding="utf-8") if args.dump else None)
     convs = bl.DESIGN if args.convs == "design" else tuple(args.convs.split(","))
     assert not set(convs) & set(bl.CHECK), "the check conversations are not for fitting"
