@@ -67,6 +67,20 @@ def embedded(store) -> None:
         semantic.sync(idx, embedding.embedder())
 
 
+def lookalike_store(tmp_path: Path, *extra: tuple[str, str, str], filler: bool = False):
+    """A store of the LOOKALIKES and the extra (id, title, body) cards, embedded."""
+    root = tmp_path / "store"
+    for cid, (title, body) in LOOKALIKES.items():
+        write(root, cid, title, body)
+    for cid, title, body in extra:
+        write(root, cid, title, body)
+    if filler:
+        write_filler(root)
+    store = init(root)[0]
+    embedded(store)
+    return store
+
+
 def test_an_exact_rare_word_stays_first_and_is_never_low(tmp_path, on) -> None:
     root = tmp_path / "store"
     for cid, (title, body) in LOOKALIKES.items():
@@ -113,13 +127,9 @@ def test_a_long_card_is_found_by_a_later_passage(tmp_path, on) -> None:
 
 
 def test_nothing_is_padded_under_the_similarity_floor(tmp_path, on) -> None:
-    root = tmp_path / "store"
-    for cid, (title, body) in LOOKALIKES.items():
-        write(root, cid, title, body)
-    write(root, "reference/api-keys", "Service credentials",
-          "The staging key is sk-live-4f9a8b7c6d5e4f3a2b1c; rotate it monthly.")
-    store = init(root)[0]
-    embedded(store)
+    store = lookalike_store(tmp_path, ("reference/api-keys", "Service credentials",
+                                       "The staging key is sk-live-4f9a8b7c6d5e4f3a2b1c;"
+                                       " rotate it monthly."))
     for q in ("quarterly revenue forecast for the sales team", "what is the capital of mongolia"):
         res = search(store, q, limit=10)
         assert res.semantic["status"] == "on"
@@ -148,14 +158,10 @@ def test_the_model_is_asked_only_when_the_words_leave_room(tmp_path, on) -> None
 
 
 def test_high_is_only_for_a_card_the_words_single_out(tmp_path, on) -> None:
-    root = tmp_path / "store"
-    for cid, (title, body) in LOOKALIKES.items():
-        write(root, cid, title, body)
-    write(root, "reference/pool-tuning", "Connection pool sizing for Postgres",
-          "Pool size is cores times two; past that, more connections slow Postgres down.")
-    write_filler(root)
-    store = init(root)[0]
-    embedded(store)
+    store = lookalike_store(tmp_path, (
+        "reference/pool-tuning", "Connection pool sizing for Postgres",
+        "Pool size is cores times two; past that, more connections slow Postgres down."),
+        filler=True)
     # Two cards hold every word of the question: the words cannot tell which one answers.
     res = search(store, "connection pool sizing", limit=5)
     both = [r for r in res.results if r["id"] in ("reference/pool-sizing", "reference/pool-tuning")]
@@ -169,12 +175,7 @@ def test_high_is_only_for_a_card_the_words_single_out(tmp_path, on) -> None:
 
 def test_the_words_are_searched_once_whether_or_not_the_vectors_join_in(tmp_path, on,
                                                                         monkeypatch) -> None:
-    root = tmp_path / "store"
-    for cid, (title, body) in LOOKALIKES.items():
-        write(root, cid, title, body)
-    write_filler(root)
-    store = init(root)[0]
-    embedded(store)
+    store = lookalike_store(tmp_path, filler=True)
     from cardmem.store.index import search as words
 
     calls: list[str] = []
