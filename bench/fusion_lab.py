@@ -23,12 +23,22 @@ sys.path.insert(0, str(HERE))
 import bench_locomo as bl  # noqa: E402
 
 
+CONTENT_QUERY = False  # --content-query: the model sees the question without function words
+
+
+def content_words(q: str) -> str:
+    from cardmem.store.search.terms import STOPWORDS
+
+    kept = [w for w in q.split() if w.lower().strip("?.,!\"'") not in STOPWORDS]
+    return " ".join(kept) or q
+
+
 def collect(idx, model, q: str) -> tuple:
     from cardmem.store.search import hybrid, semantic
     from cardmem.store.search.search import run as lexical
 
     lex = lexical(idx, q, hybrid.POOL)
-    sims = semantic.similarities(idx, model, q)
+    sims = semantic.similarities(idx, model, content_words(q) if CONTENT_QUERY else q)
     return lex, Lazy(sims)
 
 
@@ -75,6 +85,65 @@ def gather(convs, split: str, where: Path) -> dict[str, list]:
 
 
 GATE = 1
+RELEX = False  # --relex: the words searched again at each grid point (lexical constants)
+
+
+def lexical_pool(idx, q: str, kept):
+    """The lexical pool: the one gathered, or (--relex) a new search with the constants
+    of this grid point."""
+    if not RELEX:
+        return kept
+    from cardmem.store.index import hybrid
+    from cardmem.store.index.search import run as lexical
+
+    return lexical(idx, q, hybrid.POOL)
+
+
+# Stop-word lists tried on questions (STOP=n): the index's own, and it with the common
+# English function words of bench_locomo's baseline (NLTK's list, abridged).
+_STOPS: list = []
+
+
+def set_lexical(name: str, v: float) -> None:
+    from cardmem.store.index import candidates, schema, terms
+
+    if name == "STOP":
+        if not _STOPS:
+            _STOPS.append(terms.STOPWORDS)
+        terms.STOPWORDS = _STOPS[0] | (bl.STOP if v else frozenset())
+    elif name.startswith("W_"):  # a bm25 column weight: W_title=5
+        col = name[2:]
+        w = list(schema.WEIGHTS)
+        w[schema.COLUMNS.index(col)] = v
+        schema.WEIGHTS = tuple(w)
+        candidates._BM25["fts"] = "bm25(fts, {})".format(", ".join(str(x) for x in w))
+        candidates._BM25["names"] = f"bm25(names, {w[0]}, {w[1]})"
+    else:
+        raise SystemExit(f"fusion_lab: --grid: {name}: not a lexical constant")
+
+
+DUMP: list = []  # --dump: each question's results, what the confidence sees
+
+
+def dump(kind: str, q: str, res, right: list[bool]) -> None:
+    if DUMP and DUMP[0] is not None:
+        import json
+
+        DUMP[0].write(json.dumps({"kind": kind, "q": q, "right": right, "results": [
+            {k: r.get(k) for k in ("id", "confidence", "score", "similarity", "match", "matched")}
+            | {"cover": res.cover.get(r["id"], 0.0), "unique": r["id"] in res.unique}
+            for r in res.results]}) + "\n")
+
+
+def labels(rows: list, label_of) -> str:
+    """How often the first result is right, by its label: 'high .92 (12), ...'."""
+    acc: dict = {}
+    for lab, right in rows:
+        a = acc.setdefault(lab, [0, 0])
+        a[0] += 1
+        a[1] += right
+    return ", ".join(f"{k} {r / n:.2f} ({n})" for k in ("high", "medium", "low")
+                     if k in acc for n, r in [acc[k]])
 
 
 def cut(res, limit: int) -> None:
@@ -90,12 +159,16 @@ def score(data: dict[str, list]) -> dict[str, float]:
     skip = sum(not hybrid.needs_vectors(x[-1][0], x[1] if len(x) == 4 else x[1]["q"])
                for k in data for x in data[k])
     got["skipped"] = skip / sum(len(v) for v in data.values())
+    firsts: dict[str, list] = {}
     for shape in ("session", "turn"):
         n = a1 = a5 = l5 = l10 = 0
         for idx, q, ev, (lex, sims) in data[shape]:
-            res = copy.deepcopy(lex)
+            res = copy.deepcopy(lexical_pool(idx, q, lex))
             hybrid.fuse(idx, res, sims, bl.LIMIT, None, None) if not GATE or hybrid.needs_vectors(res, q) else cut(res, bl.LIMIT)
             ids = [r["id"] for r in res.results]
+            if ids:
+                firsts.setdefault(shape, []).append((res.results[0]["confidence"], ids[0] in ev))
+                dump(shape, q, res, [i in ev for i in ids])
             n += 1
             a1 += bool(set(ids[:1]) & ev)
             a5 += bool(set(ids[:5]) & ev)
@@ -108,10 +181,17 @@ def score(data: dict[str, list]) -> dict[str, float]:
 
     qs, results = [], []
     for idx, d, (lex, sims) in data["agents"]:
-        res = copy.deepcopy(lex)
+        res = copy.deepcopy(lexical_pool(idx, d["q"], lex))
         hybrid.fuse(idx, res, sims, 5, None, None) if not GATE or hybrid.needs_vectors(res, d["q"]) else cut(res, 5)
         qs.append(d)
         results.append(res.as_dict())
+        dump("md-neg" if not d["want"] else "md-other" if d["kind"] in bq.OTHER else "md",
+             d["q"], res, [r["id"] in d["want"] for r in res.results])
+        if res.results:
+            kind = "md-other" if d["kind"] in bq.OTHER else "md"
+            firsts.setdefault(kind, []).append((res.results[0]["confidence"],
+                                                res.results[0]["id"] in d["want"]))
+    got["labels"] = "; ".join(f"{k}: {labels(v, None)}" for k, v in firsts.items())
     if not qs:
         return got
     judged = bq.judge(qs, results)
@@ -128,7 +208,16 @@ def main() -> None:
     ap.add_argument("--split", default="calib", choices=("calib",))
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "cardmem-locomo")
     ap.add_argument("--grid", default="", help="NAME=v1,v2;NAME2=... over hybrid's constants")
+    ap.add_argument("--content-query", action="store_true",
+                    help="embed the question without its function words (terms.STOPWORDS)")
+    ap.add_argument("--dump", type=Path, help="write each question's fused results (JSON lines)")
+    ap.add_argument("--relex", action="store_true",
+                    help="search the words again at each grid point (lexical constants:"
+                         " STOP=0,1 the stop words, W_title=... a bm25 column weight)")
     args = ap.parse_args()
+    globals()["RELEX"] = args.relex
+    globals()["CONTENT_QUERY"] = args.content_query
+    DUMP.append(args.dump.open("w", encoding="utf-8") if args.dump else None)
     convs = bl.DESIGN if args.convs == "design" else tuple(args.convs.split(","))
     assert not set(convs) & set(bl.CHECK), "the check conversations are not for fitting"
     from cardmem.store.search import hybrid
@@ -145,14 +234,18 @@ def main() -> None:
             elif k.startswith("semantic."):
                 from cardmem.store.search import semantic
                 setattr(semantic, k.split(".", 1)[1], v)
+            elif k == "STOP" or k.startswith("W_"):
+                set_lexical(k, v)
             elif k.startswith("confidence."):
                 from cardmem.store.search import confidence
                 setattr(confidence, k.split(".", 1)[1], v)
             else:
-                setattr(hybrid, k, v)
+                setattr(hybrid, k, int(v) if k == "POOL" else v)
         got = score(data)
+        lab = got.pop("labels")
         print(" ".join(f"{k}={v:g}" for k, v in zip(names, values)), "|",
               " ".join(f"{k} {v:.3f}" for k, v in got.items()), flush=True)
+        print("    first result right, by label:", lab, flush=True)
 
 
 def diagnose(data: dict[str, list]) -> dict[str, float]:

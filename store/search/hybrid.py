@@ -61,16 +61,21 @@ def run(idx: "Index", query: str, limit: int = 10, card_type: str | None = None,
     from .search import run as lexical
 
     limit = max(1, int(limit))
-    res = lexical(idx, query, limit, card_type, project)
-    if not embedding.turned_off() and not needs_vectors(res, query):
-        res.semantic = {"status": "skipped", "reason": "the words answer it"}
+    if embedding.turned_off():  # words only, as the user asked: the lexical search itself
+        res = lexical(idx, query, limit, card_type, project)
+        res.semantic = {"status": "off", "reason": embedding.reason()}
         return res
+    # One lexical search, as wide as the fusion's pool: it decides whether the model is
+    # asked, and it is what the vectors are fused with.
+    res = lexical(idx, query, max(limit, POOL), card_type, project)
+    if not needs_vectors(res, query):
+        res.semantic = {"status": "skipped", "reason": "the words answer it"}
+        return _cut(res, limit)
     model = embedding.embedder()
     sims = None
     if model is not None:
         from . import semantic
 
-        res = lexical(idx, query, max(limit, POOL), card_type, project)  # the fusion's pool
         try:
             # While a background embedder works (the watcher's, `cardmem index`'s), a
             # search embeds nothing itself: it leaves it the work (store/search/vectors.py).
@@ -83,13 +88,11 @@ def run(idx: "Index", query: str, limit: int = 10, card_type: str | None = None,
         except Exception as exc:  # noqa: BLE001 - a failing model must not fail the search
             embedding.fail(f"{type(exc).__name__}: {exc}")  # lexical from now on
             model = None
-            res = lexical(idx, query, limit, card_type, project)
-    if model is None:  # the lexical search itself: its pool follows the limit (search.run)
+    if model is None:
         res.semantic = {"status": "off", "reason": embedding.reason()}
-        if not embedding.turned_off():  # the user's own choice needs no telling
-            why = f"semantic search unavailable ({embedding.reason()})"
-            res.note = _note_once(idx, why, f"{why}; lexical results only")
-        return res
+        why = f"semantic search unavailable ({embedding.reason()})"
+        res.note = _note_once(idx, why, f"{why}; lexical results only")
+        return _cut(res, limit)
     res.semantic = {"status": "on", "model": model.stamp}
     if pending:
         res.semantic["not_embedded"] = pending
@@ -98,6 +101,13 @@ def run(idx: "Index", query: str, limit: int = 10, card_type: str | None = None,
         res.note = _note_once(idx, "pending", f"semantic search: {pending} cards not embedded"
                               f" yet {how}")
     fuse(idx, res, sims, limit, card_type, project)
+    return res
+
+
+def _cut(res: "SearchResult", limit: int) -> "SearchResult":
+    """The pool's first `limit` results, as the lexical search would have returned them."""
+    res.results = res.results[:limit]
+    res.no_confident_results = not any(r["confidence"] != "low" for r in res.results)
     return res
 
 
@@ -165,6 +175,7 @@ def fuse(idx: "Index", res: "SearchResult", sims: "Similarities", limit: int,
         r["score"] = round(r.pop("_f") + SEMANTIC_WEIGHT * r["similarity"], 4)
     mark_stale(idx, [r for r in fused.values() if r["match"] == "semantic"])  # as search.run
     out = sorted(fused.values(), key=lambda r: _fused_order(r, pinned))[:limit]
+    confidence.stand_out(out, cover, res.unique)  # labels only: the order is the score's
     res.results = out
     res.no_confident_results = not any(r["confidence"] != "low" for r in out)
 

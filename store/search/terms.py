@@ -15,9 +15,17 @@ TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
 if TYPE_CHECKING:
     from ..index.db import Index
 
-STOPWORDS = frozenset("""a an and are as at be but by do does did for from how i if in into is
-it its me my of on or our so that the their them then there these this to was we were what
-when where which who whom why will with you your can should would could""".split())
+# English function words, dropped from a query that has other words: a question's "has",
+# "been" or "about" is not what it asks for, and requiring it ranks cards that merely hold
+# it above the card that answers (bench/RESULTS.md, issue 27: NLTK's list, abridged).
+STOPWORDS = frozenset("""a about above after again against all am an and any are as at be
+because been before being below between both but by can could did do does doing down during
+each few for from further had has have having he her here hers herself him himself his how i
+if in into is it its itself just me more most my myself no nor not now of off on once only or
+other our ours ourselves out over own same she should so some such than that the their theirs
+them themselves then there these they this those through to too under until up very was we
+were what when where which while who whom why will with would you your yours yourself
+yourselves""".split())
 
 # Function words of the other languages people ask in (none an English word): a query
 # with one and no English one is not English, and its unknown words are not English typos

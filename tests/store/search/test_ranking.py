@@ -69,6 +69,20 @@ def embedded(store) -> None:
         semantic.sync(idx, embedding.embedder())
 
 
+def lookalike_store(tmp_path: Path, *extra: tuple[str, str, str], filler: bool = False):
+    """A store of the LOOKALIKES and the extra (id, title, body) cards, embedded."""
+    root = tmp_path / "store"
+    for cid, (title, body) in LOOKALIKES.items():
+        write(root, cid, title, body)
+    for cid, title, body in extra:
+        write(root, cid, title, body)
+    if filler:
+        write_filler(root)
+    store = init(root)[0]
+    embedded(store)
+    return store
+
+
 def test_an_exact_rare_word_stays_first_and_is_never_low(tmp_path, on) -> None:
     root = tmp_path / "store"
     for cid, (title, body) in LOOKALIKES.items():
@@ -115,13 +129,9 @@ def test_a_long_card_is_found_by_a_later_passage(tmp_path, on) -> None:
 
 
 def test_nothing_is_padded_under_the_similarity_floor(tmp_path, on) -> None:
-    root = tmp_path / "store"
-    for cid, (title, body) in LOOKALIKES.items():
-        write(root, cid, title, body)
-    write(root, "reference/api-keys", "Service credentials",
-          "The staging key is sk-live-4f9a8b7c6d5e4f3a2b1c; rotate it monthly.")
-    store = init(root)[0]
-    embedded(store)
+    store = lookalike_store(tmp_path, ("reference/api-keys", "Service credentials",
+                                       "The staging key is sk-live-4f9a8b7c6d5e4f3a2b1c;"
+                                       " rotate it monthly."))
     for q in ("quarterly revenue forecast for the sales team", "what is the capital of mongolia"):
         res = search(store, q, limit=10)
         assert res.semantic["status"] == "on"
@@ -147,6 +157,45 @@ def test_the_model_is_asked_only_when_the_words_leave_room(tmp_path, on) -> None
         assert needs("kubernetes pod eviction")  # nothing found
         res = search_index(idx, "Sizing the connection pool", limit=3, semantic=True)
         assert res.semantic["status"] == "skipped" and res.results[0]["id"] == "reference/pool-sizing"
+
+
+def test_high_is_only_for_a_card_the_words_single_out(tmp_path, on) -> None:
+    store = lookalike_store(tmp_path, (
+        "reference/pool-tuning", "Connection pool sizing for Postgres",
+        "Pool size is cores times two; past that, more connections slow Postgres down."),
+        filler=True)
+    # Two cards hold every word of the question: the words cannot tell which one answers.
+    res = search(store, "connection pool sizing", limit=5)
+    both = [r for r in res.results if r["id"] in ("reference/pool-sizing", "reference/pool-tuning")]
+    assert len(both) == 2 and res.semantic["status"] == "on", res.results
+    assert [r["confidence"] for r in both] == ["medium", "medium"], both
+    # One card alone holds them all: it may be high.
+    res = search(store, "database timeouts idle statement", limit=5)
+    assert res.results[0]["id"] == "reference/db-timeouts"
+    assert res.results[0]["confidence"] == "high", res.results[0]
+
+
+def test_the_words_are_searched_once_whether_or_not_the_vectors_join_in(tmp_path, on,
+                                                                        monkeypatch) -> None:
+    store = lookalike_store(tmp_path, filler=True)
+    from cardmem.store.index import search as words
+
+    calls: list[str] = []
+    real = words.run
+
+    def counted(*args, **kw):
+        calls.append(args[1])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(words, "run", counted)
+    with Index(store) as idx:
+        for q, status in (("how many connections should a worker open", "on"),
+                          ("Sizing the connection pool", "skipped")):
+            calls.clear()
+            res = hybrid.run(idx, q, limit=2)
+            assert res.semantic["status"] == status, (q, res.semantic)
+            assert calls == [q], q  # one lexical search, the fusion's pool
+            assert 0 < len(res.results) <= 2, (q, res.results)
 
 
 def corpus_store(root: Path, n: int) -> None:

@@ -279,3 +279,27 @@ def test_the_vocabulary_cache_follows_a_rebuilt_terms_table(example_store) -> No
         assert T.correct(index, "pytheom", "pytheom") is None  # the table has not changed
         T.vocabulary(index, force=True)
         assert T.correct(index, "pytheom", "pytheom") == "pytheon"  # same process, new table
+
+
+# --- the question's words ---------------------------------------------------------------
+
+def test_a_questions_function_words_do_not_decide_which_card_answers(tmp_path, monkeypatch
+                                                                      ) -> None:
+    """"What has Melanie painted?" asks about Melanie and painting: a card that also holds
+    "has" is not a better answer for it (issue 27)."""
+    from cardmem.store.store import init
+
+    monkeypatch.setenv("CARDMEM_SEMANTIC", "off")
+    root = tmp_path / "store"
+    write(root, "turns/d1-12", "Melanie, 8 May 2023", "Melanie: I painted that lake sunrise.")
+    write(root, "turns/d2-3", "Caroline, 9 May 2023",
+          "Caroline: my sister has a new job at the gallery, where Melanie once had an"
+          " exhibition; nothing there was painted by her, and she has little time now that"
+          " the shop has moved across town and has longer opening hours.")
+    for i in range(8):
+        write(root, f"turns/d3-{i}", "Caroline, 10 May 2023", f"Caroline: note {i} of the day.")
+    store = init(root)[0]
+    with Index(store) as idx:
+        idx.refresh()
+        for q in ("What has Melanie painted?", "what have Melanie painted"):
+            assert ids(idx.search(q, limit=3))[0] == "turns/d1-12", q
