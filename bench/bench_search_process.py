@@ -38,9 +38,9 @@ ASKS_MODEL = ["snapshot testing", "fixtures", "deploy production", "migration ro
 
 def answered(root: Path, n: int = 4) -> list[str]:
     """n words of one card each whose search the gate says the words answer alone."""
-    from cardmem.store.index import hybrid
+    from cardmem.store.search import hybrid
     from cardmem.store.index.db import Index
-    from cardmem.store.index.search import run
+    from cardmem.store.search.search import run
 
     out: list[str] = []
     with Index(root=root, db_path=root / ".cardmem" / "index.sqlite") as idx:

@@ -80,7 +80,7 @@ def run(root: Path, qs: list[str]) -> dict[str, list[float]]:
     def params(mode: str, per_search_git: bool = False) -> StdioServerParameters:
         env = dict(os.environ, CARDMEM_SEMANTIC=mode)
         if per_search_git:  # the server as it was: CardTools without follow_files
-            code = ("import sys; from cardmem.tools import mcp_server as m;"
+            code = ("import sys; from cardmem.tools.agents import mcp_server as m;"
                     " m.CardTools.follow_files = lambda self: None;"
                     " from cardmem.tools.entry import main; sys.argv[0] = 'cardmem'; main()")
             return StdioServerParameters(command=sys.executable, args=[

@@ -93,8 +93,8 @@ def lexical_pool(idx, q: str, kept):
     of this grid point."""
     if not RELEX:
         return kept
-    from cardmem.store.index import hybrid
-    from cardmem.store.index.search import run as lexical
+    from cardmem.store.search import hybrid
+    from cardmem.store.search.search import run as lexical
 
     return lexical(idx, q, hybrid.POOL)
 
@@ -105,7 +105,8 @@ _STOPS: list = []
 
 
 def set_lexical(name: str, v: float) -> None:
-    from cardmem.store.index import candidates, schema, terms
+    from cardmem.store.index import schema
+    from cardmem.store.search import candidates, terms
 
     if name == "STOP":
         if not _STOPS:

@@ -199,7 +199,7 @@ def _numpy_one_blas_thread() -> Any:
 class Embedder:
     """USE multilingual v3 from the installed package, loaded through a local cache.
 
-    What store/index/semantic.py asks of a model (bench/bench_models.py's candidates
+    What store/search/semantic.py asks of a model (bench/bench_models.py's candidates
     answer the same): `stamp` and `dim`; `encode(texts)`, the unit vectors of cards'
     texts; `query(text)`, the unit vector of a query (a model trained with a query
     prefix adds it there); `affine`, (a, b) mapping the model's cosine s to a * s + b on

@@ -11,8 +11,9 @@ import pytest
 
 from cardmem.store.index import freshness
 from cardmem.store.index.db import Index
+from cardmem.store.search.query import search_index
 from cardmem.store.watch.live import LiveIndex
-from cardmem.tools.mcp_server import CardTools
+from cardmem.tools.agents.mcp_server import CardTools
 
 
 def card(root: Path, cid: str, title: str, body: str) -> None:
@@ -85,7 +86,7 @@ def test_a_fence_that_never_comes_falls_back_to_the_check(example_store, monkeyp
         monkeypatch.setattr(live.intake, "on_event", lambda event: None)  # events go nowhere
         card(example_store.root, "reference/sloe", "Sloe", "sloe gin")
         live.fresh()
-        assert [r["id"] for r in idx.search("sloe").results] == ["reference/sloe"]
+        assert [r["id"] for r in search_index(idx, "sloe").results] == ["reference/sloe"]
     finally:
         live.close()
         idx.close()

@@ -178,7 +178,7 @@ def test_high_is_only_for_a_card_the_words_single_out(tmp_path, on) -> None:
 def test_the_words_are_searched_once_whether_or_not_the_vectors_join_in(tmp_path, on,
                                                                         monkeypatch) -> None:
     store = lookalike_store(tmp_path, filler=True)
-    from cardmem.store.index import search as words
+    from cardmem.store.search import search as words
 
     calls: list[str] = []
     real = words.run

@@ -302,4 +302,4 @@ def test_a_questions_function_words_do_not_decide_which_card_answers(tmp_path, m
     with Index(store) as idx:
         idx.refresh()
         for q in ("What has Melanie painted?", "what have Melanie painted"):
-            assert ids(idx.search(q, limit=3))[0] == "turns/d1-12", q
+            assert ids(search_index(idx, q, limit=3))[0] == "turns/d1-12", q
