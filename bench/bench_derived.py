@@ -5,9 +5,11 @@ runs store/derived.py after the commit, against the writer alone (no after-commi
 
 In one store of --cards synthetic cards (bench/gen_store.py) with its index built, the
 trigger table built and a rules file delivered (the state a Claude Code user has), each
-round edits one card four ways, interleaved so machine load hits all alike: a non-rule
-card and a rule (a `feedback` card in a project folder), each through the bare writer and
-through Store.commit. Medians of CPU (this process and its git children) and wall.
+round edits one card six ways, interleaved so machine load hits all alike: a non-rule
+card and a rule (a `feedback` card in a project folder), each through the bare writer,
+through Store.commit, and through Store.commit with one `cardmem export agents-md` kept
+current (store/rules/exports.py). Medians of CPU (this process and its git children) and
+wall.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from gen_store import generate  # noqa: E402
 
 from cardmem.store.git.writer import Message, commit_changes  # noqa: E402
 from cardmem.store.index.db import Index  # noqa: E402
-from cardmem.store.rules import host_file, triggers  # noqa: E402
+from cardmem.store.rules import exports, host_file, triggers  # noqa: E402
 from cardmem.store.store import init  # noqa: E402
 
 
@@ -55,16 +57,26 @@ def main() -> None:
         idx.refresh()
     triggers.build(store)
     host_file.deliver(store, root.parent / "bench-derived-rules" / "cardmem.md")
+    kept = root.parent / "bench-derived-export"
+    kept.mkdir(exist_ok=True)
+    exports.export(store, "agents-md", kept)
+    exports.remember(store, "agents-md", kept, None)
+    registry = root / ".cardmem" / exports.TARGETS
+    listed = registry.read_bytes()
     timeout = store.lock_timeout()
     times: dict[str, list[tuple[float, float]]] = {}
     for n in range(a.n):
         for cid in (plain, rule):
-            for how in ("writer alone", "Store.commit"):
+            for how in ("writer alone", "Store.commit", "Store.commit, 1 export"):
+                if how.endswith("export"):
+                    registry.write_bytes(listed)
+                else:
+                    registry.unlink(missing_ok=True)
                 rel = store.rel(cid)
                 data = (root / rel).read_bytes() + f"\nround {n} {how}\n".encode()
                 msg = Message(f"bench: {cid}", [])
                 c0, w0 = cpu(), time.perf_counter()
-                if how == "Store.commit":
+                if how.startswith("Store.commit"):
                     store.commit({rel: data}, msg, agent=False)
                 else:
                     commit_changes(root, {rel: data}, msg, agent=False, lock_timeout_s=timeout)
@@ -78,7 +90,7 @@ def main() -> None:
         kind = name.split(",")[0]
         ratio = f"  ({c / base[kind]:.2f}x CPU)" if kind in base else ""
         base.setdefault(kind, c)
-        print(f"{name:<32} CPU {c:6.1f} ms  wall {w:6.1f} ms{ratio}")
+        print(f"{name:<40} CPU {c:6.1f} ms  wall {w:6.1f} ms{ratio}")
 
 
 if __name__ == "__main__":

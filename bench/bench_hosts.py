@@ -9,7 +9,11 @@ documented payload: session start, and PreToolUse on an ungoverned shell line (t
 case), interleaved with `python -c pass`, `--runs` times after two warm-ups each.
 Reported: CPU (user+sys) median and wall p50 in ms, and the ratio of CPU to `python -c
 pass`'s. With --baseline, the Claude Code hooks of an earlier checkout (as it installed
-them) run in the same loop first: the budget the hosts are held to. Timings are from a shared machine and move with its load (noted).
+them) run in the same loop first: the budget the hosts are held to. With --before TREE
+(a source tree of an earlier commit, e.g. `git archive main | tar -x -C TREE`), every
+host's hooks of that tree and of this one run side by side, both started the same way
+(this Python, cardmem imported from the tree by path). Timings are from a shared machine
+and move with its load (noted).
 """
 from __future__ import annotations
 
@@ -51,6 +55,8 @@ def main() -> None:
     ap.add_argument("--dir", default="/tmp/cardmem-bench")
     ap.add_argument("--cards", type=int, default=2000)
     ap.add_argument("--runs", type=int, default=21)
+    ap.add_argument("--before", metavar="TREE",
+                    help="every host's hooks of this earlier source tree beside this one's")
     ap.add_argument("--baseline", nargs=2, metavar=("PYTHON", "TREE"),
                     help="also the Claude Code hooks of an earlier checkout (TREE, with hooks/), "
                          "run by a Python that imports that checkout's cardmem")
@@ -68,8 +74,15 @@ def main() -> None:
     base = [sys.executable, "-c", "pass"]
     rows = []
     hosts = (["before"] if a.baseline else []) + ["claude", "codex", "gemini", "cursor", "copilot"]
+    if a.before:
+        hosts = [f"{h}{t}" for h in hosts for t in ("@before", "@now")]
     for host in hosts:
-        if host == "before":
+        if "@" in host:
+            host, tree = host.split("@")
+            cmds = by_path(host, Path(a.before) if tree == "before" else HERE.parent, root,
+                           Path(a.dir))
+            host = f"{host}@{tree}"
+        elif host == "before":
             py, tree = a.baseline
             cmds = {"session-start": [py, "-m", "cardmem.hooks.claude_code", "--store", str(root),
                                       "--rules-file", str(Path(a.dir) / "rules" / "cardmem.md"),
@@ -79,8 +92,9 @@ def main() -> None:
         else:
             cmds = commands(host, root, Path(a.dir) / "rules" / "cardmem.md")
         for kind, args in cmds.items():
+            name = host.split("@")[0]
             payload = {"session_id": "bench", "cwd": str(root),
-                       **(SHELL[host if host != "before" else "claude"] if kind == "pre-tool-use" else {})}
+                       **(SHELL[name if name != "before" else "claude"] if kind == "pre-tool-use" else {})}
             stdin = json.dumps(payload)
             for _ in range(2):
                 timed(args, stdin, root)
@@ -93,9 +107,28 @@ def main() -> None:
                 bcpu.append(timed(base, "", root)[1])
             rows.append((host, kind, statistics.median(cpu) * 1000, statistics.median(wall) * 1000,
                          statistics.median(bcpu) * 1000))
-    print(f"{'host':8} {'event':14} {'cpu ms':>8} {'wall ms':>8} {'pass cpu':>9} {'ratio':>6}")
+    print(f"{'host':15} {'event':14} {'cpu ms':>8} {'wall ms':>8} {'pass cpu':>9} {'ratio':>6}")
     for host, kind, c, w, b in rows:
-        print(f"{host:8} {kind:14} {c:8.1f} {w:8.1f} {b:9.1f} {c / b:6.2f}")
+        print(f"{host:15} {kind:14} {c:8.1f} {w:8.1f} {b:9.1f} {c / b:6.2f}")
+
+
+def by_path(host: str, tree: Path, store: Path, out: Path) -> dict[str, list[str]]:
+    """A host's two hooks from a source tree, cardmem imported from it by path: the
+    session start through runpy, the PreToolUse hook as installed (`-S`, its own folder)."""
+    import hashlib
+
+    pkg = out / f"pkg-{hashlib.sha1(str(tree.resolve()).encode()).hexdigest()[:12]}"
+    pkg.mkdir(parents=True, exist_ok=True)
+    if not (pkg / "cardmem").exists():
+        (pkg / "cardmem").symlink_to(tree.resolve())
+    start = (f"import sys, runpy; sys.path.insert(0, {str(pkg)!r}); "
+             "runpy.run_module('cardmem.hosts.hook', run_name='__main__', alter_sys=True)")
+    h = "claude" if host == "claude" else host
+    return {"session-start": [sys.executable, "-c", start, "--host", h, "--store", str(store),
+                              *(["--rules-file", str(out / "rules" / "cardmem.md")]
+                                if host == "claude" else []), "session-start"],
+            "pre-tool-use": [sys.executable, "-S", str(tree / "hosts" / "pretool_start.py"),
+                             "--host", h, "--store", str(store)]}
 
 
 if __name__ == "__main__":

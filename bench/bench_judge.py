@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from replies_corpus import CASES, HELD_OUT, Case  # noqa: E402
 
-from cardmem.tools.completeness import judge_text  # noqa: E402
+from cardmem.tools.ask.completeness import judge_text  # noqa: E402
 
 WANT = {"claim": "fail", "honest": "pass", "silent": "undecided"}
 

@@ -1,14 +1,18 @@
 """Search on LoCoMo (issue 27): bare FTS5, cardmem lexical and cardmem default side by side,
 on conversations nobody here wrote; the agents-md question set beside them.
 
-    python bench/bench_locomo.py [--convs conv-26,conv-30] [--shapes session,turn]
-                                 [--agents-md calib|test|all|none] [--misses FILE]
+    python bench/bench_locomo.py [--convs design|check|halves|all|conv-26,conv-30]
+                                 [--shapes session,turn]
+                                 [--agents-md calib|test|halves|all|none] [--misses FILE]
+
+The final table of bench/RESULTS.md is one run of `--convs halves --agents-md halves`
+(every half its own table); fit nothing on what it prints for check and test.
 
 Reads ../shared/locomo-dev/ (its README says how cards are made and questions scored):
 one store per conversation and card shape (session: one card a session; turn: one card a
 turn), embedded with the model before anything is measured. Every question of categories
 1-4 whose evidence is in the conversation is asked as written through the product's
-ordinary search (store.index.db.search, what the MCP `search` tool calls; limit 10).
+ordinary search (store.search.query.search, what the MCP `search` tool calls; limit 10).
 A question is recall_any@k when a card holding any of its evidence is among the first k,
 recall_all@k when every evidence card is. Times are CPU (user+sys) per search, this
 process.
@@ -133,7 +137,7 @@ def build(where: Path, conv: str, shape: str) -> tuple[Path, dict[str, tuple[str
 
 def embed(root: Path) -> int:
     """Refresh the index and embed every card; returns how many cards wait (0)."""
-    from cardmem.store.index import embedding, semantic
+    from cardmem.store.search import embedding, semantic
     from cardmem.store.index.db import Index
     from cardmem.store.root import StoreRoot
 
@@ -169,8 +173,9 @@ class Bare:
 # --- measuring -----------------------------------------------------------------------------
 
 def measure(conv: str, shape: str, where: Path, misses: list | None) -> dict[str, dict]:
-    from cardmem.store.index import embedding
-    from cardmem.store.index.db import Index, search
+    from cardmem.store.search import embedding
+    from cardmem.store.index.db import Index
+    from cardmem.store.search.query import search
     from cardmem.store.root import StoreRoot
 
     root, made = build(where, conv, shape)
@@ -235,67 +240,96 @@ def pct(xs: list[float], p: float) -> float:
 
 
 def agents_md(split: str, where: Path) -> dict[str, dict]:
-    """bench_quality.py's measures, lexical and default, the store embedded first."""
+    """bench_quality.py's measures, lexical and default, the store embedded first; and
+    under "labels", how often the first result is right by its label, per kind of question
+    (notes: a question in English with an answer; other-language; negative: never right)."""
     import bench_quality as bq
 
     root = bq.build_store(where)
     embed(root)
     qs = bq.questions(split)
-    out = {}
+    out: dict[str, dict] = {}
     for m in ("lexical", "default"):
         if m == "lexical":
             os.environ["CARDMEM_SEMANTIC"] = "off"
         else:
             os.environ.pop("CARDMEM_SEMANTIC", None)
-        out[m] = bq.judge(qs, bq.run(root, qs, semantic=True))
+        got = bq.run(root, qs, semantic=True)
+        out[m] = bq.judge(qs, got)
+        labels = out[m]["labels"] = {}
+        for q, res in zip(qs, got):
+            if res["results"]:
+                kind = ("negative" if not q["want"] else
+                        "other-language" if q["kind"] in bq.OTHER else "notes")
+                first = res["results"][0]
+                seen = labels.setdefault(kind, {}).setdefault(first["confidence"], [0, 0])
+                seen[0] += 1
+                seen[1] += first["id"] in q["want"]
     os.environ.pop("CARDMEM_SEMANTIC", None)
     return out
+
+
+def by_label(labels: dict) -> str:
+    """'high 0.92 (12), medium ...': of n first results with that label, the share right."""
+    return ", ".join(f"{lab} {labels[lab][1] / labels[lab][0]:.2f} ({labels[lab][0]})"
+                     for lab in ("high", "medium", "low") if lab in labels)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--convs", default="design",
-                    help="comma-separated conversation names, or design / check / all")
+                    help="comma-separated conversation names, or design / check / halves"
+                         " (design and check, each its own table, in one run)")
     ap.add_argument("--shapes", default="session,turn")
-    ap.add_argument("--agents-md", default="calib", choices=("calib", "test", "all", "none"))
+    ap.add_argument("--agents-md", default="calib",
+                    choices=("calib", "test", "all", "halves", "none"))
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "cardmem-locomo")
     ap.add_argument("--misses", type=Path, help="write the default search's misses@5 (JSON lines)")
     args = ap.parse_args()
-    convs = {"design": DESIGN, "check": CHECK, "all": DESIGN + CHECK}.get(
-        args.convs, tuple(c.strip() for c in args.convs.split(",") if c.strip()))
-    for c in convs:
-        if not (DATA / f"{c}.json").exists():
-            sys.exit(f"cardmem: --convs: {c}: no such conversation in {DATA}")
+    halves = {"design": [("design", DESIGN)], "check": [("check", CHECK)],
+              "halves": [("design", DESIGN), ("check", CHECK)],
+              "all": [("all", DESIGN + CHECK)]}.get(args.convs) or [
+        (args.convs, tuple(c.strip() for c in args.convs.split(",") if c.strip()))]
+    for _, convs in halves:
+        for c in convs:
+            if not (DATA / f"{c}.json").exists():
+                sys.exit(f"cardmem: --convs: {c}: no such conversation in {DATA}")
     args.dir.mkdir(parents=True, exist_ok=True)
-    from cardmem.store.index import embedding
+    from cardmem.store.search import embedding
 
     embedding.embedder()  # loaded before timing starts
     misses: list | None = [] if args.misses else None
-    print(f"conversations {', '.join(convs)}; load average {os.getloadavg()[0]:.1f}")
-    print("| cards | method | n | any@1 | any@5 | any@10 | all@5 | all@10 | p50 ms | p95 ms |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    label_rows = []
-    for shape in args.shapes.split(","):
-        got = merge([measure(c, shape, args.dir, misses) for c in convs])
-        label_rows += [(shape, m, got[m].get("labels", {})) for m in ("lexical", "default")]
-        for m in METHODS:
-            a = got[m]
-            cells = " | ".join(f"{a['hits'][k] / max(a['n'], 1):.3f}" for k in KS)
-            print(f"| {shape} | {m} | {a['n']} | {cells} | {1000 * pct(a['times'], .5):.1f}"
-                  f" | {1000 * pct(a['times'], .95):.1f} |", flush=True)
-    print("\nthe first result's label: how often it is a card holding evidence (n)")
-    for shape, m, labels in label_rows:
-        print(f"{shape} {m}: " + ", ".join(
-            f"{lab} {right / n:.2f} ({n})" for lab, (n, right) in sorted(labels.items())))
-    if args.agents_md != "none":
-        res = agents_md(args.agents_md, args.dir / "agents-md")
-        print(f"\nagents-md questions ({args.agents_md} half), limit 5")
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    for name, convs in halves:
+        print(f"\n{name}: conversations {', '.join(convs)}")
+        print("| cards | method | n | any@1 | any@5 | any@10 | all@5 | all@10 | p50 ms | p95 ms |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        label_rows = []
+        for shape in args.shapes.split(","):
+            got = merge([measure(c, shape, args.dir, misses) for c in convs])
+            label_rows += [(shape, m, got[m].get("labels", {})) for m in ("lexical", "default")]
+            for m in METHODS:
+                a = got[m]
+                cells = " | ".join(f"{a['hits'][k] / max(a['n'], 1):.3f}" for k in KS)
+                print(f"| {shape} | {m} | {a['n']} | {cells} | {1000 * pct(a['times'], .5):.1f}"
+                      f" | {1000 * pct(a['times'], .95):.1f} |", flush=True)
+        print(f"\n{name}: the first result's label, how often it is a card holding evidence (n)")
+        for shape, m, labels in label_rows:
+            print(f"{shape} {m}: {by_label(labels)}")
+    splits = {"halves": ("calib", "test"), "none": ()}.get(args.agents_md, (args.agents_md,))
+    for split in splits:
+        res = agents_md(split, args.dir / "agents-md")
+        print(f"\nagents-md questions ({split} half), limit 5")
         print("| method | hit@1 | hit@5 | confident & right | negatives flagged |")
         print("|---|---|---|---|---|")
         for m, sc in res.items():
             a = sc["all"]
             print(f"| {m} | {a['hit1']:.3f} | {a['hit5']:.3f} | {a['conf_right']:.3f} |"
                   f" {a.get('flagged', 0):.3f} |")
+        print(f"{split}: the first result's label, how often it is a card that answers (n)")
+        for m, sc in res.items():
+            for kind, labels in sorted(sc["labels"].items()):
+                print(f"{m} {kind}: {by_label(labels)}")
     if misses is not None:
         args.misses.write_text("".join(json.dumps(x) + "\n" for x in misses), encoding="utf-8")
 

@@ -60,7 +60,8 @@ def timed(args: list[str], env: dict[str, str] | None = None) -> tuple[float, fl
 
 def parts(root: Path) -> list[tuple[str, float]]:
     """CPU seconds of the survey and of each kind, in this process."""
-    from cardmem.store.maintain import Survey, drift, duplicates, history, links, stale
+    from cardmem.store.maintain import Survey
+    from cardmem.store.maintain import drift, duplicates, history, links, stale
     from cardmem.store.store import Store
 
     out = []
@@ -78,7 +79,8 @@ def parts(root: Path) -> list[tuple[str, float]]:
 
 def drift_symbols(root: Path, rounds: int = 3) -> list[str]:
     """drift without and with the symbol check, alternating, in this process."""
-    from cardmem.store.maintain import Survey, drift
+    from cardmem.store.maintain import Survey
+    from cardmem.store.maintain import drift
     from cardmem.store.store import Store
 
     sv = Survey.of(Store.open(root))
@@ -115,10 +117,13 @@ def main() -> None:
     ap.add_argument("--write", type=Path, help="Put the results into this Markdown file.")
     ap.add_argument("--vs-index", action="store_true",
                     help="maintain beside `cardmem index --full` (issue 28).")
+    ap.add_argument("--before", metavar="CARDMEM",
+                    help="With --vs-index: also time this cardmem executable's maintain "
+                         "(another checkout's code, e.g. main's .venv/bin/cardmem).")
     a = ap.parse_args()
     host = machine()
     if a.vs_index:
-        return report(vs_index(a.dir, a.cards, a.runs, host), a.write)
+        return report(vs_index(a.dir, a.cards, a.runs, host, a.before), a.write)
     root = a.dir / f"maintain-{a.cards}"
     if not (root / ".git").exists():
         generate(root, a.cards)
@@ -201,7 +206,8 @@ def planted(n: int = 600) -> list[str]:
     import random
     import tempfile
 
-    from cardmem.store.maintain import Survey, duplicates
+    from cardmem.store.maintain import Survey
+    from cardmem.store.maintain import duplicates
     from cardmem.store.store import init
     from gen_store import load_corpus
 
@@ -243,7 +249,7 @@ def planted(n: int = 600) -> list[str]:
     return out
 
 
-def vs_index(base: Path, cards: int, runs: int, host: str) -> list[str]:
+def vs_index(base: Path, cards: int, runs: int, host: str, before: str | None = None) -> list[str]:
     import os
 
     root = base / f"maintain-corpus-{cards}"
@@ -251,42 +257,66 @@ def vs_index(base: Path, cards: int, runs: int, host: str) -> list[str]:
     total = sum(1 for _ in root.rglob("*.md"))
     only = [x for k in KINDS for x in ("--only", k)]
     off = {**os.environ, "CARDMEM_SEMANTIC": "off"}
-    runs_of = {"maintain": ([CARDMEM, "maintain", "--json", *only, "--store", str(root)], None),
+    maintain = [CARDMEM, "maintain", "--json", *only, "--store", str(root)]
+    kept_file = root / ".cardmem" / "maintain-features"  # store/maintain/kept.py's FILE
+    runs_of = {"maintain": (maintain, None),  # its first run: the kept features removed
+               "maintain, features kept": (maintain, None),
+               **({f"maintain, before ({before})": ([before, *maintain[1:]], None)}
+                  if before else {}),
                "index --full": ([CARDMEM, "index", "--full", "--json", "--store", str(root)],
                                 None),
                "index --full, semantic off": ([CARDMEM, "index", "--full", "--json", "--store",
                                                str(root)], off)}
     got: dict[str, list[tuple[float, float]]] = {k: [] for k in runs_of}
-    out = ""
+    out = before_out = ""
     for i in range(runs + 1):  # the first round warms caches and is not counted
         for name, (args, env) in runs_of.items():
+            if name == "maintain":
+                kept_file.unlink(missing_ok=True)
             w, c, text = timed(args, env)
             if i:
                 got[name].append((w, c))
-            if name == "maintain":
+            if "before" in name:
+                before_out = text
+            elif name.startswith("maintain"):
+                if out and text != out:
+                    raise SystemExit("maintain's findings differ with kept features")
                 out = text
+    same = "" if not before else (
+        " Findings the same as before's (JSON compared): "
+        f"{'yes' if json.loads(before_out)['findings'] == json.loads(out)['findings'] else 'NO'}.")
     doc = json.loads(out)
     found = collections.Counter(f["kind"] for f in doc["findings"])
     groups = [len(f["ids"]) for f in doc["findings"] if f["kind"] == "duplicate" and len(f["ids"]) > 1]
     med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
            for k, v in got.items()}
     load = os.getloadavg()[0]
-    lines = ["## Maintain beside `cardmem index --full` (issue 28, 2026-12-02)", "",
+    lines = [f"## Maintain beside `cardmem index --full` (issue 28, {time.strftime('%Y-%m-%d')}, "
+             f"branch {branch()})", "",
              f"{host}; load average {load:.1f} at the end. {total:,} cards: bench/gen_store.py's "
              f"{cards:,} plus the agents-md corpus's cards, one commit; kinds {', '.join(KINDS)}; "
              f"{runs} runs each, alternating, medians; CPU is user+sys of the process and its "
-             f"children. `python bench/bench_maintain.py --vs-index`.", "",
-             "| process | wall | CPU (user+sys) | maintain's CPU / this |", "|---|---|---|---|"]
+             f"children. `cardmem maintain` is timed twice: its first run (the features "
+             f"store/maintain/kept.py keeps removed before it) and a run after it (features "
+             f"kept). `python bench/bench_maintain.py --vs-index`.", "",
+             "| process | wall | CPU (user+sys) | CPU / `index --full`'s | "
+             "CPU / `index --full, semantic off`'s |", "|---|---|---|---|---|"]
     for name, (w, c) in med.items():
         lines.append(f"| `cardmem {name}` | {w:.2f} s | {c:.2f} s | "
-                     f"{med['maintain'][1] / c:.2f}x |")
+                     f"{c / med['index --full'][1]:.2f}x | "
+                     f"{c / med['index --full, semantic off'][1]:.2f}x |")
     lines += ["", "Findings: " + (", ".join(f"{n:,} {k}" for k, n in found.most_common())
                                    or "none")
               + (f"; duplicates in {len(groups):,} groups of {min(groups)}-{max(groups)} cards "
-                 f"({sum(groups):,} cards)" if groups else "") + ".", "",
+                 f"({sum(groups):,} cards)" if groups else "") + "." + same, "",
               "In-process CPU by part: " + ", ".join(f"{k} {s:.2f} s" for k, s in parts(root))
               + ".", "", "The issue's planted cases, in-process:"] + planted()
     return lines
+
+
+def branch() -> str:
+    return subprocess.run(["git", "-C", str(HERE), "rev-parse", "--abbrev-ref", "HEAD"],
+                          capture_output=True, text=True).stdout.strip() or "?"
 
 
 def report(lines: list[str], write: Path | None) -> None:

@@ -75,7 +75,7 @@ from mcp import Client
 import jsonschema  # the client checks results with it, loaded on its first call: not the server's cost
 t = time.perf_counter()
 from cardmem.tools.cli.options import open_store
-from cardmem.tools.mcp_server import build_server
+from cardmem.tools.agents.mcp_server import build_server
 server = build_server(open_store({str(root)!r}), warm={warm!r})
 built = time.perf_counter() - t
 for th in threading.enumerate():
@@ -91,10 +91,11 @@ async def go():
         return first, time.perf_counter() - t
 first, second = anyio.run(go)
 from cardmem.store.index.db import Index
+from cardmem.store.search.query import search_index
 idx = Index(open_store({str(root)!r}))
-idx.search({QUERY!r}, limit=5)
+search_index(idx, {QUERY!r}, limit=5)
 t = time.perf_counter()
-idx.search({QUERY!r}, limit=5)
+search_index(idx, {QUERY!r}, limit=5)
 query = time.perf_counter() - t
 print(json.dumps({{"build": built, "first": first, "second": second, "query": query}}))
 """
@@ -223,7 +224,7 @@ def main() -> None:
         f"| first `search` call after the warm-up thread opened the index | "
         f"{search_w * 1000:.0f} |",
         f"| next `search` call (freshness check, query) | {search2 * 1000:.0f} |",
-        f"| the query alone, index open, no freshness check (`Index.search`) | "
+        f"| the query alone, index open, no freshness check (`search_index`) | "
         f"{query * 1000:.0f} |",
         "",
         f"Start to first answer: {first:.2f} s wall (min {first_min:.2f} s), {cpu_first:.2f} s "

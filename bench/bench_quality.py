@@ -116,26 +116,27 @@ def judge(qs: list[dict], results: list[dict]) -> dict[str, dict[str, float]]:
 
 def run(root: Path, qs: list[dict], semantic: bool = False) -> list[dict]:
     from cardmem.store.index.db import Index
+    from cardmem.store.search.query import search_index
     from cardmem.store.root import StoreRoot
 
     out = []
     with Index(StoreRoot.open(root)) as idx:
         idx.refresh()
         if semantic:
-            from cardmem.store.index import embedding, semantic as vectors
+            from cardmem.store.search import embedding, semantic as vectors
 
             model = embedding.embedder()
             if model is not None:
                 vectors.sync(idx, model)  # every card embedded before anything is measured
         for q in qs:
-            out.append(idx.search(q["q"], limit=5, semantic=semantic).as_dict())
+            out.append(search_index(idx, q["q"], limit=5, semantic=semantic).as_dict())
     return out
 
 
 def fit(root: Path) -> None:
     """Grid of (medium, high) coverage thresholds on the calib half: the best
     confident-and-right with at least 90% of negatives flagged."""
-    from cardmem.store.index import confidence
+    from cardmem.store.search import confidence
 
     qs = questions("calib")
     rows = []
@@ -171,7 +172,7 @@ def main() -> None:
     ap.add_argument("--mode", choices=("lexical", "fused"), default="fused",
                     help="FTS5 alone, or fused with the semantic layer (the default search)")
     ap.add_argument("--fit", action="store_true",
-                    help="sweep store/index/confidence.py's lexical thresholds on the calib half")
+                    help="sweep store/search/confidence.py's lexical thresholds on the calib half")
     ap.add_argument("--misses", action="store_true", help="list the questions missed")
     args = ap.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)

@@ -5,8 +5,8 @@
 Builds ~2,000,000 characters of a Claude Code transcript (JSONL: prose, code, git
 logs, pip/npm output, request logs with UUIDs, docker digests, base64 images), with a
 secret of the test corpus (tests/secrets_corpus.py) planted every ~40 KB (as in
-tests/tools/test_redact.py), then every ~13 KB (a dense worst case). Times
-`redact` of this branch and of `git show <base>:tools/redact.py`, interleaved, on the
+tests/tools/secrets/test_redact.py), then every ~13 KB (a dense worst case). Times
+`redact` of this branch and of `git show <base>:tools/secrets/redact.py`, interleaved, on the
 JSONL as on disk and on the turns' plain text, and counts the planted secrets each
 leaves. With --detect-secrets (installed by hand, only to measure), also times
 detect-secrets' default detectors on the same text and counts what they find in our
@@ -29,11 +29,11 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from secrets_corpus import FORMATS, cases, leaked, non_secrets  # noqa: E402
 
-from cardmem.tools import redact as new  # noqa: E402
+from cardmem.tools.secrets import redact as new  # noqa: E402
 
 
 def old_module(base: str) -> types.ModuleType:
-    src = subprocess.run(["git", "-C", str(HERE.parent), "show", f"{base}:tools/redact.py"],
+    src = subprocess.run(["git", "-C", str(HERE.parent), "show", f"{base}:tools/secrets/redact.py"],
                          capture_output=True, text=True, check=True).stdout
     mod = types.ModuleType("redact_before")
     sys.modules[mod.__name__] = mod  # dataclasses look their module up

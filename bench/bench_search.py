@@ -30,6 +30,7 @@ from gen_store import commit_store, generate  # noqa: E402
 
 from cardmem.store.index.schema import TOKENIZE
 from cardmem.store.index.db import Index
+from cardmem.store.search.query import search_index
 from cardmem.store.index.files import walk  # noqa: E402
 
 CARDMEM = str(Path(sys.executable).with_name("cardmem"))
@@ -122,13 +123,13 @@ def quality(idx: Index, n: int) -> tuple[int, int, int, float, int, int]:
     first = top10 = 0
     rr = 0.0
     for q, cid in pairs:
-        got = [r["id"] for r in idx.search(q).results]
+        got = [r["id"] for r in search_index(idx, q).results]
         if cid in got:
             first += got[0] == cid
             top10 += 1
             rr += 1 / (got.index(cid) + 1)
     mixed = mixed_queries(idx, n // 2)
-    mixed_top10 = sum(cid in [r["id"] for r in idx.search(q).results] for q, cid in mixed)
+    mixed_top10 = sum(cid in [r["id"] for r in search_index(idx, q).results] for q, cid in mixed)
     return len(pairs), first, top10, rr / max(1, len(pairs)), len(mixed), mixed_top10
 
 
@@ -141,7 +142,7 @@ def mixed_queries(idx: Index, n: int, seed: int = 5) -> list[tuple[str, str]]:
     """A rare word of a card's title (in at most 60 cards, so that the card can rank in
     the top 10 of them) and a common word (in 3% to 30% of the cards) the card lacks,
     with the card: only the any tier can find it."""
-    from cardmem.store.index.terms import quote, tokens, vocabulary
+    from cardmem.store.search.terms import quote, tokens, vocabulary
 
     c = idx.conn
     vocabulary(idx, force=True)
@@ -170,18 +171,18 @@ def mixed_queries(idx: Index, n: int, seed: int = 5) -> list[tuple[str, str]]:
 
 
 def search_latency(root: Path, db: Path, n: int) -> tuple[float, ...]:
-    """(p50, p99) of Index.search, the CPU ms per search, and p50 of the no-change
+    """(p50, p99) of search_index (store/search/query.py), the CPU ms per search, and p50 of the no-change
     freshness check from git and by a full walk, in ms."""
     with Index(root=root, db_path=db) as idx:
         idx.refresh()
         qs = queries(idx, n)
         for q in qs[:20]:  # warm: page cache, vocabulary table, rapidfuzz import
-            idx.search(q)
+            search_index(idx, q)
         times = []
         cpu = time.process_time()
         for q in qs:
             t = time.perf_counter()
-            idx.search(q)
+            search_index(idx, q)
             times.append((time.perf_counter() - t) * 1000)
         cpu_ms = (time.process_time() - cpu) * 1000 / len(qs)
         fresh: dict[bool, list[float]] = {False: [], True: []}

@@ -5,7 +5,7 @@
 
 Two copies of one store (bench/gen_store.py's, 10k cards, every card embedded: copied
 from --source, which bench/bench_semantic.py builds): a `cardmem watch` serves searches
-of copy A (store/index/searchd.py); copy B has no server. Interleaved run by run, the
+of copy A (store/search/searchd.py); copy B has no server. Interleaved run by run, the
 same query each round: semantic off (copy B, the lexical baseline), semantic on searching
 in its own process (copy B), semantic on answered by the watcher (copy A). Each figure
 is the median of the child's wall time and CPU (its own and its children's, git's too)
@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE))
 
 from bench_search import CARDMEM, child, machine  # noqa: E402
 
-from cardmem.store.index import searchd  # noqa: E402
+from cardmem.store.search import searchd  # noqa: E402
 
 TERMS = ["fixtures", "deploy production", "Как выкатить в прод?", "pytets fixtrues"]
 

@@ -34,8 +34,9 @@ sys.path.insert(0, str(HERE))
 from bench_search import CARDMEM, child, cold_index, machine, pct, queries  # noqa: E402
 from gen_store import commit_store, generate  # noqa: E402
 
-from cardmem.store.index import embedding, semantic  # noqa: E402
+from cardmem.store.search import embedding, semantic  # noqa: E402
 from cardmem.store.index.db import Index  # noqa: E402
+from cardmem.store.search.query import search_index
 
 
 def store(where: Path, size: int) -> Path:
@@ -90,17 +91,17 @@ def latency(root: Path, n: int) -> dict[str, tuple[float, float]]:
         idx.refresh()
         qs = queries(idx, n)
         t = time.perf_counter()
-        idx.search(qs[0], semantic=True)
+        search_index(idx, qs[0], semantic=True)
         first = (time.perf_counter() - t) * 1000
         for q in qs[:20]:
-            idx.search(q)
-            idx.search(q, semantic=True)
+            search_index(idx, q)
+            search_index(idx, q, semantic=True)
         times: dict[str, list[float]] = {"lexical": [], "fused": [], "lexical cpu": [],
                                          "fused cpu": []}
         for q in qs:
             for mode in ("lexical", "fused"):
                 t, cpu = time.perf_counter(), time.process_time()
-                idx.search(q, semantic=mode == "fused")
+                search_index(idx, q, semantic=mode == "fused")
                 times[mode].append((time.perf_counter() - t) * 1000)
                 times[f"{mode} cpu"].append((time.process_time() - cpu) * 1000)
     return {"first": (first, first), **{k: (pct(v, 50), pct(v, 99)) for k, v in times.items()}}

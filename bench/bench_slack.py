@@ -33,8 +33,8 @@ from fakeapi import FakeAPI, reply  # noqa: E402
 from fakeslack import FakeSlack, mention, post_event, signed_event  # noqa: E402
 
 from cardmem.store.store import init  # noqa: E402
-from cardmem.tools import receipts  # noqa: E402
-from cardmem.tools.receipt_stats import chart, percentiles  # noqa: E402
+from cardmem.tools.ask import receipts  # noqa: E402
+from cardmem.tools.ask.receipt_stats import chart, percentiles  # noqa: E402
 
 SECRET = "bench-secret"
 QUESTIONS = [
@@ -65,7 +65,7 @@ def make_store(tmp: Path, concurrency: int, name: str = ""):
 
 
 def run(concurrency: int, n: int, gap: float, seed: int, tmp: Path, share: bool = True) -> dict:
-    from cardmem.tools import ask as ask_module
+    from cardmem.tools.ask import answer as ask_module
     from cardmem.tools.slack.server import SlackServer
     from cardmem.tools.slack.settings import SlackSettings
 

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from fakeapi import FakeAPI, reply  # noqa: E402
 from fakeslack import FakeSlack, mention, post_event, signed_event  # noqa: E402
 
-from cardmem.tools.receipt_stats import percentiles  # noqa: E402
+from cardmem.tools.ask.receipt_stats import percentiles  # noqa: E402
 
 SECRET = "bench-load-secret"
 ANSWER = "From memory: see the cards named above."

@@ -31,7 +31,7 @@ sys.path.insert(0, str(HERE))
 
 from bench_search import machine, pct, queries  # noqa: E402
 
-from cardmem.store.index import embedding  # noqa: E402
+from cardmem.store.search import embedding  # noqa: E402
 from cardmem.store.index.db import Index  # noqa: E402
 
 K = 50

@@ -4,14 +4,14 @@ rounds, medians), so each keeps a measured reason (README, "Speed tricks").
     python bench/bench_tricks.py STORE [ROUNDS]     # STORE: e.g. bench/gen_store.py's 10k
 
 - porter.py (FTS5's porter in Python) against FTS5's own tokenizers in scratch tables,
-  the path non-ASCII queries take (store/index/terms.py), on the labelled questions,
+  the path non-ASCII queries take (store/search/terms.py), on the labelled questions,
   each new to the token cache (a CLI search's case);
 - the session pile's summary (.cardmem/context-summary.json) against recomputing the
   index's aggregates (store/index/pile_view.py);
 - recent changes kept per HEAD and day against asking git (store/context/recent.py);
 - HEAD read from .git's files against `git rev-parse HEAD` (store/git/head_file.py);
 - the query-token cache of a long-lived process (MCP) against tokenizing a repeated
-  non-ASCII query anew (store/index/terms.py);
+  non-ASCII query anew (store/search/terms.py);
 - the hook's glob matcher against fnmatch with its pattern cache cold, as in each new
   hook process (store/rules/match.py).
 """
@@ -28,7 +28,8 @@ from pathlib import Path
 
 from cardmem.store.context import recent
 from cardmem.store.git import head_file
-from cardmem.store.index import pile_view, terms
+from cardmem.store.index import pile_view
+from cardmem.store.search import terms
 from cardmem.store.root import StoreRoot
 
 QUESTIONS = Path(__file__).parent / "questions" / "agents-md.jsonl"

@@ -2,7 +2,7 @@
 
     python bench/calibrate_relevance.py [--write bench/RESULTS.md]
 
-Compiles the labelled rules of tests/store/relevance_set.py into a trigger table, scores
+Compiles the labelled rules of tests/store/search/relevance_set.py into a trigger table, scores
 every labelled tool call, and sweeps the threshold: a call counts as a true positive when
 the one rule brought up is the labelled one, a false positive when a rule comes up for a
 call labelled with another rule or with none. Precision = TP / (TP + FP); recall = TP /
@@ -73,7 +73,7 @@ def main() -> None:
         pos = sum(1 for *_, w in CALLS if w)
         text = (f"{SECTION}\n\n{len(RULES)} rules without applies_to, {len(CALLS)} labelled tool "
                 f"calls ({pos} with a rule a careful reader would bring up, "
-                f"{len(CALLS) - pos} with none; tests/store/relevance_set.py). One reminder at "
+                f"{len(CALLS) - pos} with none; tests/store/search/relevance_set.py). One reminder at "
                 "most per call; a true positive is the labelled rule, anything else brought "
                 "up is a false positive. `python bench/calibrate_relevance.py`.\n\n"
                 + "\n".join(lines) + "\n\nAt the shipped threshold "

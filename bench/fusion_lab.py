@@ -1,4 +1,4 @@
-"""Fit the fusion's constants (store/index/hybrid.py) on design data only (issue 27).
+"""Fit the fusion's constants (store/search/hybrid.py) on design data only (issue 27).
 
     python bench/fusion_lab.py [--convs design] [--split calib]
 
@@ -23,12 +23,22 @@ sys.path.insert(0, str(HERE))
 import bench_locomo as bl  # noqa: E402
 
 
+CONTENT_QUERY = False  # --content-query: the model sees the question without function words
+
+
+def content_words(q: str) -> str:
+    from cardmem.store.search.terms import STOPWORDS
+
+    kept = [w for w in q.split() if w.lower().strip("?.,!\"'") not in STOPWORDS]
+    return " ".join(kept) or q
+
+
 def collect(idx, model, q: str) -> tuple:
-    from cardmem.store.index import hybrid, semantic
-    from cardmem.store.index.search import run as lexical
+    from cardmem.store.search import hybrid, semantic
+    from cardmem.store.search.search import run as lexical
 
     lex = lexical(idx, q, hybrid.POOL)
-    sims = semantic.similarities(idx, model, q)
+    sims = semantic.similarities(idx, model, content_words(q) if CONTENT_QUERY else q)
     return lex, Lazy(sims)
 
 
@@ -40,7 +50,7 @@ class Lazy:
         self.key, self.s = None, None
 
     def __getattr__(self, name):
-        from cardmem.store.index import semantic
+        from cardmem.store.search import semantic
         key = (semantic.SECOND,)
         if self.key != key:
             self.s, self.key = semantic.Similarities(self.rows, self.row_sims), key
@@ -48,7 +58,7 @@ class Lazy:
 
 
 def gather(convs, split: str, where: Path) -> dict[str, list]:
-    from cardmem.store.index import embedding
+    from cardmem.store.search import embedding
     from cardmem.store.index.db import Index
     from cardmem.store.root import StoreRoot
     import bench_quality as bq
@@ -63,6 +73,8 @@ def gather(convs, split: str, where: Path) -> dict[str, list]:
                 idx.refresh()
                 for q, ev, _ in bl.questions(bl.load(conv), shape, set(made)):
                     out[shape].append((idx, q, ev, collect(idx, model, q)))
+    if split == "none":  # LoCoMo alone
+        return out
     root = bq.build_store(where / "agents-md")
     bl.embed(root)
     idx = Index(StoreRoot.open(root))
@@ -73,6 +85,65 @@ def gather(convs, split: str, where: Path) -> dict[str, list]:
 
 
 GATE = 1
+RELEX = False  # --relex: the words searched again at each grid point (lexical constants)
+
+
+def lexical_pool(idx, q: str, kept):
+    """The lexical pool: the one gathered, or (--relex) a new search with the constants
+    of this grid point."""
+    if not RELEX:
+        return kept
+    from cardmem.store.index import hybrid
+    from cardmem.store.index.search import run as lexical
+
+    return lexical(idx, q, hybrid.POOL)
+
+
+# Stop-word lists tried on questions (STOP=n): the index's own, and it with the common
+# English function words of bench_locomo's baseline (NLTK's list, abridged).
+_STOPS: list = []
+
+
+def set_lexical(name: str, v: float) -> None:
+    from cardmem.store.index import candidates, schema, terms
+
+    if name == "STOP":
+        if not _STOPS:
+            _STOPS.append(terms.STOPWORDS)
+        terms.STOPWORDS = _STOPS[0] | (bl.STOP if v else frozenset())
+    elif name.startswith("W_"):  # a bm25 column weight: W_title=5
+        col = name[2:]
+        w = list(schema.WEIGHTS)
+        w[schema.COLUMNS.index(col)] = v
+        schema.WEIGHTS = tuple(w)
+        candidates._BM25["fts"] = "bm25(fts, {})".format(", ".join(str(x) for x in w))
+        candidates._BM25["names"] = f"bm25(names, {w[0]}, {w[1]})"
+    else:
+        raise SystemExit(f"fusion_lab: --grid: {name}: not a lexical constant")
+
+
+DUMP: list = []  # --dump: each question's results, what the confidence sees
+
+
+def dump(kind: str, q: str, res, right: list[bool]) -> None:
+    if DUMP and DUMP[0] is not None:
+        import json
+
+        DUMP[0].write(json.dumps({"kind": kind, "q": q, "right": right, "results": [
+            {k: r.get(k) for k in ("id", "confidence", "score", "similarity", "match", "matched")}
+            | {"cover": res.cover.get(r["id"], 0.0), "unique": r["id"] in res.unique}
+            for r in res.results]}) + "\n")
+
+
+def labels(rows: list, label_of) -> str:
+    """How often the first result is right, by its label: 'high .92 (12), ...'."""
+    acc: dict = {}
+    for lab, right in rows:
+        a = acc.setdefault(lab, [0, 0])
+        a[0] += 1
+        a[1] += right
+    return ", ".join(f"{k} {r / n:.2f} ({n})" for k in ("high", "medium", "low")
+                     if k in acc for n, r in [acc[k]])
 
 
 def cut(res, limit: int) -> None:
@@ -82,18 +153,22 @@ def cut(res, limit: int) -> None:
 def score(data: dict[str, list]) -> dict[str, float]:
     import copy
 
-    from cardmem.store.index import hybrid
+    from cardmem.store.search import hybrid
 
     got: dict[str, float] = {}
     skip = sum(not hybrid.needs_vectors(x[-1][0], x[1] if len(x) == 4 else x[1]["q"])
                for k in data for x in data[k])
     got["skipped"] = skip / sum(len(v) for v in data.values())
+    firsts: dict[str, list] = {}
     for shape in ("session", "turn"):
         n = a1 = a5 = l5 = l10 = 0
         for idx, q, ev, (lex, sims) in data[shape]:
-            res = copy.deepcopy(lex)
+            res = copy.deepcopy(lexical_pool(idx, q, lex))
             hybrid.fuse(idx, res, sims, bl.LIMIT, None, None) if not GATE or hybrid.needs_vectors(res, q) else cut(res, bl.LIMIT)
             ids = [r["id"] for r in res.results]
+            if ids:
+                firsts.setdefault(shape, []).append((res.results[0]["confidence"], ids[0] in ev))
+                dump(shape, q, res, [i in ev for i in ids])
             n += 1
             a1 += bool(set(ids[:1]) & ev)
             a5 += bool(set(ids[:5]) & ev)
@@ -106,13 +181,24 @@ def score(data: dict[str, list]) -> dict[str, float]:
 
     qs, results = [], []
     for idx, d, (lex, sims) in data["agents"]:
-        res = copy.deepcopy(lex)
+        res = copy.deepcopy(lexical_pool(idx, d["q"], lex))
         hybrid.fuse(idx, res, sims, 5, None, None) if not GATE or hybrid.needs_vectors(res, d["q"]) else cut(res, 5)
         qs.append(d)
         results.append(res.as_dict())
-    a = bq.judge(qs, results)["all"]
+        dump("md-neg" if not d["want"] else "md-other" if d["kind"] in bq.OTHER else "md",
+             d["q"], res, [r["id"] in d["want"] for r in res.results])
+        if res.results:
+            kind = "md-other" if d["kind"] in bq.OTHER else "md"
+            firsts.setdefault(kind, []).append((res.results[0]["confidence"],
+                                                res.results[0]["id"] in d["want"]))
+    got["labels"] = "; ".join(f"{k}: {labels(v, None)}" for k, v in firsts.items())
+    if not qs:
+        return got
+    judged = bq.judge(qs, results)
+    a, o = judged["all"], judged.get("other-language", {})
     got.update({"md hit@1": a["hit1"], "md hit@5": a["hit5"], "md conf": a["conf_right"],
-                "md neg": a["flagged"]})
+                "md neg": a["flagged"], "md other hit@1": o.get("hit1", 0.0),
+                "md other hit@5": o.get("hit5", 0.0)})
     return got
 
 
@@ -122,10 +208,19 @@ def main() -> None:
     ap.add_argument("--split", default="calib", choices=("calib",))
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "cardmem-locomo")
     ap.add_argument("--grid", default="", help="NAME=v1,v2;NAME2=... over hybrid's constants")
+    ap.add_argument("--content-query", action="store_true",
+                    help="embed the question without its function words (terms.STOPWORDS)")
+    ap.add_argument("--dump", type=Path, help="write each question's fused results (JSON lines)")
+    ap.add_argument("--relex", action="store_true",
+                    help="search the words again at each grid point (lexical constants:"
+                         " STOP=0,1 the stop words, W_title=... a bm25 column weight)")
     args = ap.parse_args()
+    globals()["RELEX"] = args.relex
+    globals()["CONTENT_QUERY"] = args.content_query
+    DUMP.append(args.dump.open("w", encoding="utf-8") if args.dump else None)
     convs = bl.DESIGN if args.convs == "design" else tuple(args.convs.split(","))
     assert not set(convs) & set(bl.CHECK), "the check conversations are not for fitting"
-    from cardmem.store.index import hybrid
+    from cardmem.store.search import hybrid
 
     data = gather(convs, args.split, args.dir)
     diagnose(data)
@@ -137,20 +232,26 @@ def main() -> None:
             if k == "GATE":
                 globals()["GATE"] = v
             elif k.startswith("semantic."):
-                from cardmem.store.index import semantic
+                from cardmem.store.search import semantic
                 setattr(semantic, k.split(".", 1)[1], v)
+            elif k == "STOP" or k.startswith("W_"):
+                set_lexical(k, v)
             elif k.startswith("confidence."):
-                from cardmem.store.index import confidence
+                from cardmem.store.search import confidence
                 setattr(confidence, k.split(".", 1)[1], v)
             else:
-                setattr(hybrid, k, v)
+                setattr(hybrid, k, int(v) if k == "POOL" else v)
         got = score(data)
+        lab = got.pop("labels")
         print(" ".join(f"{k}={v:g}" for k, v in zip(names, values)), "|",
               " ".join(f"{k} {v:.3f}" for k, v in got.items()), flush=True)
+        print("    first result right, by label:", lab, flush=True)
 
 
-def diagnose(data: dict[str, list]) -> None:
-    """Recall of the vectors alone (card-level best row) and of the lexical pool alone."""
+def diagnose(data: dict[str, list]) -> dict[str, float]:
+    """Recall of the vectors alone (card-level best row) and of the lexical pool alone
+    (printed, and returned by name)."""
+    out: dict[str, float] = {}
     for shape in ("session", "turn"):
         n = s1 = s5 = l1 = l5 = 0
         for idx, q, ev, (lex, sims) in data[shape]:
@@ -165,6 +266,9 @@ def diagnose(data: dict[str, list]) -> None:
             l1 += bool(set(ids[:1]) & ev)
             l5 += bool(set(ids[:5]) & ev)
         print(f"{shape}: vectors any@1 {s1/n:.3f} any@5 {s5/n:.3f}; lexical pool any@1 {l1/n:.3f} any@5 {l5/n:.3f}")
+        out.update({f"{shape} vec any@1": s1 / n, f"{shape} vec any@5": s5 / n,
+                    f"{shape} lex any@1": l1 / n, f"{shape} lex any@5": l5 / n})
+    return out
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ RETRY_PER_RUN = 8
 def extract_or_why(turns: list[dict[str, str]], cfg: Any) -> tuple[list[Any] | None, str, bool]:
     """(signals, "", True), or (None, why, counts) when extraction failed; counts is
     False when no model was asked (none configured), so no attempt is spent."""
-    from cardmem.tools.extract import extract
+    from cardmem.tools.learning.extract import extract
     from cardmem.tools.model import ModelError, ModelUnavailable
 
     try:
@@ -53,7 +53,7 @@ def retry_due(store: Any, lock_path: Callable[[str], str]) -> str:
     from filelock import FileLock, Timeout
 
     from cardmem.store.learning.spool import spool
-    from cardmem.tools.redact import redact
+    from cardmem.tools.secrets.redact import redact
 
     done, failed = 0, ""
     for entry in entries[:RETRY_PER_RUN]:

@@ -2,7 +2,7 @@
 Copilot CLI (an entry point of the `cardmem.checks` group; Claude Code's own checks are
 hosts/claude_code/checks.py): for each host whose user file holds cardmem's hooks, that
 every event is there, that each command's Python and script still exist, and which store
-the hooks use."""
+the hooks use; and the exports kept current, each written again."""
 from __future__ import annotations
 
 import shlex
@@ -13,7 +13,7 @@ from cardmem.store.git.head_file import is_repo
 
 from .claude_code.checks import _interpreter_ok
 from .settings import command_arg
-from .install import installed, settings_path, spec
+from .install import installed, installed_events, settings_path, spec
 
 OTHERS = ("codex", "gemini", "cursor", "copilot")
 
@@ -33,6 +33,13 @@ def check_host(host: str, store: Any, settings: Path | None = None) -> list[tupl
     missing = sorted(kinds - have)
     if missing:
         out.append((False, f"{label}: {', '.join(missing)} hook(s) missing in {path}; run "
+                           f"`cardmem install {host}`"))
+    # An event whose kind another event still covers (Cursor answers its shell at
+    # beforeShellExecution only; preToolUse leaves the shell to it).
+    gone = sorted(e for e, (k, _, _) in sp["events"].items()
+                  if k not in missing and e not in installed_events(host, path))
+    if gone:
+        out.append((False, f"{label}: {', '.join(gone)} hook(s) missing in {path}; run "
                            f"`cardmem install {host}`"))
     for c in commands:
         ok, why = _interpreter_ok(c)
@@ -81,5 +88,25 @@ def no_transcript(store: Any, host: str) -> str:
             "nothing is learned from its sessions (Cursor: are agent transcripts off?)")
 
 
+def check_exports(store: Any) -> list[tuple[bool | None, str]]:
+    """The exports kept current (`cardmem export`, `install HOST --export`): each written
+    again now, so a rule edited by hand and not yet committed reaches it too."""
+    from cardmem.store.rules.exports import HOSTS, refresh
+
+    out: list[tuple[bool | None, str]] = []
+    for t, action, why in refresh(store):
+        where = Path(t["folder"]) / HOSTS[t["host"]].main
+        if action == "failed":
+            out.append((False, f"export {t['host']}: {why}; mend it and `cardmem doctor` "
+                               "writes it again"))
+        elif action == "forgotten":
+            out.append((None, f"export {t['host']}: {why}, so it is no longer kept current "
+                              f"(`cardmem export {t['host']} {t['folder']}` starts again)"))
+        else:
+            out.append((True, f"export {t['host']}: {where} "
+                              f"{'brought up to date' if action == 'written' else 'current'}"))
+    return out
+
+
 def checks(store: Any) -> list[tuple[bool | None, str]]:
-    return [c for host in OTHERS for c in check_host(host, store)]
+    return [c for host in OTHERS for c in check_host(host, store)] + check_exports(store)

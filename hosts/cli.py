@@ -64,8 +64,14 @@ def hook(words: tuple[str, ...], host: str | None, store_path: Path | None,
 @click.option("--init", "init_store", is_flag=True, help="Make the store if it does not exist.")
 @click.option("--mcp-config", type=click.Path(path_type=Path), help=MCP_HELP)
 @click.option("--no-mcp", is_flag=True, help="Do not register the MCP server.")
+@click.option("--export", "export_to", is_flag=False, flag_value="", default=None,
+              metavar="[DIR]",
+              help="Also write the rules into the host's own rules file in DIR (AGENTS.md, "
+                   "GEMINI.md, .cursor/rules, .github/...), kept current as rules change "
+                   "(default: the project of --settings, else ~/.codex/AGENTS.md or "
+                   "~/.gemini/GEMINI.md).")
 def install(host: str, settings: Path | None, store_path: Path | None, init_store: bool,
-            mcp_config: Path | None, no_mcp: bool) -> None:
+            mcp_config: Path | None, no_mcp: bool, export_to: str | None) -> None:
     """Register cardmem's hooks and MCP server with a host (idempotent; backs the original up).
 
     The store is resolved now and written into what is installed, so a session started
@@ -78,11 +84,17 @@ def install(host: str, settings: Path | None, store_path: Path | None, init_stor
         cardmem install claude-code
         cardmem install codex --store ~/team-memory --init
         cardmem install gemini --settings .gemini/settings.json
+        cardmem install copilot --export ~/src/acme
     """
     from cardmem.hosts.claude_code.install import install as do_install, rules_path
     from cardmem.store.cards import paths
     from cardmem.store.errors import CardmemError
 
+    if export_to is not None and host == "claude-code":
+        raise CardmemError("--export", "Claude Code loads every rule whole from its rules file "
+                           "already; `cardmem export agents-md DIR` writes AGENTS.md for the "
+                           "other hosts", exit_code=2)
+    target = _export_target(host, settings, export_to) if export_to is not None else None
     root = Path(store_path).expanduser().absolute() if store_path else \
         paths.default_store().absolute()
     try:
@@ -106,6 +118,8 @@ def install(host: str, settings: Path | None, store_path: Path | None, init_stor
             click.echo(f"{'registered' if m['changed'] else 'already registered:'} the MCP "
                        f"server `cardmem` in {m['path']}"
                        + (f" (backup: {m['backup']})" if m.get("backup") else ""))
+        if target is not None:
+            _export_rules(host, *target, root)
         return
     r = do_install(settings, root)
     if not r["changed"]:
@@ -173,6 +187,40 @@ def uninstall(host: str, settings: Path | None, mcp_config: Path | None) -> None
     click.echo(f"{'removed the MCP server `cardmem` from' if m['changed'] else 'no cardmem MCP server in'} {m['path']}")
 
 
+def _export_target(host: str, settings: Path | None, export_to: str) -> tuple[Path, bool]:
+    """(the folder `--export [DIR]` writes in, whether it is the host's home-wide one),
+    checked before install writes anything."""
+    from cardmem.hosts.install import export_folder
+    from cardmem.store.errors import CardmemError
+
+    if not export_to:
+        return export_folder(host, settings)
+    folder = Path(export_to).expanduser()
+    if not folder.is_dir():
+        raise CardmemError(f"--export {export_to}", "is not a folder (the project's folder, "
+                           "where the host looks for its rules files)")
+    return folder, False
+
+
+def _export_rules(host: str, folder: Path, home_wide: bool, root: Path) -> None:
+    """`install HOST --export [DIR]`: the host's own rules file, as `cardmem export` writes
+    it, remembered so that every rule change writes it again."""
+    from cardmem.hosts.install import spec
+    from cardmem.store.context.session import project_for
+    from cardmem.store.rules.exports import HOSTS as FILES, export, remember
+    from cardmem.tools.cli.options import open_store
+
+    kind = spec(host)["export"][0]
+    folder.mkdir(parents=True, exist_ok=True)  # the host's own folder may not exist yet
+    store = open_store(root)
+    project = None if home_wide else project_for(store, folder)  # home-wide: no project's
+    result = export(store, kind, folder, project)
+    remember(store, kind, folder, project)
+    left = f", {len(result.left_out)} left out to fit (named there)" if result.left_out else ""
+    click.echo(f"rules: {plural(result.total, 'rule')} in {folder / FILES[kind].main}{left}; "
+               "kept current as rules change")
+
+
 def _install_other(host: str, settings: Path | None, root: Path) -> None:
     """`install codex|gemini|cursor|copilot`: the hooks, and what the person should know."""
     from cardmem.hosts.adapters import load
@@ -188,3 +236,8 @@ def _install_other(host: str, settings: Path | None, root: Path) -> None:
     if host == "codex":
         click.echo("Codex runs a project's hooks only once you trust the project; "
                    "`codex` asks at its first start there")
+    if host == "copilot":
+        click.echo("Copilot CLI reads no hook's memory: `cardmem install copilot --export DIR` "
+                   "puts the rules in a project's instruction files. It also keeps "
+                   "ANTHROPIC_API_KEY from hooks, so its sessions are learned by the next "
+                   "learner with a model (a Claude Code login on PATH, or another host's)")

@@ -128,7 +128,7 @@ def _step(kind: str, ev, root, store_path, rules_file, adapter) -> tuple[dict | 
         text, outcome, user = session_start_context(
             {"cwd": ev.cwd, "session_id": ev.session}, root,
             Path(rules_file).expanduser() if rules_file else None,
-            cap=adapter.CAP, host=adapter.LABEL)
+            cap=adapter.CAP, host=adapter.LABEL, unit=getattr(adapter, "UNIT", "utf-16"))
         return {"context": text, "user": "cardmem: " + "; ".join(user) if user else ""}, outcome
     if kind == "prompt":
         from .prompt import prompt_context

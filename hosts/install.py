@@ -56,6 +56,26 @@ def command(host: str, kind: str, store: Path | None, python: str | None = None)
     return " ".join(shlex.quote(p) for p in parts)
 
 
+def export_folder(host: str, settings: Path | None) -> tuple[Path, bool]:
+    """Where `install HOST --export` writes the host's own rules file when no folder is
+    named, and whether that is the host's home-wide file (which takes no project's
+    rules): the project whose hooks file --settings names, else the host's own folder
+    (Codex: $CODEX_HOME/AGENTS.md, Gemini CLI: ~/.gemini/GEMINI.md, read in every
+    session). Cursor and Copilot CLI read rules files from a project only."""
+    from .adapters import load
+
+    if settings is not None:
+        for parent in Path(settings).expanduser().absolute().parents:
+            if parent.name in (".codex", ".gemini", ".cursor", ".github") \
+                    and parent.parent != Path.home():
+                return parent.parent, False
+    home = spec(host)["export"][1]
+    if home is None:
+        raise CardmemError("--export", f"{load(host).LABEL} reads rules files from a project, "
+                           "not from your home; name the project's folder: --export DIR")
+    return home(), True
+
+
 def _ours(entry: Any, key: str) -> bool:
     return isinstance(entry, dict) and any(m in str(entry.get(key, "")) for m in MARKS)
 
@@ -161,12 +181,27 @@ def installed_store(host: str, settings: Path | None = None) -> Path | None:
 
 def _entries(data: dict[str, Any], sp: dict[str, Any]) -> list[dict[str, Any]]:
     """Our entries in a host's file, wherever they are."""
-    out = []
-    for groups in (data.get("hooks") or {}).values():
+    return [h for hs in _by_event(data, sp).values() for h in hs]
+
+
+def _by_event(data: dict[str, Any], sp: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Our entries in a host's file, by the event they sit under."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for event, groups in (data.get("hooks") or {}).items():
         for g in groups if isinstance(groups, list) else []:
             inner = g.get("hooks") if sp["grouped"] and isinstance(g, dict) else [g]
-            out += [h for h in (inner if isinstance(inner, list) else []) if _ours(h, sp["key"])]
+            out.setdefault(event, []).extend(
+                h for h in (inner if isinstance(inner, list) else []) if _ours(h, sp["key"]))
     return out
+
+
+def installed_events(host: str, settings: Path | None = None) -> set[str]:
+    """The host's events our entries sit under (empty when none, or unreadable)."""
+    try:
+        return {e for e, hs in _by_event(_load(settings_path(host, settings)), spec(host)).items()
+                if hs}
+    except CardmemError:
+        return set()
 
 
 def installed(host: str, settings: Path | None = None) -> list[dict[str, Any]]:

@@ -58,7 +58,7 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
         transcript = finder(session) if finder is not None else ""
     if not transcript:
         return _file_pending(store, session, source, "skipped: no transcript_path", retried)
-    from cardmem.hosts.transcript import read_excerpt, should_skip
+    from cardmem.tools.learning.transcript import read_excerpt, should_skip
 
     if should_skip(transcript):
         return _file_pending(store, session, source, "skipped: no transcript or under 1,000 bytes",
@@ -77,7 +77,7 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
         if growth <= 0 or (event == "stop" and done and growth < STOP_MIN_GROWTH):
             return _file_pending(store, session, source, "skipped: nothing new since the last run",
                                  retried)
-        from cardmem.hosts.transcript import talk_since
+        from cardmem.tools.learning.transcript import talk_since
 
         if done and not talk_since(transcript, done):  # grown, but not by conversation
             _write_mark(mark, size)
@@ -85,7 +85,7 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
                                  "skipped: nothing new said since the last run", retried)
         cfg = store.config
         from cardmem.store.learning import retry
-        from cardmem.tools.redact import redact
+        from cardmem.tools.secrets.redact import redact
 
         # redact, then cut: half a token is no longer recognised
         turns = read_excerpt(transcript, max_turns=int(cfg["extract"]["max_turns"]),
@@ -167,7 +167,7 @@ def learn_logged(event: str, payload: dict[str, Any], store_path: str | None) ->
         outcome = learn(event, payload, store_path)
     except Exception as exc:  # noqa: BLE001 - logged, never raised into the host
         outcome = f"error: {type(exc).__name__}: {' '.join(str(exc).split())}"
-    from .daily import maybe_maintain  # at most once a day, after the learning
+    from cardmem.tools.learning.daily import maybe_maintain  # at most once a day, after the learning
 
     outcome += maybe_maintain(store_root(store_path))
     hooklog.write(store_root(store_path), f"{event}/learn", started, outcome,

@@ -180,7 +180,8 @@ def run(store_path: str | None = None, stdin=None, stdout=None, host: str = "cla
             raise BadInput(f"the payload is not JSON ({exc})") from None
         ev = normalise(adapter.NAME, "pre-tool-use", payload, adapter.TOOLS)
         session = ev.session
-        reply, outcome = handle(ev, root)
+        covered = getattr(adapter, "covered", None)  # the host's other hook answers it
+        reply, outcome = ({}, "") if covered and covered(payload) else handle(ev, root)
         out = adapter.answer("pre-tool-use", reply) if reply else None
         if out:
             (stdout or sys.stdout).write(hookjson.dumps(out) + "\n")

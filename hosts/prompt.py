@@ -78,12 +78,13 @@ def prompt_context(root: Path, session: str, prompt: str,
         return "", "nothing: empty prompt"
     from cardmem.store.cards.paths import require_store
     from cardmem.store.index.db import Index
+    from cardmem.store.search.query import search_index
 
     require_store(Path(root))
     idx = Index(root=root)
     try:
         idx.refresh()
-        found = idx.search(prompt, limit=LIMIT * 3).results
+        found = search_index(idx, prompt, limit=LIMIT * 3).results
     finally:
         idx.close()
     seen = shown(root, session)

@@ -16,35 +16,40 @@ from cardmem.store.wording import plural
 MAX_CONTEXT = 9_500  # Claude Code shows the model at most 10,000 characters
 
 
-def host_len(text: str) -> int:
-    """Characters as Claude Code counts them: UTF-16 code units (an emoji is two)."""
+def host_len(text: str, unit: str = "utf-16") -> int:
+    """Characters as the host counts them: UTF-16 code units (Claude Code: an emoji is
+    two), or UTF-8 bytes (Codex: a token is four bytes, so Cyrillic costs twice ASCII)."""
+    if unit == "utf-8":
+        return len(text.encode("utf-8", "surrogatepass"))
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
-def fit_host(text: str, cap: int = MAX_CONTEXT) -> tuple[str, int]:
+def fit_host(text: str, cap: int = MAX_CONTEXT, unit: str = "utf-16") -> tuple[str, int]:
     """text cut at a line end to at most cap host characters, with a closing line saying
     so; and how many characters were cut (0: it fit). Past the cap the host would show a
     2 KB preview instead of the whole, so nothing longer is ever handed over."""
-    if host_len(text) <= cap:
+    size = host_len(text, unit)
+    if size <= cap:
         return text, 0
     note = "\n(cardmem: context cut at {} of {} characters to fit the host; " \
            "`cardmem context` shows it whole)\n"
-    room = cap - host_len(note.format(cap, host_len(text)))
+    room = cap - host_len(note.format(cap, size), unit)
     lines, kept, used = text.split("\n"), [], 0
     for line in lines:
-        n = host_len(line) + 1
+        n = host_len(line, unit) + 1
         if used + n > room:
             break
         kept.append(line)
         used += n
-    return "\n".join(kept) + note.format(used, host_len(text)), host_len(text) - used
+    return "\n".join(kept) + note.format(used, size), size - used
 
 
 def session_start_context(payload: dict[str, Any], root: Path,
                           rules_file: Path | None = None, cap: int = MAX_CONTEXT,
-                          host: str = "Claude Code") -> tuple[str, str, list[str]]:
+                          host: str = "Claude Code", unit: str = "utf-16"
+                          ) -> tuple[str, str, list[str]]:
     """(the context, outcome for the log, lines for the user) for the store at root, at
-    most `cap` characters as the host counts them.
+    most `cap` characters as the host counts them (`unit`, host_len's).
 
     The user lines become the hook's message to the person: memory that is degraded is
     said to the person, not only to the model. The cards shown are noted for the session,
@@ -76,6 +81,12 @@ def session_start_context(payload: dict[str, Any], root: Path,
             budget, note = config.DEFAULTS["context"]["budget_chars"], exc.why
             user.append(f"cardmem.toml ignored ({note})")
         pile = session_context(store, cwd=cwd, budget=budget, rules_file=rules_file)
+        size = host_len(pile.text, unit)
+        # A host that counts bytes (Codex), given text heavy in wide characters (a fifth
+        # more bytes than characters): a smaller pile, once, so whole rules fit the bytes.
+        if size > cap and size * 5 > host_len(pile.text) * 6:
+            budget = max(budget * cap // size - 200, 0)
+            pile = session_context(store, cwd=cwd, budget=budget, rules_file=rules_file)
         store.note_reads(pile.whole())  # one append: `stale` asks when a card was read
         text = pile.text
         if note:
@@ -103,7 +114,7 @@ def session_start_context(payload: dict[str, Any], root: Path,
         if pile.proposals:
             user.append(f"{pile.proposals} proposed rule(s) await your review "
                         "(`cardmem review`)")
-        text, cut = fit_host(text, cap)
+        text, cut = fit_host(text, cap, unit)
         if cut:
             user.append(f"session context cut by {cut} characters to fit {host}")
         from .prompt import note_shown
@@ -113,12 +124,13 @@ def session_start_context(payload: dict[str, Any], root: Path,
         if d is not None:
             delivery = (f", rules file {'error' if not d.ok else 'rewritten' if d.wrote else 'current'}"
                         f" ({plural(d.total, 'rule')}, {len(d.changed)} changed)")
-        return text, f"ok: {plural(len(pile.addresses), 'card')}, {host_len(text)} chars{delivery}" + (
+        return text, f"ok: {plural(len(pile.addresses), 'card')}, {host_len(text, unit)} chars{delivery}" + (
             f", {len(pile.notices)} unreadable" if pile.notices else "") + (
             f", cut {cut}" if cut else ""), user
     except Exception as exc:  # noqa: BLE001
         why = " ".join(str(exc).split()) or type(exc).__name__
-        text, _ = fit_host(_rule_titles(root) + f"\n(cardmem: memory only partly loaded: {why})\n", cap)
+        text, _ = fit_host(_rule_titles(root) + f"\n(cardmem: memory only partly loaded: {why})\n",
+                           cap, unit)
         return text, f"degraded: {why}", [f"memory only partly loaded: {why}"]
 
 

@@ -2,8 +2,9 @@
 
 Three things are derived from the rules (the active `feedback` cards): the index rows the
 pile's summary of rules is read from (store/index/pile_view.py), the PreToolUse hook's
-trigger table (store/rules/triggers.py) and the rules files hosts load at start-up
-(store/rules/host_file.py). Each notices most changes by stat stamps, but not a rule made
+trigger table (store/rules/triggers.py), the rules files hosts load at start-up
+(store/rules/host_file.py) and the exports into hosts' own files that a person asked for
+(store/rules/exports.py: `cardmem export`). Each notices most changes by stat stamps, but not a rule made
 in a folder it does not watch (a project's folder, where an import puts them), so every
 write brings them up to date here:
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 from typing import Any, Iterable
 
 from .cards.paths import id_of_path
@@ -58,29 +60,45 @@ def after_move(store: Any) -> None:
 
 def _touched_rules(store: Any, ids: list[str]) -> bool:
     """Whether any of these cards is a rule now or was one as the index knew it; their
-    rows are brought up to date on the way (the pile's summary reads them)."""
+    rows are brought up to date on the way (the pile's summary reads them). The files and
+    a read-only look at the index answer first: most writes touch no rule, and those open
+    no Index (its connection, schema check and refresh code)."""
     from .index.db import DB_NAME, Index
 
-    if not os.path.exists(store.root / ".cardmem" / DB_NAME):
+    db = store.root / ".cardmem" / DB_NAME
+    if not os.path.exists(db):
         # No index: the derived state, if any, is rebuilt from a full index when read.
         return any(_is_rule(store, cid) for cid in ids) or any(
             not store.path(cid).exists() for cid in ids)
+    if not any(_is_rule(store, cid) for cid in ids) and not _rules_among(db, ids):
+        return False
     with Index(store) as idx:
-        was = _rules_among(idx, ids)
-        if not was and not any(_is_rule(store, cid) for cid in ids):
-            return False
         idx.refresh_ids(ids)
+    return True
+
+
+def _rules_among(db: Any, ids: list[str]) -> bool:
+    """Whether the index holds any of these ids as a rule (a read that never creates the
+    file; an index that cannot be read says yes: the rules' state is rebuilt, not left
+    stale)."""
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"{Path(db).as_uri()}?mode=rw", uri=True, timeout=30.0)
+    except sqlite3.Error:
         return True
-
-
-def _rules_among(idx: Any, ids: list[str]) -> set[str]:
-    found: set[str] = set()
-    for i in range(0, len(ids), 500):
-        chunk = ids[i:i + 500]
-        marks = ",".join("?" * len(chunk))
-        found.update(r[0] for r in idx.conn.execute(
-            f"SELECT id FROM cards WHERE type = ? AND id IN ({marks})", [RULE_TYPE, *chunk]))
-    return found
+    try:
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            if conn.execute(f"SELECT 1 FROM cards WHERE type = ? AND id IN ({marks}) LIMIT 1",
+                            [RULE_TYPE, *chunk]).fetchone():
+                return True
+        return False
+    except sqlite3.Error:
+        return True
+    finally:
+        conn.close()
 
 
 # A frontmatter line saying the rule type, read without YAML (as status.says_proposed).
@@ -109,10 +127,11 @@ def _is_rule(store: Any, cid: str) -> bool:
 
 
 def _rebuild(store: Any) -> None:
-    """The trigger table (when one was built: else its first reader builds it) and every
-    rules file this store delivers, from the rules as they are now."""
-    from .rules import host_file, triggers
+    """The trigger table (when one was built: else its first reader builds it), every
+    rules file this store delivers and every export kept current, from the rules now."""
+    from .rules import exports, host_file, triggers
 
     if os.path.exists(triggers.path_of(store.root)):
         triggers.build(store)
     host_file.refresh(store)
+    exports.refresh(store)  # never raises

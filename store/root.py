@@ -99,12 +99,12 @@ class StoreRoot:
         except OSError:
             pass
 
-    def scan(self) -> Any:
+    def scan(self, parse: Any = None) -> Any:
         """Every card, parsed: what a pile needs when there is no index (cards/scan.py
-        imports the card parser, YAML included, only now)."""
+        imports the card parser, YAML included, only now). `parse`: as cards/scan.py's."""
         from .cards.scan import scan
 
-        return scan(self.root)
+        return scan(self.root) if parse is None else scan(self.root, parse)
 
 
 def write_cache(path: Path, data: bytes) -> None:

@@ -95,7 +95,7 @@ def hermetic_git(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
     for k in ("CARDMEM_STORE", "EDITOR", "VISUAL"):
         os.environ.pop(k, None)
-    # Searches are lexical unless a test asks for the model (tests/store/test_semantic.py
+    # Searches are lexical unless a test asks for the model (tests/store/search/test_semantic.py
     # runs the real one): loading it and embedding every test store would cost minutes.
     os.environ["CARDMEM_SEMANTIC"] = "off"
     yield
@@ -176,6 +176,6 @@ def model_loads_in_the_foreground() -> Iterator[None]:
     """An MCP server built in a test sets embedding.BACKGROUND for its process; put it
     back, or a later semantic test finds "the model is still loading" (order-dependent)."""
     yield
-    emb = sys.modules.get("cardmem.store.index.embedding")
+    emb = sys.modules.get("cardmem.store.search.embedding")
     if emb is not None:
         emb.BACKGROUND = False

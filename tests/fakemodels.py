@@ -1,14 +1,16 @@
-"""Fake model APIs for the Codex and Gemini CLIs, on 127.0.0.1: what each CLI sends is
-recorded, and each request is answered by a test's function.
+"""Fake model APIs for the Codex, Gemini and Copilot CLIs, on 127.0.0.1: what each CLI
+sends is recorded, and each request is answered by a test's function.
 
     with FakeModels(answer) as fake:      # answer(kind, body, n) -> a list of outputs
         ... codex -c model_providers.fake.base_url={fake.base_url}/v1 ...
         ... GOOGLE_GEMINI_BASE_URL={fake.base_url} gemini -p ...
+        ... COPILOT_PROVIDER_BASE_URL={fake.base_url}/v1 copilot -p ...
         fake.requests                     # [(path, body)], in order
 
 An output is ("text", "...") or ("shell", "the command line"). Codex gets them as the
 Responses API's server-sent events (POST /v1/responses); Gemini CLI as a
-generateContent or streamGenerateContent answer (POST /v1beta/models/M:…).
+generateContent or streamGenerateContent answer (POST /v1beta/models/M:…); Copilot CLI
+(its own model provider, "openai") as Chat Completions chunks (POST /v1/chat/completions).
 """
 from __future__ import annotations
 
@@ -56,6 +58,8 @@ def _kind(path: str) -> str:
         return "codex"
     if ":generateContent" in path or ":streamGenerateContent" in path:
         return "gemini"
+    if path.endswith("/chat/completions"):
+        return "copilot"
     return ""
 
 
@@ -89,6 +93,8 @@ class _Handler(BaseHTTPRequestHandler):
         outputs = self.models.answer(kind, body, count)
         if kind == "codex":
             self._codex(outputs, count)
+        elif kind == "copilot":
+            self._chat(outputs, count, stream=bool(body.get("stream")))
         else:
             self._gemini(outputs, stream=":streamGenerateContent" in self.path)
 
@@ -136,3 +142,28 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, "text/event-stream", f"data: {json.dumps(doc)}\n\n".encode())
         else:
             self._send(200, "application/json", json.dumps(doc).encode())
+
+    def _chat(self, outputs: list[tuple[str, str]], n: int, stream: bool) -> None:
+        """Chat Completions: text as content, a shell command as a call of Copilot's
+        `bash` tool."""
+        text = "".join(v for what, v in outputs if what == "text")
+        calls = [{"index": i, "id": f"call_{n}_{i}", "type": "function",
+                  "function": {"name": "bash", "arguments": json.dumps(
+                      {"command": v, "description": "Run the command"})}}
+                 for i, (what, v) in enumerate(o for o in outputs if o[0] == "shell")]
+        done = "tool_calls" if calls else "stop"
+        message = {"role": "assistant", "content": text or None,
+                   **({"tool_calls": calls} if calls else {})}
+        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        head = {"id": f"chatcmpl-{n}", "created": 1796231000, "model": "gpt-4.1"}
+        if not stream:
+            doc = {**head, "object": "chat.completion", "usage": usage,
+                   "choices": [{"index": 0, "message": message, "finish_reason": done}]}
+            self._send(200, "application/json", json.dumps(doc).encode())
+            return
+        chunks = [{**head, "object": "chat.completion.chunk",
+                   "choices": [{"index": 0, "delta": message, "finish_reason": None}]},
+                  {**head, "object": "chat.completion.chunk", "usage": usage,
+                   "choices": [{"index": 0, "delta": {}, "finish_reason": done}]}]
+        data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+        self._send(200, "text/event-stream", data.encode())

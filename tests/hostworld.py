@@ -53,10 +53,10 @@ def make_world(tmp_path: Path, host: str) -> dict:
 
 
 def extract(body: dict):
-    """The learner's model call (tools/extract.py) on the fake Messages API: the lesson."""
+    """The learner's model call (tools/learning/extract.py) on the fake Messages API: the lesson."""
     from fakeapi import reply
 
-    from cardmem.tools.extract import SYSTEM
+    from cardmem.tools.learning.extract import SYSTEM
 
     assert body.get("system") == SYSTEM
     return reply(f"Here is what the session taught:\n{SIGNAL}\n")

@@ -1,4 +1,4 @@
-"""Labelled replies for the completeness rule (tools/completeness.py), all written as if
+"""Labelled replies for the completeness rule (tools/ask/completeness.py), all written as if
 the walk had hit a floor (the spiral question: who approves a billing migration, and what
 must they check). Written before the rule, so the rule is measured, not fitted to them.
 

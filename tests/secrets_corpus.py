@@ -430,7 +430,7 @@ def non_secrets() -> list[str]:
         "TOKEN_TTL_SECONDS=3600\nPASSWORD_MIN_LENGTH=12\nAPI_KEY_HEADER=X-Api-Key",
         "the signing key id is kid-2026-11 and rotates quarterly",
         "export PATH=$HOME/.local/bin:$PATH && export PYTHONPATH=src",
-        "pytest tests/tools/test_redact.py::test_token_is_removed_in_every_context -x",
+        "pytest tests/tools/secrets/test_redact.py::test_token_is_removed_in_every_context -x",
         "eslint --rule 'no-unused-vars: error' src/auth/AuthTokenProvider.tsx",
         "AuthorizationServerMetadataDiscoveryClient.fetch()",
         "secretsmanager:GetSecretValue on arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db",

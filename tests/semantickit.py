@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cardmem.store.index import embedding
+from cardmem.store.search import embedding
 
 
 def write(root: Path, cid: str, title: str, body: str) -> None:

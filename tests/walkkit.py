@@ -6,9 +6,9 @@ from typing import Any
 
 from fakeapi import FakeAPI, reply, tool_use
 
-from cardmem.tools import receipts
-from cardmem.tools.ask import Answer, ask
-from cardmem.tools.walk_record import Limits
+from cardmem.tools.ask import receipts
+from cardmem.tools.ask.answer import Answer, ask
+from cardmem.tools.ask.walk_record import Limits
 
 # The example store's spiral chain (cards/README.md): six reads answer it fully.
 CHAIN = ["entities/billing-service", "entities/payments-team", "reference/db-migration-runbook",

@@ -6,7 +6,7 @@ parses the common forms of `cardmem search` itself, starts `git status` before i
 imports (the freshness check, store/index/freshness.py, then runs on the other CPU while Python
 loads), and prints what the click command prints. Before any of that it asks a running
 `cardmem watch` or MCP server of the store, which holds the model, to search
-(store/index/searchd.py; a socket, no numpy here). Anything else, and any search
+(store/search/searchd.py; a socket, no numpy here). Anything else, and any search
 arguments it does not fully understand (--help, --base, a bad value, an unknown option),
 go to the click CLI in tools/cli/group.py, which stays the one definition of the command;
 tests run both on the same arguments and compare every byte.
@@ -53,8 +53,10 @@ def parse_search(args: list[str]) -> dict[str, object] | None:
     if not " ".join(words).strip():
         return None  # no query: click refuses it
     if opts["card_type"] is not None:
-        from cardmem.store.cards.paths import CARD_TYPES  # only a search with --type pays this
+        # only a search with --type pays this import
+        from cardmem.store.cards.paths import CARD_TYPES, type_of_word
 
+        opts["card_type"] = type_of_word(str(opts["card_type"]))
         if opts["card_type"] not in CARD_TYPES:
             return None  # click names the types
     try:
@@ -95,8 +97,8 @@ def search(opts: dict[str, object]) -> None:
 
 def _served(spot: str, opts: dict[str, object]) -> bool:
     """Print the search as a running `cardmem watch` or MCP server of the store answers
-    it (store/index/searchd.py: it holds the model); False when none did."""
-    from cardmem.store.index.searchd import ask
+    it (store/search/searchd.py: it holds the model); False when none did."""
+    from cardmem.store.search.searchd import ask
 
     say = (lambda line: sys.stderr.write(f"cardmem: search: {line}\n")) if opts["verbose"] else None
     res = ask(spot, str(opts["query"]), int(str(opts["limit"])),
@@ -121,6 +123,7 @@ def _search_here(spot: str, opts: dict[str, object], status: object) -> None:
     try:
         store = StoreRoot.open(spot)  # the folder git status runs in, by the same rule
         from cardmem.store.index.db import Index
+        from cardmem.store.search.query import search_index
 
         if sys.stderr.isatty() and not opts["as_json"]:  # a person waits: say a first load
             from cardmem.tools.cli.progress import model_note
@@ -128,7 +131,7 @@ def _search_here(spot: str, opts: dict[str, object], status: object) -> None:
             model_note()
         with Index(store) as idx:
             idx.refresh(status=status)
-            res = idx.search(str(opts["query"]), limit=int(str(opts["limit"])),
+            res = search_index(idx, str(opts["query"]), limit=int(str(opts["limit"])),
                              card_type=opts["card_type"] or None,  # type: ignore[arg-type]
                              project=opts["project"] or None,  # type: ignore[arg-type]
                              semantic=True)

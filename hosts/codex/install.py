@@ -20,6 +20,8 @@ SPEC = {
         "Stop": ("stop", None, {"timeout": 10}),
         "SessionEnd": ("session-end", None, {"timeout": 3}),
     },
+    # `install codex --export`: AGENTS.md; in no project, Codex's own, read in every session
+    "export": ("agents-md", lambda: _home("CODEX_HOME", ".codex")),
     "mcp": {"toml": True, "default": lambda: _home("CODEX_HOME", ".codex") / "config.toml",
             "beside": lambda hooks: hooks.parent / "config.toml"},
 }

@@ -7,7 +7,9 @@ additionalContext` for SessionStart, UserPromptSubmit and PreToolUse, and
 - `ask` is reported not to be honoured, so a rule that asks refuses, with its reason
   telling the model to ask the person;
 - Stop cannot inject (and SessionEnd has a 1 s budget): both only hand off to the learner;
-- hook context is cut near 2,500 tokens: CAP keeps session start under that.
+- hook context past 2,500 tokens is spilled to a file and only a preview reaches the
+  model; Codex counts a token as four UTF-8 bytes, so CAP is in bytes (UNIT): Cyrillic
+  or CJK text costs two or three times its characters.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ EVENTS = {"SessionStart": "session-start", "UserPromptSubmit": "prompt",
           "PreToolUse": "pre-tool-use", "Stop": "stop", "SessionEnd": "session-end"}
 TOOLS = {"Bash": ("Bash", "command"), "shell": ("Bash", "command"),
          "exec_command": ("Bash", "cmd"), "apply_patch": ("Edit", "patch")}
-CAP = 7_500  # characters: 2,500 tokens at three characters a token, with room to spare
+CAP, UNIT = 7_500, "utf-8"  # bytes: 2,500 tokens are 10,000 bytes; the rest is room to spare
 EMPTY = ""
 
 

@@ -18,6 +18,7 @@ SPEC = {
         "agentStop": ("stop", None, {"timeoutSec": 10}),
         "sessionEnd": ("session-end", None, {"timeoutSec": 10}),
     },
+    "export": ("copilot-instructions", None),  # a project's .github/ files
     "mcp": {"default": lambda: _home("COPILOT_HOME", ".copilot") / "mcp-config.json",
             "entry": {"type": "local"}, "after": {"tools": ["*"]},
             # a repository's .github/hooks/*.json: its .github/mcp.json

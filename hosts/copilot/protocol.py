@@ -7,15 +7,17 @@ allow/deny/ask with `permissionDecisionReason` (shown to the agent). The output 
 `sessionStart` and `userPromptSubmitted` is not processed, so memory at session start
 reaches Copilot through its instruction files (`cardmem export copilot-instructions`),
 not here; `agentStop` carries `transcriptPath` for the learner, `sessionEnd` only the
-`sessionId`, whose events file `transcript_of` finds. Tools: `bash` (`command`), `edit`
-and `create` (`path`).
+`sessionId`, whose events file `transcript_of` finds. Tools: `bash` and, on Windows,
+`powershell` (`command`), `edit` and `create` (`path`): the reference's names, checked
+again in December 2026 (Copilot CLI 1.0.102).
 """
 from __future__ import annotations
 
 NAME, LABEL = "copilot", "Copilot CLI"
 EVENTS = {"sessionStart": "session-start", "preToolUse": "pre-tool-use", "agentStop": "stop",
           "sessionEnd": "session-end"}
-TOOLS = {"bash": ("Bash", "command"), "edit": ("Edit", "path"), "create": ("Write", "path")}
+TOOLS = {"bash": ("Bash", "command"), "powershell": ("Bash", "command"),  # Windows' shell
+         "edit": ("Edit", "path"), "create": ("Write", "path")}
 CAP = 9_500
 EMPTY = ""
 

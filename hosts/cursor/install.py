@@ -13,6 +13,7 @@ SPEC = {
         "beforeShellExecution": ("pre-tool-use", None, {}),
         "stop": ("stop", None, {}),
     },
+    "export": ("cursor-rules", None),  # a project's .cursor/rules only (user rules: settings)
     "mcp": {"default": lambda: Path.home() / ".cursor" / "mcp.json",
             "beside": lambda hooks: hooks.parent / "mcp.json"},
 }

@@ -6,6 +6,11 @@ Only `sessionStart` injects, as `additional_context`; `preToolUse` (`tool_name`,
 allow/deny/ask with `user_message` for the person and `agent_message` for the model.
 No per-prompt injection (`beforeSubmitPrompt` can only block). Sessions are
 `conversation_id`s; folders are `workspace_roots`.
+
+Cursor fires `preToolUse` for a shell call as well as `beforeShellExecution` (both are
+installed: older Cursors and the Cursor CLI know only the latter), so one command would
+fire its rule twice: counted twice, and an `ask` shown twice. `covered` says which
+`preToolUse` payloads the other hook answers; the point of action leaves them alone.
 """
 from __future__ import annotations
 
@@ -18,6 +23,13 @@ TOOLS = {"beforeShellExecution": ("Bash", "command"), "Shell": ("Bash", "command
          "search_replace": ("Edit", "file_path")}
 CAP = 9_500
 EMPTY = ""
+SHELL = ("Shell", "run_terminal_cmd")  # preToolUse's names for the shell tool
+
+
+def covered(payload: dict) -> bool:
+    """A preToolUse call of the shell: beforeShellExecution answers the same call."""
+    return payload.get("tool_name") in SHELL and payload.get("hook_event_name") != \
+        "beforeShellExecution"
 
 
 def answer(kind: str, reply: dict) -> dict | None:

@@ -20,5 +20,6 @@ SPEC = {
         "AfterAgent": ("stop", None, {"timeout": 10_000}),
         "SessionEnd": ("session-end", None, {"timeout": 3_000}),
     },
+    "export": ("gemini-md", lambda: Path.home() / ".gemini"),  # ~/.gemini/GEMINI.md: global
     "mcp": {"in_settings": True},  # mcpServers sits beside the hooks in settings.json
 }

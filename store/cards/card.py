@@ -11,7 +11,7 @@ import re
 import stat
 from dataclasses import dataclass
 from datetime import date, datetime
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -399,11 +399,28 @@ def append_section(text: str, heading: str, body: str) -> str:
     return f"{text}{sep}{gap}{block}"
 
 
+# A line that may be a `## History` heading (a superset of what _headings takes for one):
+# most cards have none, and one search spares them the heading walk.
+_MAY_HAVE_HISTORY = re.compile(r"^ {0,3}##[ \t]+\s*history", re.M | re.I)
+
+
+def history_span(text: str) -> tuple[int, int] | None:
+    """(start, stop) in a card's text of its `## History` section: section_span's (the
+    first level-2 heading named History, in any case, outside code), or None. The finder
+    of a card's History for whoever may load this module (the PreToolUse hook may not)."""
+    if not _MAY_HAVE_HISTORY.search(text):
+        return None
+    return _history_span(text)
+
+
+@lru_cache(maxsize=8192)  # maintain asks three times per card: its text, lines, length
+def _history_span(text: str) -> tuple[int, int] | None:
+    return section_span(text, "History")
+
+
 def history(text: str) -> list[str]:
     """The entries of a card text's History section, oldest first (no YAML needed)."""
-    end = _section_end(text, "History")
-    if end is None:
+    if (span := history_span(text)) is None:
         return []
-    start = next(off for _, lvl, name, off in _headings(text)
-                 if lvl == 2 and name.strip().lower() == "history")
-    return [ln[2:].strip() for ln in _lines(text[start:end])[1:] if ln.startswith("- ")]
+    start, stop = span  # blank lines at its end are no entries: no need to trim them
+    return [ln[2:].strip() for ln in _lines(text[start:stop])[1:] if ln.startswith("- ")]

@@ -154,6 +154,15 @@ def slugify(text: str, max_len: int = 60) -> str:
 # Every card type, in the order help texts list them.
 CARD_TYPES = ("user", "feedback", "person", "entity", "project", "reference", "signal")
 
+# What people call a card type that is not its name: the README calls feedback cards rules.
+TYPE_WORDS = {"rule": "feedback", "rules": "feedback", "people": "person",
+              "entities": "entity", "signals": "signal"}
+
+
+def type_of_word(value: str) -> str:
+    """The card type a person's word names (`rule` -> feedback), else the word as given."""
+    return TYPE_WORDS.get(value.strip().lower(), value)
+
 TYPE_FOLDERS = {
     "user": "user",
     "feedback": "feedback",

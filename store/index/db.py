@@ -172,7 +172,7 @@ class Index(Refreshing):
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def _repairing(self, fn: Callable[[], Any]) -> Any:
+    def repairing(self, fn: Callable[[], Any]) -> Any:
         """Run fn; if the file turns out corrupt (a page deep inside), rebuild and retry once."""
         self._follow_swap()
         try:
@@ -194,13 +194,13 @@ class Index(Refreshing):
         The new file is copied over the live one with SQLite's backup API: one
         transaction, so readers and the watcher (WAL, open connections) see the old index
         or the new one, never a mix. A live file too broken for that is replaced instead.
-        Vectors outlive it, matched to cards by text (semantic.keep/restore), and this
+        Vectors outlive it, matched to cards by text (vector_rows.keep/restore), and this
         process's caches learn of it.
         """
-        from . import semantic
+        from . import vector_rows
 
         try:
-            kept = semantic.keep(self)
+            kept = vector_rows.keep(self)
         except sqlite3.DatabaseError:  # too broken to read: the vectors are made anew too
             kept = []
         tmp = self.db_path.with_name(f"{self.db_path.name}.new-{os.getpid()}")
@@ -222,7 +222,7 @@ class Index(Refreshing):
         finally:
             fresh.close()
             _remove_db(tmp)
-        semantic.restore(self, kept)
+        vector_rows.restore(self, kept)
         return counts
 
     def verify(self, deep: bool = False) -> list[str]:
@@ -250,7 +250,7 @@ class Index(Refreshing):
 
     def problems(self) -> list[dict[str, str]]:
         """Files that failed to parse as cards: id, path, reason (as of the last refresh)."""
-        return [{"id": r[0], "path": r[1], "reason": r[2]} for r in self._repairing(
+        return [{"id": r[0], "path": r[1], "reason": r[2]} for r in self.repairing(
             lambda: self.conn.execute("SELECT id, path, reason FROM problems ORDER BY id")
             .fetchall())]
 
@@ -299,30 +299,6 @@ class Index(Refreshing):
     def generation(self) -> int:
         row = self.conn.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
         return int(row[0]) if row else 0
-
-    def search(self, query: str, limit: int = 10, card_type: str | None = None,
-               project: str | None = None, semantic: bool = False) -> "Any":
-        """Ranked cards for a query (no refresh; see the module-level search()); with
-        semantic, fused with the nearest vectors when the model is there (store/index/hybrid.py)."""
-        if semantic:
-            from .hybrid import run
-        else:
-            from .search import run
-
-        return self._repairing(lambda: run(self, query, limit, card_type, project))
-
-
-def search(store: Any, query: str, limit: int = 10, card_type: str | None = None,
-           project: str | None = None, index: Index | None = None, semantic: bool = True) -> Any:
-    """Refresh the store's index, then search it: the one call most callers want."""
-    idx = index or Index(store)
-    try:
-        idx.refresh()
-        return idx.search(query, limit=limit, card_type=card_type, project=project,
-                          semantic=semantic)
-    finally:
-        if index is None:
-            idx.close()
 
 
 def _busy(exc: BaseException) -> bool:

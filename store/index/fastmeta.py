@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..cards import card as cardlib
 from ..cards.card import _Loader
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
@@ -184,3 +185,12 @@ def _by_line(block: str) -> dict[str, Any] | None:
         meta[key] = parsed
     return meta
 
+
+def parse(text: str, card_id: str, path: Any = None) -> Any:
+    """card.parse's Card, its frontmatter read by quick_meta when it can (a whole-store
+    pass such as maintain's reads 10k cards)."""
+    span = cardlib.split(text)
+    meta = quick_meta(text[span[0]:span[1]]) if span else None
+    if meta is None:
+        return cardlib.parse(text, card_id, path)  # YAML, or no frontmatter
+    return cardlib.from_meta(card_id, meta, text, span[2], path)

@@ -23,7 +23,7 @@ PIPELINE_MIN, BATCH = 1000, 500
 
 
 class Refreshing:
-    """Index's refresh methods; Index (db.py) supplies conn, _repairing and the state
+    """Index's refresh methods; Index (db.py) supplies conn, repairing and the state
     its __init__ sets (root, _files, _as_text, _links, _dirs, _touched, _gone)."""
 
     def _stat_files(self) -> Iterator[tuple[str, str, os.stat_result]]:
@@ -69,7 +69,7 @@ class Refreshing:
         card is. `status`: an anchor.Status started earlier, to use (and close).
         """
         try:
-            return self._repairing(lambda: self._fresh(walk, status))
+            return self.repairing(lambda: self._fresh(walk, status))
         finally:
             if status is not None:
                 status.close()
@@ -77,7 +77,7 @@ class Refreshing:
     def refresh_ids(self, ids: Iterable[str]) -> dict[str, int]:
         """Re-index just these ids (the watcher's call): changed, new or gone."""
         wanted = set(ids)
-        counts = self._repairing(lambda: self._refresh(wanted))
+        counts = self.repairing(lambda: self._refresh(wanted))
         if self._touched and self._files is None:
             # rows changed outside a walk: git must not vouch for them
             from . import freshness as anchor

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections import Counter, defaultdict
 from itertools import combinations
+from operator import mul
 
 from dataclasses import dataclass
 
@@ -28,8 +30,8 @@ from ..index.porter import stem
 from ..learning.matching import entry_line, is_duplicate, keywords
 from ..learning.proposals import digest
 from ..progress import quiet
-from . import distinct, lsh
-from .facts import facts
+from . import distinct, kept, lsh
+from .facts import facts, looked_up, tokens
 from .survey import Finding, Survey
 
 TYPE_CHECKING = False
@@ -42,27 +44,26 @@ MAX_DF = 100  # ...each in at most this many cards
 MIN_STEMS = 4  # a card with fewer says too little to call it anyone's duplicate
 WIDE, WINDOW = 64, 16  # a candidate bucket above WIDE cards: each meets WINDOW after it
 LINE_SAME = 0.75  # Jaccard of two History lines' stems (with the same numbers)
-_HISTORY = re.compile(r"^## History[ \t]*$", re.M | re.I)
-_MAY_HAVE_HISTORY = re.compile(r"^ {0,3}##[ \t]+history", re.M | re.I)
 
 
-_STEMS: dict[str, str] = {}  # word -> stem: a store repeats its words, porter is slow
+_STEMS: dict[str, frozenset[str]] = {}  # token -> its keywords' stems: porter is slow
 
 
-def stems(text: str) -> set[str]:
-    out = set()
-    for w in keywords(text):
-        s = _STEMS.get(w)
-        if s is None:
-            s = _STEMS[w] = stem(w) if w.isascii() else w
-        out.add(s)
-    return out
+def stems(text: str, toks: set[str] | None = None) -> set[str]:
+    """The Porter stems of the text's keywords (learning.matching's), read token by token
+    (facts.tokens(text), when the caller has them: no keyword spans a space or a `)."""
+    return set().union(*looked_up(_STEMS, tokens(text) if toks is None else toks, _stems_of))
+
+
+def _stems_of(token: str) -> frozenset[str]:
+    return frozenset(stem(k) if k.isascii() else k for k in keywords(token))
 
 
 def card_text(c: cardlib.Card) -> str:
+    """What the card says: its names, description and body up to its History section."""
     body = c.body
-    if m := _HISTORY.search(body):
-        body = body[:m.start()]
+    if span := cardlib.history_span(c.text):
+        body = c.text[len(c.text) - len(body):span[0]]
     return " ".join([c.title, *c.aliases, c.description, body])
 
 
@@ -72,24 +73,38 @@ def _scope(c: cardlib.Card) -> str | None:
 
 def features(c: cardlib.Card) -> tuple[set[str], frozenset[str]]:
     """(what similarity weighs: stems and facts, the facts alone) of a card."""
-    text = card_text(c)
-    fs = facts(text)
-    return stems(text) | fs, fs
+    return text_features(card_text(c))
 
 
-def _vectors(words: dict[str, set[str]]) -> dict[str, dict[str, float]]:
-    """id -> its features weighted by rarity (idf), normalised: cosine is a dot product."""
-    df: Counter[str] = Counter()
-    for ws in words.values():
-        df.update(ws)
-    n = max(1, len(words))
-    idf = {w: math.log((n + 1) / k) for w, k in df.items()}
-    vec: dict[str, dict[str, float]] = {}
-    for cid, ws in words.items():
-        v = {w: idf[w] for w in ws}
-        norm = math.sqrt(sum(x * x for x in v.values())) or 1.0
-        vec[cid] = {w: x / norm for w, x in v.items()}
-    return vec
+def text_features(text: str) -> tuple[set[str], frozenset[str]]:
+    """features of a card whose card_text is text."""
+    toks = tokens(text)
+    fs = facts(text, toks)
+    return stems(text, toks) | fs, fs
+
+
+_FEATURES_CODE = (text_features, facts, keywords, stem)  # their modules name kept features
+
+
+class _Vectors(dict):
+    """id -> its features weighted by rarity (idf), normalised: cosine is a dot product.
+    Each made when first asked for: most cards meet no other."""
+
+    def __init__(self, words: dict[str, set[str]]) -> None:
+        super().__init__()
+        df: Counter[str] = Counter()
+        for ws in words.values():
+            df.update(ws)
+        n = max(1, len(words))
+        self.idf = {w: math.log((n + 1) / k) for w, k in df.items()}
+        self.words = words
+
+    def __missing__(self, cid: str) -> dict[str, float]:
+        ws = self.words[cid]
+        xs = list(map(self.idf.__getitem__, ws))
+        norm = math.sqrt(sum(map(mul, xs, xs))) or 1.0
+        v = self[cid] = dict(zip(ws, map(norm.__rtruediv__, xs)))
+        return v
 
 
 def _score(va: dict[str, float], vb: dict[str, float]) -> float:
@@ -103,7 +118,7 @@ def card_pairs(survey: Survey, threshold: float = DUPLICATE) -> list[tuple[float
     cards = survey.active()
     words = {c.id: features(c)[0] for c in cards}
     words = {k: v for k, v in words.items() if len(v) >= MIN_STEMS}
-    vec = _vectors(words)
+    vec = _Vectors(words)
     df: Counter[str] = Counter()
     for ws in words.values():
         df.update(ws)
@@ -151,13 +166,20 @@ def groups(survey: Survey, progress: Progress = quiet) -> list[Group]:
     progress("comparing cards", 0, total)
     words: dict[str, set[str]] = {}
     keys: dict[str, object] = {}
-    for n, c in enumerate(cards, 1):
-        ws, fs = features(c)
-        if len(ws) >= MIN_STEMS:
-            words[c.id], keys[c.id] = ws, (_scope(c), fs)
-        if n % 500 == 0:
-            progress("comparing cards", n // 2, total)
-    vec = _vectors(words)
+    known = kept.Kept(survey.store.root, text_features,  # features of texts seen before
+                      [sys.modules[f.__module__].__file__ or "" for f in _FEATURES_CODE])
+    done = False
+    try:
+        for n, c in enumerate(cards, 1):
+            ws, fs = known.of(card_text(c))
+            if len(ws) >= MIN_STEMS:
+                words[c.id], keys[c.id] = ws, (_scope(c), fs)
+            if n % 500 == 0:
+                progress("comparing cards", n // 2, total)
+        done = True
+    finally:  # also when cut off: a budgeted daily pass gets further the next day
+        known.save(complete=done)
+    vec = _Vectors(words)
     apart = distinct.apart(survey.store.root, {c.id: digest(c.text) for c in cards})
     parent: dict[str, str] = {}
     best: dict[str, float] = {}
@@ -248,8 +270,6 @@ def same_line(a: str, b: str) -> bool:
 
 def line_pairs(c: cardlib.Card) -> list[tuple[str, str]]:
     """(earlier, later) History lines of one card that say the same thing."""
-    if not _MAY_HAVE_HISTORY.search(c.text):  # most cards: no heading walk for nothing
-        return []
     lines = cardlib.history(c.text)
     out, dup = [], set()
     for i, j in combinations(range(len(lines)), 2):

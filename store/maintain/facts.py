@@ -12,14 +12,16 @@ property tests check every one of them survives `maintain --apply`.
 from __future__ import annotations
 
 import re
+from typing import Callable, Iterator, TypeVar
 
 from ..index.porter import stem
+
+K, V = TypeVar("K"), TypeVar("V")
 
 # a token with a digit (numbers, versions, dates, `py311`), a path or an identifier's
 # marks (`/`, `\`, `_`, `::`, a dotted name such as `setup.py`), or a flag (`--force`)
 _FACTY = re.compile(r"\d|[/\\_]|::|\w\.\w|^--?\w")
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2,}[a-z]")
-_TOKEN = re.compile(r"[^\s`]+")
 # a token that may be a fact once its quotes and brackets are stripped: one search each
 _MAYBE = re.compile(r"\d|[/\\_]|::|\w\.\w|(?<![\w-])--?\w|[a-z][A-Z]|[A-Z]{2,}[a-z]")
 _EDGE = "\"'()[]{}<>,;:!?.*"
@@ -33,16 +35,41 @@ _FILLER = {"a", "an", "the", "to", "be", "been", "being", "do", "does", "did", "
 _WORD = re.compile(r"[a-z][a-z']*")
 
 
-def facts(text: str) -> frozenset[str]:
-    """The card's numbers, versions, dates, identifiers and paths ("#..." tokens, lower
-    case, however quoted: `x/y/` is x/y) and negations ("!stem": the word one applies to)."""
-    out: set[str] = set()
-    for raw in _TOKEN.findall(text):
-        if not _MAYBE.search(raw):
-            continue
+def looked_up(memo: dict[K, V], keys: set[K], compute: Callable[[K], V]) -> Iterator[V]:
+    """compute(k) for each of keys, each computed once per process (a store repeats its
+    words and tokens): the lookups run in C, the computing of new keys only in Python."""
+    if new := keys.difference(memo):  # by lookups in memo, not a walk of it
+        if len(memo) > 500_000:  # a long-lived process: bounded
+            memo.clear()
+            new = keys
+        for k in new:
+            memo[k] = compute(k)
+    return map(memo.__getitem__, keys)
+
+
+_TOKEN_FACT: dict[str, str | None] = {}  # token -> its fact or None
+
+
+def _token_fact(raw: str) -> str | None:
+    """The fact one token states ("#..."), or None."""
+    if _MAYBE.search(raw):
         tok = raw.strip(_EDGE)
         if tok and (_FACTY.search(tok) or _CAMEL.search(tok)):
-            out.add("#" + tok.lower().removeprefix("./").rstrip("/\\"))
+            return "#" + tok.lower().removeprefix("./").rstrip("/\\")
+    return None
+
+
+def tokens(text: str) -> set[str]:
+    """The text's tokens (runs of neither space nor `), each once."""
+    return set(text.replace("`", " ").split())
+
+
+def facts(text: str, toks: set[str] | None = None) -> frozenset[str]:
+    """The card's numbers, versions, dates, identifiers and paths ("#..." tokens, lower
+    case, however quoted: `x/y/` is x/y) and negations ("!stem": the word one applies to).
+    toks: tokens(text), when the caller has them."""
+    out = set(looked_up(_TOKEN_FACT, tokens(text) if toks is None else toks, _token_fact))
+    out.discard(None)
     lower = text.lower()
     for m in _NEGATED.finditer(lower):
         for w in _WORD.finditer(lower, m.end()):

@@ -24,6 +24,8 @@ def _blank(m: re.Match[str]) -> str:
 
 def links(text: str) -> Iterator[tuple[str, int]]:
     """(target, offset) of each wikilink outside code; offsets are into `text`."""
+    if "[[" not in text:  # most cards: no blanking of their code for nothing
+        return
     plain = _INLINE.sub(_blank, _FENCE.sub(_blank, text))
     for m in LINK.finditer(plain):
         yield m.group(1).strip(), m.start(1)
@@ -41,7 +43,11 @@ class Resolver:
         for c in survey.cards.values():
             for name in (c.id, c.title, *c.aliases):
                 self.names.setdefault(_key(name), set()).add(c.id)
-        self.renames = survey.renames
+        self.survey = survey
+
+    @property
+    def renames(self) -> dict[str, str]:
+        return self.survey.renames  # a git log, asked only once a link names no card
 
     def resolves(self, target: str) -> bool:
         return _key(target.removesuffix(".md")) in self.names
@@ -63,11 +69,12 @@ class Resolver:
 
 
 def find(survey: Survey) -> list[Finding]:
-    resolver = Resolver(survey)
+    resolver: Resolver | None = None  # made at the first link: many stores have none
     out: list[Finding] = []
     for cid in sorted(survey.cards):
         text = survey.cards[cid].text
         for target, _ in links(text):
+            resolver = resolver or Resolver(survey)
             if resolver.resolves(target):
                 continue
             if new := resolver.renamed_to(target):

@@ -46,7 +46,9 @@ class Survey:
 
     @classmethod
     def of(cls, store: Store, now: float | None = None) -> "Survey":
-        cards, problems = store.scan()
+        from ..index import fastmeta
+
+        cards, problems = store.scan(fastmeta.parse)
         return cls(store, {c.id: c for c in cards}, problems, now or time.time())
 
     def active(self) -> list[cardlib.Card]:

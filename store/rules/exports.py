@@ -24,6 +24,13 @@ does not fit is named as left out. They go inside a marked block (BEGIN ... END)
 person's text around it is kept byte for byte, and a file is rewritten only when its
 bytes change, so a second run changes nothing. A path glob is what `applies_to` says is a
 path (triggers.py's table: the one reading of `applies_to`).
+
+An export is kept current: `remember` notes it in the store's `.cardmem/exports.json`, and
+`refresh` (run by store/derived.py after every write that changes a rule, and by doctor)
+writes each again. The list stays on this machine, uncommitted: its folders are this
+machine's, and a store shared by git must not make a teammate's cardmem write into paths
+that are someone else's there. An export is kept while its block is there: a person who
+takes the block out (or deletes the file, or the folder) has ended it, and it is forgotten.
 """
 from __future__ import annotations
 
@@ -186,13 +193,14 @@ def _fit(host: Host, existing: str, rules: list[Rule], left_already: list[str], 
          ) -> tuple[list[Rule], list[str], int]:
     """(rules shown whole, ids left out, how many of those the left-out line names): whole
     rules in order while the file keeps within the host's cap, the left-out line counted."""
-    front = host.frontmatter(None)
+    # The person's text around the block, found once (a broken block is said here, before
+    # anything else): each trial below only joins the block between them.
+    before, after = _parts(existing, host.frontmatter(None), host.main)
 
     def fits(shown: list[Rule], left: list[str], names: int) -> bool:
-        text = _splice(existing, _block(host, [r.text for r in shown], left, head, names), front)
+        text = before + _block(host, [r.text for r in shown], left, head, names) + after
         return host.measure(text) <= host.cap
 
-    _splice(existing, "", front, host.main)  # a broken block: said before anything else
     if not fits([], [r.id for r in rules] + left_already, 0):
         raise CardmemError(host.main, f"its own text leaves no room within {host.cap_said} "
                                       "for the rules' block; nothing was written")
@@ -227,19 +235,23 @@ def _read(path: Path) -> str:
 def _splice(existing: str, block_text: str, front: str, path: Path | str = "export") -> str:
     """existing with its block replaced by block_text (or block_text appended), and the
     frontmatter (Cursor's, Copilot's) set to front; the rest kept as it is."""
+    before, after = _parts(existing, front, path)
+    return before + block_text + after
+
+
+def _parts(existing: str, front: str, path: Path | str) -> tuple[str, str]:
+    """(what goes before the block, what after it), the frontmatter included."""
     if front and existing.startswith("---\n"):
         end = existing.find("\n---\n", 3)
         existing = existing[end + 5:] if end >= 0 else existing
     begins, ends = list(_BEGIN.finditer(existing)), list(_END.finditer(existing))
     if len(begins) == len(ends) == 1 and begins[0].start() < ends[0].start():
-        out = existing[:begins[0].start()] + block_text + existing[ends[0].end():]
-    elif not begins and not ends:
+        return front + existing[:begins[0].start()], existing[ends[0].end():]
+    if not begins and not ends:
         sep = "" if not existing else "\n" if existing.endswith("\n") else "\n\n"
-        out = f"{existing}{sep}{block_text}\n"
-    else:
-        raise CardmemError(str(path), "holds a broken cardmem block (a begin line without "
-                                      "its end, or two blocks): mend it or delete it")
-    return front + out
+        return f"{front}{existing}{sep}", "\n"
+    raise CardmemError(str(path), "holds a broken cardmem block (a begin line without "
+                                  "its end, or two blocks): mend it or delete it")
 
 
 def _write(path: Path, text: str) -> str:
@@ -283,4 +295,69 @@ def _remove_stale(folder: Path, suffix: str, keep: set[Path]) -> list[tuple[Path
         else:
             path.unlink()
         out.append((path, "removed"))
+    return out
+
+
+TARGETS = "exports.json"  # in .cardmem/: the exports this machine keeps current
+
+
+def _targets_path(root: Any) -> Path:
+    return Path(root) / ".cardmem" / TARGETS
+
+
+def targets(root: Any) -> list[dict[str, Any]]:
+    """The exports kept current for the store at root: {host, folder, project}."""
+    try:
+        data = json.loads(_targets_path(root).read_text("utf-8"))
+    except (OSError, ValueError):
+        return []
+    items = data.get("targets") if isinstance(data, dict) else None
+    return [t for t in items or [] if isinstance(t, dict) and t.get("host") in HOSTS
+            and isinstance(t.get("folder"), str)]
+
+
+def _save(root: Any, items: list[dict[str, Any]]) -> None:
+    from ..root import write_cache
+
+    path = _targets_path(root)
+    path.parent.mkdir(exist_ok=True)
+    write_cache(path, json.dumps({"v": 1, "targets": items}, indent=1).encode())
+
+
+def remember(store: Any, host_name: str, folder: Path, project: str | None) -> None:
+    """Keep this export current from now on (after an export that wrote it)."""
+    where = str(Path(folder).resolve())
+    items = [t for t in targets(store.root) if (t["host"], t["folder"]) != (host_name, where)]
+    _save(store.root, [*items, {"host": host_name, "folder": where, "project": project}])
+
+
+def refresh(store: Any) -> list[tuple[dict[str, Any], str, str]]:
+    """Every remembered export written again for the rules now: (target, "written" |
+    "unchanged" | "forgotten" | "failed", why). One whose block is gone is forgotten; one
+    that fails (a block broken by hand, a file its person filled to the cap) is left as
+    it is, and said. Never raises; a store with none costs one file read."""
+    out: list[tuple[dict[str, Any], str, str]] = []
+    gone: list[dict[str, Any]] = []
+    for t in targets(store.root):
+        folder = Path(t["folder"])
+        main = folder / HOSTS[t["host"]].main
+        try:
+            ours = folder.is_dir() and bool(_BEGIN.search(_read(main)))
+        except CardmemError:
+            ours = True  # unreadable now: kept, and export says why
+        if not ours:
+            out.append((t, "forgotten", f"no cardmem block in {main} any more"))
+            gone.append(t)
+            continue
+        try:
+            res = export(store, t["host"], folder, t.get("project"))
+            changed = any(a != "unchanged" for _, a in res.files)
+            out.append((t, "written" if changed else "unchanged", ""))
+        except Exception as exc:  # noqa: BLE001 - a commit, a doctor run must go on
+            out.append((t, "failed", " ".join(str(exc).split()) or type(exc).__name__))
+    if gone:
+        try:  # read again: an export remembered meanwhile stays
+            _save(store.root, [t for t in targets(store.root) if t not in gone])
+        except OSError:
+            pass
     return out

@@ -15,7 +15,7 @@ A rule names what it governs in `applies_to` (store/rules/triggers.py compiles t
 A rule without `applies_to` may still be brought up, as a reminder only, when the call's
 words clearly match its title, aliases and tags: `relevance` scores the share of the
 rule's keyword weight (idf over all rules) found in the call, and the caller keeps a rule
-at or above the threshold calibrated in tests/store/test_relevance.py.
+at or above the threshold calibrated in tests/store/search/test_relevance.py.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ STOP = frozenset("""a an and are as at be before after by do does don't dont for
 into is it its never no not of on or our please prefer should must always avoid use using
 the this that to when with without we you your run make sure any all only ever""".split())
 # Relevance from which a rule without applies_to reminds: the lowest with precision
-# >= 0.9 on tests/store/relevance_set.py (bench/RESULTS.md); [rules] relevance_threshold.
+# >= 0.9 on tests/store/search/relevance_set.py (bench/RESULTS.md); [rules] relevance_threshold.
 THRESHOLD = 0.65
 MIN_SHARED = 2  # keywords a call must share with a rule (an alias phrase counts as enough)
 

@@ -1,7 +1,7 @@
 """Vectors after words: the Watcher's embedding, in a process of its own.
 
 The indexer pokes it after each batch; it then runs the store's background embedder
-(store/index/vectors.py: what the index holds without a vector, a few cards a step, each
+(store/search/vectors.py: what the index holds without a vector, a few cards a step, each
 committed, at a low CPU priority, then whatever the index gains until it has been quiet
 for LINGER_S) and waits for it on a thread that only waits. A process,
 not a thread of the watcher: the model's tokenizer is pure Python, and sharing the GIL
@@ -48,7 +48,7 @@ class Backfill:
             return
         self._wake.set()
         if self._thread is None or not self._thread.is_alive():
-            from ..index import embedding
+            from ..search import embedding
 
             if embedding.turned_off():
                 self.off = "turned off by CARDMEM_SEMANTIC"
@@ -64,7 +64,7 @@ class Backfill:
             return True
         if self._wake.is_set() and not self._working:
             return False  # asked, not started yet
-        from ..index import vectors
+        from ..search import vectors
         from ..index.db import Index
 
         if self._index is None:
@@ -79,7 +79,7 @@ class Backfill:
         if proc is not None and proc.poll() is None:
             proc.terminate()
         if self._thread is not None:
-            from ..index import embedding
+            from ..search import embedding
 
             embedding.BACKFILL = False  # nobody embeds for this process's searches now
             if self._thread is not threading.current_thread():
@@ -89,7 +89,8 @@ class Backfill:
             self._index = None
 
     def _run(self) -> None:
-        from ..index import db, vectors
+        from ..index import db
+        from ..search import vectors
 
         db_path = self.store.root / ".cardmem" / db.DB_NAME
         while not self._stop.is_set():
@@ -99,7 +100,8 @@ class Backfill:
             self._working = True
             self._wake.clear()  # what changes from here on needs another run
             try:
-                self._proc = proc = vectors.spawn(self.store.root, db_path, LINGER_S)
+                self._proc = proc = vectors.spawn(self.store.root, db_path, LINGER_S,
+                                                     tied=True)
                 if proc is None:
                     self._give_up("the embedding process could not be started")
                     return
@@ -127,7 +129,7 @@ class Backfill:
                 self._working = False
 
     def _give_up(self, why: str) -> None:
-        from ..index import embedding
+        from ..search import embedding
 
         self.off = why
         embedding.BACKFILL = False  # searches embed what they need again

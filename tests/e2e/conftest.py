@@ -30,6 +30,7 @@ def claude_binary() -> Path:
 # The other hosts whose CLIs run here (hosts/codex, hosts/gemini): pinned, installed the same way.
 CODEX_VERSION = "0.171.0"
 GEMINI_CLI_VERSION = "0.61.0"
+COPILOT_CLI_VERSION = "1.0.102"
 
 
 def npm_binary(package: str, version: str, bin_name: str, cache: Path | None = None) -> Path:
@@ -72,3 +73,8 @@ def codex() -> Path:
 @pytest.fixture(scope="session")
 def gemini_cli() -> Path:
     return npm_binary("@google/gemini-cli", GEMINI_CLI_VERSION, "gemini")
+
+
+@pytest.fixture(scope="session")
+def copilot_cli() -> Path:
+    return npm_binary("@github/copilot", COPILOT_CLI_VERSION, "copilot")

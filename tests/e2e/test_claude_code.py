@@ -22,7 +22,7 @@ from hostworld import RULE_MARK, SIGNAL, base_world
 from fakeapi import FakeAPI, reply
 
 from cardmem.store.git import runner as git
-from cardmem.tools.extract import SYSTEM as EXTRACT_SYSTEM
+from cardmem.tools.learning.extract import SYSTEM as EXTRACT_SYSTEM
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from hostkit import cardmem, host_env, learners_done
 from hostworld import SIGNAL
 
 from cardmem.store.git import runner as git
-from cardmem.tools.extract import SYSTEM as EXTRACT_SYSTEM
+from cardmem.tools.learning.extract import SYSTEM as EXTRACT_SYSTEM
 
 HELPER_KEY = "sk-ant-fake-helper"
 TURNS = [("user", "Set the frobnicator retry limit for widget jobs to five. " * 6),
@@ -115,7 +115,7 @@ def test_stop_hook_learns_through_the_claude_code_login(subscriber: dict) -> Non
 def test_extract_returns_signals_through_the_claude_code_route(subscriber: dict,
                                                                claude_code: Path,
                                                                monkeypatch) -> None:
-    from cardmem.tools.extract import Signal, extract
+    from cardmem.tools.learning.extract import Signal, extract
 
     with FakeAPI(handler=lambda body: reply(SIGNAL + "\nchatter")) as api:
         env = {**subscriber["env"], "ANTHROPIC_BASE_URL": api.base_url}

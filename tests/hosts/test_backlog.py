@@ -16,7 +16,7 @@ from cardmem.hosts.learning import learn_logged
 from cardmem.store.git import runner as git
 from cardmem.store.learning import retry
 from cardmem.store.cards.card import history
-from cardmem.tools.extract import render_excerpt
+from cardmem.tools.learning.extract import render_excerpt
 
 
 def transcript(path: Path, word: str, turns: int = 4) -> Path:

@@ -223,3 +223,72 @@ def test_the_cli_route_with_host(store):
                           input="][", capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "{}"
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("cardmem: hook gemini prompt: ")
+
+
+def test_cursor_answers_a_shell_call_once_though_both_its_hooks_fire(store, capsys):
+    """Cursor fires preToolUse (tool_name "Shell") and beforeShellExecution for one shell
+    command: the rule answers at beforeShellExecution only, so it is counted once and an
+    `ask` is shown once; preToolUse still answers for the file tools."""
+    from cardmem.hosts import firings
+
+    rule(store, *DENY)
+    rule(store, *ASK)
+    pre = {"hook_event_name": "preToolUse", "conversation_id": "conv-1",
+           "workspace_roots": ["/w"], "tool_name": "Shell", "tool_use_id": "t1",
+           "tool_input": {"command": "git push --force origin main", "cwd": "/w"}}
+    out, err = hook("cursor", "preToolUse", pre, store, capsys)
+    assert out == "" and err == ""
+    decision, _ = refusal("cursor", answer("cursor", *SHELL["cursor"], store, capsys))
+    assert decision == "deny"
+    log = (store.root / ".cardmem" / "hooks.log").read_text()
+    assert log.count("deny feedback/no-force-push") == 1
+    assert len(firings.events(str(store.root))) == 1
+    edit = {**pre, "tool_name": "Write", "tool_input": {"file_path": "/w/migrations/001.sql"}}
+    decision, _ = refusal("cursor", answer("cursor", "preToolUse", edit, store, capsys))
+    assert decision == "ask"
+
+
+def test_copilot_on_windows_runs_its_shell_as_powershell_and_the_rule_still_holds(store, capsys):
+    """Copilot CLI's reference names two shell tools, `bash` and (Windows) `powershell`."""
+    rule(store, *DENY)
+    event, payload = SHELL["copilot"]
+    decision, reason = refusal("copilot", answer("copilot", event,
+                                                 {**payload, "toolName": "powershell"}, store,
+                                                 capsys))
+    assert decision == "deny" and "feedback/no-force-push" in reason
+
+
+# Each host's own limit, counted its own way (not our CAP constants): Claude Code shows
+# 10,000 characters (UTF-16 units) of a hook's context whole; Codex spills context past
+# 2,500 tokens, a token being four UTF-8 bytes (codex-utils-string approx_token_count);
+# Gemini CLI and Cursor document none, and get Claude Code's.
+LIMITS = {"claude": (lambda t: len(t.encode("utf-16-le")) // 2, 10_000),
+          "codex": (lambda t: -(-len(t.encode("utf-8")) // 4), 2_500),
+          "gemini": (lambda t: len(t.encode("utf-16-le")) // 2, 10_000),
+          "cursor": (lambda t: len(t.encode("utf-16-le")) // 2, 10_000)}
+
+
+@pytest.mark.parametrize("host", sorted(LIMITS))
+def test_session_start_in_wide_characters_within_the_hosts_own_limit_at_150_rules(
+        host, store, capsys):
+    """150 rules written in Cyrillic, with an emoji each: what the hook hands the host
+    stays within the host's own limit as the host counts it, rules whole or by title."""
+    for n in range(150):
+        rule(store, f"feedback/rule-{n:03}", f"Правило {n} о виджете {n} 🔧", "remind",
+             f'["widget-{n} *"]', f"Виджет {n} настраивают аккуратно: " + "подробность " * 30)
+    out = answer(host, START[host], {"session_id": "s", "cwd": str(store.root)}, store, capsys)
+    text = start_context(host, out)
+    measure, limit = LIMITS[host]
+    assert 0 < measure(text) <= limit, (host, measure(text))
+    assert sum(f"feedback/rule-{n:03}" in text for n in range(150)) > 20
+
+
+def test_agents_md_at_150_rules_in_wide_characters_keeps_codexs_32_kib(store, tmp_path):
+    from cardmem.store.rules.exports import export
+
+    for n in range(150):
+        rule(store, f"feedback/rule-{n:03}", f"Правило {n} 🔧", "remind", f'["widget-{n} *"]',
+             "подробность " * 40)
+    export(store, "agents-md", tmp_path)
+    data = (tmp_path / "AGENTS.md").read_bytes()
+    assert 16 * 1024 < len(data) <= 32 * 1024 and b"rules are left out" in data

@@ -109,3 +109,85 @@ def test_doctor_checks_each_installed_host(store, tmp_path, monkeypatch):
     found = checks(store)
     assert (False, f"Gemini CLI: prompt hook(s) missing in {path}; run `cardmem install gemini`") in found
     assert any(ok is False and "does not exist (a removed virtualenv?)" in m for ok, m in found)
+
+
+def rule_card(store, name, body):
+    (store.root / "feedback").mkdir(exist_ok=True)
+    (store.root / "feedback" / f"{name}.md").write_text(
+        f"---\ntitle: {name}\ntype: feedback\n---\n{body}\n")
+
+
+@pytest.mark.parametrize("host,folder,file", [
+    ("codex", ".codex", "AGENTS.md"), ("gemini", ".gemini", "GEMINI.md"),
+    ("cursor", ".cursor", ".cursor/rules/cardmem.mdc"),
+    ("copilot", ".github", ".github/copilot-instructions.md")])
+def test_install_export_writes_the_hosts_rules_file_and_keeps_it_current(
+        host, folder, file, store, tmp_path):
+    """`install HOST --export`: the rules in the host's own file, beside the project's
+    hooks file --settings names, then written again by the next rule change."""
+    rule_card(store, "small-prs", "Keep PRs under 400 lines.")
+    proj = tmp_path / "acme"
+    hooks = proj / folder / ("hooks/cardmem.json" if host == "copilot" else "hooks.json")
+    out = run(install, host, "--settings", str(hooks), "--store", str(store.root), "--export")
+    assert f"rules: 1 rule in {proj / file}; kept current as rules change" in out
+    assert "Keep PRs under 400 lines." in (proj / file).read_text()
+    from clikit import run as cardmem
+
+    r = cardmem("new", "feedback/tabs", "--title", "Tabs", "--body", "Indent with tabs.",
+                "--store", str(store.root))
+    assert r.returncode == 0, r.stderr
+    assert "Indent with tabs." in (proj / file).read_text()
+
+
+def test_install_export_at_user_scope_and_its_refusals(store, tmp_path):
+    rule_card(store, "small-prs", "Keep PRs under 400 lines.")
+    run(install, "codex", "--store", str(store.root), "--export")  # Codex's own AGENTS.md
+    assert "Keep PRs under 400 lines." in (tmp_path / ".codex" / "AGENTS.md").read_text()
+    for host, args, why in (
+            ("cursor", ["--export"], "--export: Cursor reads rules files from a project, not "
+                                     "from your home; name the project's folder: --export DIR"),
+            ("copilot", ["--export", str(tmp_path / "nowhere")],
+             f"--export {tmp_path / 'nowhere'}: is not a folder"),
+            ("claude-code", ["--export"], "--export: Claude Code loads every rule whole")):
+        r = CliRunner().invoke(install, [host, "--store", str(store.root), *args])
+        assert r.exit_code != 0 and str(r.exception).startswith(why), r.output
+
+
+def test_doctor_brings_each_kept_export_up_to_date(store, tmp_path):
+    from clikit import run as cardmem
+
+    from cardmem.hosts.checks import check_exports
+
+    rule_card(store, "small-prs", "Keep PRs under 400 lines.")
+    proj = tmp_path / "acme"
+    proj.mkdir()
+    assert cardmem("export", "agents-md", str(proj), "--store", str(store.root)).returncode == 0
+    assert check_exports(store) == [(True, f"export agents-md: {proj / 'AGENTS.md'} current")]
+    rule_card(store, "small-prs", "Keep PRs under 200 lines.")  # edited by hand, not committed
+    assert check_exports(store) == [
+        (True, f"export agents-md: {proj / 'AGENTS.md'} brought up to date")]
+    assert "under 200 lines" in (proj / "AGENTS.md").read_text()
+    (proj / "AGENTS.md").unlink()
+    [(ok, said)] = check_exports(store)
+    assert ok is None and "no longer kept current" in said and check_exports(store) == []
+
+
+def test_install_export_to_no_folder_writes_nothing(store, tmp_path):
+    r = CliRunner().invoke(install, ["copilot", "--store", str(store.root),
+                                     "--export", str(tmp_path / "nowhere")])
+    assert r.exit_code != 0 and "is not a folder" in str(r.exception)
+    assert not (tmp_path / ".copilot").exists()  # no hooks, no MCP server: nothing written
+
+
+def test_doctor_says_when_cursors_shell_hook_is_gone(store, tmp_path):
+    """Cursor's shell is answered at beforeShellExecution only (preToolUse leaves it there):
+    without that entry no shell rule holds, though preToolUse still runs the same hook."""
+    from cardmem.hosts.checks import check_host
+
+    run(install, "cursor", "--store", str(store.root))
+    path = tmp_path / ".cursor" / "hooks.json"
+    data = json.loads(path.read_text())
+    del data["hooks"]["beforeShellExecution"]
+    path.write_text(json.dumps(data))
+    assert (False, f"Cursor: beforeShellExecution hook(s) missing in {path}; run "
+                   "`cardmem install cursor`") in check_host("cursor", store)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from cardmem.hosts.hook import FOREGROUND_ENV, run
-from cardmem.hosts.transcript import read_excerpt, talk_since
+from cardmem.tools.learning.transcript import read_excerpt, talk_since
 
 SAID = "Our staging deploys need the VPN up first, the {w} runbook says so. " * 4
 REPLY = "Understood: I will bring the VPN up before deploying {w} to staging. " * 4

@@ -258,6 +258,9 @@ def test_every_hosts_installed_pretool_command_stays_lean(store):
             args[1:1] = ["-X", "importtime"]
             payload = {"session_id": "s", "cwd": "/tmp", "tool_name": tool,
                        "tool_input": {field: line}}
+            if host == "cursor":  # its shell is answered at beforeShellExecution
+                payload = {"hook_event_name": "beforeShellExecution", "conversation_id": "s",
+                           "workspace_roots": ["/tmp"], "command": line}
             done = subprocess.run(args, input=json.dumps(payload), capture_output=True,
                                   text=True, env=env, cwd=store.root.parent)
             assert done.returncode == 0, done.stderr

@@ -14,6 +14,8 @@ DIM = 512
 
 class StuckModel:
     stamp = STAMP
+    dim = DIM
+    affine = (1.0, 0.0)
 
     def __init__(self) -> None:
         import numpy
@@ -33,6 +35,9 @@ class StuckModel:
                 time.sleep(0.01)
         vecs = np.ones((len(texts), DIM), dtype=np.float32)
         return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+
+    def query(self, text: str) -> Any:
+        return self.encode([text])[0]
 
 
 class Broken:

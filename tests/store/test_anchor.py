@@ -14,6 +14,7 @@ import pytest
 from cardmem.store.index import freshness as anchor
 from conftest import GIT_ID
 from cardmem.store.index.db import Index
+from cardmem.store.search.query import search_index
 
 
 def git(root: Path, *args: str) -> str:
@@ -76,7 +77,7 @@ def test_a_walk_anchors_and_the_next_refresh_uses_git(repo: Path) -> None:
         (repo / "notes" / "n3.md").write_text("---\ntitle: n3\n---\nquokka time\n")
         counts = idx.refresh()
         assert counts["updated"] == 1 and counts["unchanged"] == 12
-        assert [r["id"] for r in idx.search("quokka").results] == ["notes/n3"]
+        assert [r["id"] for r in search_index(idx, "quokka").results] == ["notes/n3"]
         after = held(idx)
         assert after.at == a.at  # no walk: the anchor only gained a suspect
         assert after.suspects == {"notes/n3"}
@@ -94,7 +95,7 @@ def test_commits_checkouts_and_reverts_are_followed(repo: Path, tmp_path: Path) 
         git(repo, "checkout", "-q", first)  # back: n1 is clean again, with the old text
         idx.refresh()
         assert rows(idx) == walked(repo, tmp_path)
-        assert idx.search("wombat").results == []
+        assert search_index(idx, "wombat").results == []
 
 
 def test_a_card_reindexed_by_the_watcher_then_reverted_is_still_checked(repo: Path,
@@ -174,7 +175,7 @@ def test_a_folder_without_git_always_walks(tmp_path: Path) -> None:
         assert held(idx) is None
         write(root, "a", "beta")
         idx.refresh()
-        assert [r["id"] for r in idx.search("beta").results] == ["a"]
+        assert [r["id"] for r in search_index(idx, "beta").results] == ["a"]
 
 
 OPS = ("edit", "edit", "new", "delete", "commit", "checkout-old", "checkout-main",
@@ -257,7 +258,7 @@ def test_without_a_git_program_the_refresh_walks(repo: Path, tmp_path: Path,
         monkeypatch.setenv("PATH", str(tmp_path / "empty"))
         write(repo, "notes/n8", "edited where git cannot run")
         idx.refresh()
-        assert [r["id"] for r in idx.search("cannot run").results] == ["notes/n8"]
+        assert [r["id"] for r in search_index(idx, "cannot run").results] == ["notes/n8"]
         assert held(idx) is None  # nothing to anchor to without git
 
 

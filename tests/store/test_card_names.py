@@ -79,7 +79,7 @@ def test_doctor_counts_uncommitted_cards_only(tricky) -> None:
 
 
 def test_sync_names_conflicting_cards_by_id_and_other_files_by_path() -> None:
-    from cardmem.store.git.sync import card_names
+    from cardmem.store.sharing.sync import card_names
 
     assert card_names(["a.md", "README.md", "notes/y.md.md", "cardmem.toml"]) == [
         "a", "README.md", "notes/y.md.md", "cardmem.toml"]

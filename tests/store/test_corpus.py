@@ -9,7 +9,7 @@ import pytest
 from corpora import CORPUS, need_corpus
 
 from cardmem.store.cards import card as cardlib
-from cardmem.store.index.db import search
+from cardmem.store.search.query import search
 from cardmem.store.store import init
 
 pytestmark = pytest.mark.corpus  # every test here reads the corpus
@@ -80,7 +80,7 @@ def test_nonsense_is_not_confident_on_the_corpus(corpus_store) -> None:
 def test_search_without_the_model_is_the_lexical_search_at_every_limit(corpus_store) -> None:
     """The fused search's fallback (model off, missing or loading) ranks as lexical search
     does: it must not ask FTS5 for the fused pool and cut it, which lets weaker tiers in."""
-    from cardmem.store.index import hybrid, search as lexical
+    from cardmem.store.search import hybrid, search as lexical
     from cardmem.store.index.db import Index
 
     questions = ["config file", "use uv", "run the tests", "release process", "lint rules",

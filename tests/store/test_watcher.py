@@ -18,6 +18,7 @@ from typing import Any, Callable
 import pytest
 
 from cardmem.store.index.db import Index
+from cardmem.store.search.query import search_index
 from cardmem.store.watch.names import card_id
 from cardmem.store.watch.watcher import Watcher
 
@@ -53,7 +54,7 @@ def git(root: Path, *args: str) -> str:
 
 
 def hits(idx: Index, query: str) -> list[str]:
-    return [r["id"] for r in idx.search(query).results]
+    return [r["id"] for r in search_index(idx, query).results]
 
 
 def exact(store) -> bool:

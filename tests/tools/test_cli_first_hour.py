@@ -140,7 +140,7 @@ def test_remember_appends_to_the_card_of_that_title_wherever_it_is(tmp_path: Pat
 def test_an_agent_remembering_a_rules_title_files_a_proposal_to_change_that_rule(
         tmp_path: Path) -> None:
     from cardmem.store.store import Store
-    from cardmem.tools.mcp_server import CardTools
+    from cardmem.tools.agents.mcp_server import CardTools
 
     root = tmp_path / "s"
     assert cli("init", str(root))[0] == 0

@@ -14,7 +14,7 @@ from walkkit import HONEST, QUESTION, is_judge, spiral_model
 
 from cardmem.store import config
 from cardmem.store.errors import CardmemError
-from cardmem.tools import judge as judge_mod, receipts
+from cardmem.tools.ask import judge as judge_mod, receipts
 from cardmem.tools.cli.group import cli
 
 LIAR = ("I hit the limit, but I have the whole answer: Mara Okonkwo approves, with the DB "

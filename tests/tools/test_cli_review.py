@@ -119,7 +119,7 @@ def test_a_change_to_a_card_edited_since_is_refused(person) -> None:
 
 
 def test_accepting_a_card_that_supersedes_one_marks_that_one(person) -> None:
-    from cardmem.tools.memory_tool import CardMemory
+    from cardmem.tools.agents.memory_tool import CardMemory
 
     old = "---\ntitle: Tests first\ntype: feedback\n# set by Tess\n---\nRun the tests.\n"
     person.commit({"memories/tests-first.md": old.encode()}, Message("seed"), agent=False)

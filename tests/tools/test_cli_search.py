@@ -107,7 +107,7 @@ def test_the_search_process_stays_lean(example_store) -> None:
     code = ("import sys\nfrom cardmem.tools.cli.group import main\nsys.argv=['cardmem','search',"
             f"'pytest fixtures','--store',{s!r}]\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in ('yaml','frontmatter','rapidfuzz','anthropic','mcp','numpy',"
-            "'hashlib','socket','cardmem.store.index.semantic')"
+            "'hashlib','socket','cardmem.store.search.semantic')"
             " if m in sys.modules), file=sys.stderr)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert PYTEST_CARD in p.stdout

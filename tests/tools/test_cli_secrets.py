@@ -106,7 +106,7 @@ def test_hooks_and_mcp_entry_mark_the_caller_as_an_agent():
 
 
 def test_a_vault_item_named_in_1password_is_no_secret():
-    from cardmem.tools.redact import redact
+    from cardmem.tools.secrets.redact import redact
 
     text = 'e.g. `<STRIPE_SECRET_KEY in 1Password: "Stripe live – billing">`'
     assert redact(text) == text

@@ -38,6 +38,8 @@ CASES = [
     ["deploy", "--limit", "3"],
     ["--limit=2", "deploy"],
     ["migration", "--type", "feedback"],
+    ["tests", "--type", "rule"],  # the word people use for feedback cards
+    ["tests", "--type=Rules"],
     ["tests", "--project=acme-api", "--json"],
     ["--json", "on-call", "rota", "--limit", "1000"],
     ["--", "--not-an-option", "deploy"],
@@ -55,6 +57,13 @@ def test_lean_search_prints_what_the_click_command_prints(example_store, capfd, 
     lean = run(capfd, monkeypatch, argv, lean=True)
     assert clicked[2] == 0 and clicked[0]
     assert lean == clicked
+
+
+def test_a_type_by_the_word_people_use_stays_on_the_lean_path() -> None:
+    for word in ("rule", "Rules", "people", "signals"):
+        opts = entry.parse_search(["deploy", "--type", word])
+        assert opts is not None, word
+    assert entry.parse_search(["deploy", "--type", "rule"])["card_type"] == "feedback"
 
 
 def test_errors_read_the_same(tmp_path: Path, capfd, monkeypatch) -> None:

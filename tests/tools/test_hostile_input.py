@@ -116,7 +116,7 @@ def mcp(store: Store, name: str, args: dict | None = None):
     import anyio
     from mcp import Client
 
-    from cardmem.tools.mcp_server import build_server
+    from cardmem.tools.agents.mcp_server import build_server
 
     async def go():
         async with Client(build_server(store)) as client:
@@ -150,7 +150,7 @@ def test_a_pathspec_id_commits_its_own_card_and_nothing_else(by: Bystanders, cid
 
 
 def test_the_memory_tool_takes_a_bracket_path_as_itself(by: Bystanders) -> None:
-    from cardmem.tools.memory_tool import memory_tool
+    from cardmem.tools.agents.memory_tool import memory_tool
 
     head, outside = by.before()
     memory_tool(by.store).call({"command": "create", "path": "/memories/[n]otes.md",
@@ -417,7 +417,7 @@ def test_mcp_read_card_and_remember_of_any_id(shared: Bystanders, raw: str) -> N
 def test_memory_tool_create_of_any_path(shared: Bystanders, raw: str) -> None:
     from anthropic.lib.tools import ToolError
 
-    from cardmem.tools.memory_tool import memory_tool
+    from cardmem.tools.agents.memory_tool import memory_tool
 
     head, outside = shared.before()
     path = f"/memories/{raw}.md"

@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 from maintainkit import corpus_store
 
-from cardmem.store.maintain import MODEL_FREE, record, within
+from cardmem.store.maintain import MODEL_FREE, within
+from cardmem.store.maintain import record
 from cardmem.tools.maintain import run
 
 
@@ -42,3 +43,29 @@ def test_within_raises_only_past_its_budget() -> None:
     with pytest.raises(OutOfTime):
         within(-1.0)("x", 1, 2)
     within(-1.0)("x", 2, 2)  # a phase done is let finish
+
+
+@pytest.mark.corpus
+def test_a_daily_pass_cut_off_keeps_what_it_computed_for_the_next(tmp_path, monkeypatch) -> None:
+    """The duplicate pass's features of the cards it read before the cut-off are kept
+    (store/maintain/kept.py): the next pass computes only the others'."""
+    from maintainkit import card_text, small_store
+
+    from cardmem.store.maintain import OutOfTime, duplicates
+
+    store = small_store(tmp_path / "s", {
+        f"reference/c{n}": card_text(f"Card {n}", f"Service {n} answers on port {9000 + n}.")
+        for n in range(600)}, corpus=("oxc",))
+    computed: list[str] = []
+    real = duplicates.text_features
+    monkeypatch.setattr(duplicates, "text_features", lambda t: computed.append(t) or real(t))
+
+    def clock(what, done, total):  # out of time at the report after the 500th card
+        if what == "comparing cards" and done > 0:
+            raise OutOfTime("spent")
+
+    report = run(store, {"duplicate"}, progress=clock)
+    assert report.notes[0].startswith("cut off: spent")
+    assert len(computed) == 500
+    run(store, {"duplicate"})
+    assert len(computed) > 600 and len(set(computed)) == len(computed)  # none twice

@@ -9,7 +9,7 @@ import pytest
 from maintainkit import corpus_store, git
 
 from cardmem.store.cards import card as cardlib
-from cardmem.tools import receipts
+from cardmem.tools.ask import receipts
 from cardmem.tools.maintain import run
 
 QUESTION = "Which Go test suites in temporal must run with the race detector?"

@@ -12,7 +12,8 @@ from maintainkit import AGED, aged_store, commit_as_person, corpus_store
 
 from cardmem.store.errors import NotFound
 from cardmem.store.root import READS_LOG, StoreRoot
-from cardmem.store.maintain import Survey, reads, stale
+from cardmem.store.maintain import Survey
+from cardmem.store.maintain import reads, stale
 from cardmem.tools.maintain import run
 
 STALE = AGED
@@ -63,7 +64,7 @@ def test_cli_show_and_search_note_reads(aged, monkeypatch, capfd) -> None:
 
 @pytest.mark.corpus
 def test_mcp_read_card_and_search_note_reads(aged) -> None:
-    from cardmem.tools.mcp_server import CardTools
+    from cardmem.tools.agents.mcp_server import CardTools
 
     tools = CardTools(aged)
     tools.read_card(STALE)

@@ -11,7 +11,7 @@ import pytest
 from gitremote import cli
 from maintainkit import AGED, aged_store, commit_as_person, corpus_store, git
 
-import cardmem.store.index.search as search
+import cardmem.store.search.search as search
 from cardmem.store.context import session_context
 from cardmem.store.index.db import Index
 from cardmem.store.maintain import record

@@ -9,7 +9,8 @@ import pytest
 from gitremote import cli
 from maintainkit import CORPUS, commit_as_person, corpus_store, git
 
-from cardmem.store.maintain import distinct, findings
+from cardmem.store.maintain import distinct
+from cardmem.store.maintain import findings
 from cardmem.tools.maintain import run
 
 SNAPSHOTS = ("---\ntitle: Insta snapshots track failing tests\ntype: project\nproject: oxc\n---\n"

@@ -15,10 +15,11 @@ from fakeapi import FakeAPI
 
 from cardmem.store import config
 from cardmem.store.errors import CardmemError
-from cardmem.tools import model, receipts
-from cardmem.tools.ask import NO_WALK, RUNG1_SYSTEM, ask
-from cardmem.tools.judge import judge
-from cardmem.tools.walk_record import Limits
+from cardmem.tools import model
+from cardmem.tools.ask import receipts
+from cardmem.tools.ask.answer import NO_WALK, RUNG1_SYSTEM, ask
+from cardmem.tools.ask.judge import judge
+from cardmem.tools.ask.walk_record import Limits
 
 FAKE_CLAUDE = textwrap.dedent("""\
     #!{python}

@@ -1,4 +1,4 @@
-"""`cardmem search` answered by a running `cardmem watch` (store/index/searchd.py).
+"""`cardmem search` answered by a running `cardmem watch` (store/search/searchd.py).
 
 Real processes where the boundary is the point: a `cardmem watch` with the real model
 serves; `cardmem search` processes ask it, and after it is killed (-9) fall back to
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from cardmem.store.index import embedding, searchd, searchd_server
-from cardmem.store.index.search import SearchResult
+from cardmem.store.search import embedding, searchd, searchd_server
+from cardmem.store.search.search import SearchResult
 from cardmem.store.store import init
 
 CARDS = {
@@ -71,7 +71,7 @@ def served(tmp_path_factory: pytest.TempPathFactory):
                 time.sleep(0.2)
             # Vectors come after words (a background embedder): the tests compare fused
             # results, so they start once every card has its vectors.
-            from cardmem.store.index import vectors
+            from cardmem.store.search import vectors
             from cardmem.store.index.db import Index
             from cardmem.store.root import StoreRoot
 
@@ -357,7 +357,7 @@ def test_with_no_server_running_asking_costs_a_stat_not_a_socket(tmp_path, monke
     root = tmp_path / "store"
     root.mkdir()
     monkeypatch.delenv("CARDMEM_SEMANTIC", raising=False)
-    code = ("import sys; from cardmem.store.index import searchd; said = [];"
+    code = ("import sys; from cardmem.store.search import searchd; said = [];"
             "got = searchd.ask(%r, 'zod', say=said.append);"
             "print(got, 'socket' in sys.modules, said)" % str(root))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -9,7 +9,7 @@ from fakeapi import reply
 from fakeslack import BOT_USER, FakeSlack, direct_message, mention, post_event, signed_event
 from slackkit import MARA, SECRET, Running, SocketMode, make_store
 
-from cardmem.tools import receipts
+from cardmem.tools.ask import receipts
 from cardmem.tools.slack.settings import SlackSettings
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from fakeapi import reply
 from fakeslack import FakeSlack, mention, post_event, signed, signed_event
 from slackkit import MARA, SECRET, Running, SocketMode, make_store
 
-from cardmem.tools import receipts
+from cardmem.tools.ask import receipts
 from cardmem.tools.slack import answerer as answerer_module
 
 ANSWER = "Kwame Asante owns the rota."

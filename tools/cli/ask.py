@@ -41,8 +41,8 @@ def ask(question: str, asker: str | None, progress: bool | None, as_json: bool,
         cardmem ask "Where is the staging DB?" --json --progress
     """
     from .. import model
-    from ..ask import ask as run_ask
-    from ..judge import later
+    from ..ask.answer import ask as run_ask
+    from ..ask.judge import later
 
     store = open_store(store_path)
     if progress is None:
@@ -109,14 +109,14 @@ def receipts(n: int, last: int | None, show_stats: bool, since_: str | None, as_
         cardmem receipts --stats --since 7d
     """
     n = last or n
-    from .. import receipts as rc
+    from ..ask import receipts as rc
 
     store = open_store(store_path)
     recs = list(rc.iter_all(store))
     if since_ is not None:
         from cardmem.store.cards.by_address import parse_since
 
-        from ..receipt_stats import since
+        from ..ask.receipt_stats import since
 
         try:
             after = parse_since(since_) if since_.strip() else parse_since("x")
@@ -125,7 +125,7 @@ def receipts(n: int, last: int | None, show_stats: bool, since_: str | None, as_
                                           f"{since_[:60]!r}", exit_code=2) from None
         recs = since(recs, after)
     if show_stats:
-        from ..receipt_stats import distribution
+        from ..ask.receipt_stats import distribution
 
         _print_stats(rc.stats(recs), distribution(recs), as_json)
         return
@@ -173,7 +173,7 @@ def _print_stats(st: dict, dist: dict, as_json: bool) -> None:
 
 
 def _print_distribution(d: dict) -> None:
-    from ..receipt_stats import chart
+    from ..ask.receipt_stats import chart
 
     def row(name: str, p: dict, fmt: str = "{:.2f}", unit: str = " s") -> None:
         if p["n"]:
@@ -220,8 +220,8 @@ def judge(receipt_id: str, rule_only: bool, as_json: bool, store_path: Path | No
         cardmem judge last
         cardmem judge 20261130T061200Z-a1b2c3 --rule-only --json
     """
-    from .. import receipts as rc
-    from ..judge import judge as run_judge, keep
+    from ..ask import receipts as rc
+    from ..ask.judge import judge as run_judge, keep
 
     store = open_store(store_path)
     v = run_judge(rc.find(store, receipt_id), use_model=not rule_only,

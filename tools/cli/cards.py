@@ -28,7 +28,7 @@ def read_body(body: str | None, piped: bool = False) -> str:
 def screen_secrets(texts: list[str | None], keep: bool) -> list[str | None]:
     """Texts about to be written, their secrets redacted unless --keep-secrets (an agent's
     never kept); said on stderr by kind (never the secret) before anything is committed."""
-    from cardmem.tools.redact import screen
+    from cardmem.tools.secrets.redact import screen
 
     keep = keep and os.environ.get(AGENT_ENV) != "1"
     out, kinds = screen(texts, keep)

@@ -188,7 +188,7 @@ def _plugin_checks() -> list[Check]:
 
 def check_secrets(store: Store) -> list[tuple[bool, str]]:
     """Cards that hold a secret: their ids and the kinds, never the values."""
-    from cardmem.tools.redact import secret_kinds
+    from cardmem.tools.secrets.redact import secret_kinds
 
     cards, _ = store.scan()
     found = [(c.id, kinds) for c in cards if (kinds := secret_kinds(c.text))]

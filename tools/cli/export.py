@@ -35,10 +35,11 @@ def export(host: str, path: str | None, project: str | None, as_json: bool,
     Each file keeps within its host's cap (AGENTS.md 32 KiB, Cursor 500 lines a rule
     file, Copilot 4,000 characters): rules go in whole or not at all, and the block names
     those left out. A rule whose `applies_to` names paths becomes a Cursor rule with
-    `globs` / a Copilot instructions file with `applyTo`. Run it again after rules change.
+    `globs` / a Copilot instructions file with `applyTo`. The export is kept current:
+    every change to a rule writes it again (take the block out to end that).
     """
     from cardmem.store.context.session import project_for
-    from cardmem.store.rules.exports import HOSTS as FILES, export as run
+    from cardmem.store.rules.exports import HOSTS as FILES, export as run, remember
 
     folder = Path(path) if path is not None else Path.cwd()
     if path is not None and not path.strip():
@@ -47,7 +48,9 @@ def export(host: str, path: str | None, project: str | None, as_json: bool,
         raise CardmemError(f"PATH {path}", "is not a folder (the project's folder, where "
                                            "the host looks for its files)")
     store = open_store(store_path)
-    result = run(store, host, folder, project or project_for(store, folder))
+    project = project or project_for(store, folder)
+    result = run(store, host, folder, project)
+    remember(store, host, folder, project)
     if as_json:
         emit_json({"host": host, "total": result.total, "shown": result.shown,
                    "scoped": result.scoped, "left_out": result.left_out,
@@ -59,4 +62,4 @@ def export(host: str, path: str | None, project: str | None, as_json: bool,
         if result.left_out else ""
     scoped = f", {len(result.scoped)} in files of their own by path" if result.scoped else ""
     click.echo(f"{result.total} rules in force: {len(result.shown)} whole in "
-               f"{FILES[host].main}{scoped}{left}")
+               f"{FILES[host].main}{scoped}{left}; kept current as rules change")

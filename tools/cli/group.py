@@ -25,7 +25,7 @@ LAZY: dict[str, str] = {
     "ask": "cardmem.tools.cli.ask:ask",
     "receipts": "cardmem.tools.cli.ask:receipts",
     "judge": "cardmem.tools.cli.ask:judge",
-    "mcp": "cardmem.tools.mcp_server:mcp_command",
+    "mcp": "cardmem.tools.agents.mcp_server:mcp_command",
     "context": "cardmem.tools.cli.context:context",
     "doctor": "cardmem.tools.cli.doctor:doctor",
     "update": "cardmem.tools.cli.sync:update",

@@ -40,11 +40,6 @@ def json_option(f):
     return click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(f)
 
 
-# What people call a card type that is not its name: the README calls feedback cards rules.
-TYPE_WORDS = {"rule": "feedback", "rules": "feedback", "people": "person",
-              "entities": "entity", "signals": "signal"}
-
-
 class CardType(click.Choice):
     """A card type (click.Choice over CARD_TYPES), also by the words people use for one."""
 
@@ -55,7 +50,9 @@ class CardType(click.Choice):
 
     def convert(self, value, param, ctx):
         if isinstance(value, str):
-            value = TYPE_WORDS.get(value.strip().lower(), value)
+            from cardmem.store.cards.paths import type_of_word
+
+            value = type_of_word(value)
         return super().convert(value, param, ctx)
 
 

@@ -104,10 +104,10 @@ MODEL_FIRST_LOAD = ("loading the search model, once: ~3 s of CPU, longer on a bu
 
 def model_note(as_json: bool = False) -> None:
     """Before a search loads the model: a line when this machine has no model cache yet
-    (the first load builds it: seconds; store/index/embedding.py)."""
+    (the first load builds it: seconds; store/search/embedding.py)."""
     if not shown(as_json):
         return
-    from cardmem.store.index import embedding
+    from cardmem.store.search import embedding
 
     if embedding.turned_off() or embedding.loaded():
         return

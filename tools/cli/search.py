@@ -45,14 +45,14 @@ def search(query: tuple[str, ...], limit: int, card_type: str | None, project: s
         cardmem search "Как выпустить релиз?" --json
         cardmem search deploy -v
     """
-    from cardmem.store.index.db import search as run_search
+    from cardmem.store.search.query import search as run_search
 
     problems: list[dict[str, str]] = []
     text = " ".join(query)
     if not text.strip():  # as the MCP search tool refuses it
         raise CardmemError("query", "is empty; say what to look for", exit_code=2)
     if base_name:
-        from cardmem.store.bases import search_base
+        from cardmem.store.sharing.bases import search_base
 
         res = search_base(StoreRoot.open(store_path), base_name, text, limit=limit,
                           card_type=card_type, project=project)
@@ -91,9 +91,9 @@ def _problems(store: StoreRoot) -> list[dict[str, str]]:
 
 def _served(store: StoreRoot, text: str, limit: int, card_type: str | None,
             project: str | None, verbose: bool) -> Any:
-    """The search as a running server of the store answers it (store/index/searchd.py),
+    """The search as a running server of the store answers it (store/search/searchd.py),
     or None: search here."""
-    from cardmem.store.index.searchd import ask
+    from cardmem.store.search.searchd import ask
 
     say = (lambda line: click.echo(f"cardmem: search: {line}", err=True)) if verbose else None
     return ask(str(store.root), text, limit, card_type, project, say=say)
@@ -124,9 +124,9 @@ def index(full: bool, wait: bool, as_json: bool, store_path: Path | None) -> Non
         cardmem index --full
         cardmem index --wait
     """
-    from cardmem.store.index import embedding, vectors as vec
+    from cardmem.store.search import embedding, vectors as vec
     from cardmem.store.index.db import Index
-    from cardmem.store.index.terms import vocabulary
+    from cardmem.store.search.terms import vocabulary
 
     with Index(StoreRoot.open(store_path)) as idx:
         damage = [] if full else idx.verify()
@@ -177,7 +177,7 @@ def index(full: bool, wait: bool, as_json: bool, store_path: Path | None) -> Non
 def _embed_here(idx: Any, quiet: bool) -> dict[str, Any] | None:
     """Embed what the index lacks in this process (a bar on a terminal); None when the
     model cannot be loaded (embedding.reason() says why)."""
-    from cardmem.store.index import embedding, vectors as vec
+    from cardmem.store.search import embedding, vectors as vec
     from cardmem.tools.cli.progress import bar
 
     model = embedding.embedder()

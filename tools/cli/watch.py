@@ -30,7 +30,7 @@ def watch(autocommit: bool | None, quiet_s: float | None, verbose: bool,
         cardmem watch -v
         cardmem watch --no-autocommit
     """
-    from cardmem.store.index.searchd_server import IndexSearch, Server
+    from cardmem.store.search.searchd_server import IndexSearch, Server
     from cardmem.store.watch.watcher import Watcher
 
     store = open_store(store_path)

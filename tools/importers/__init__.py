@@ -97,7 +97,7 @@ def _drop_oversized(parsed: Parsed) -> None:
 
 def redact_drafts(drafts: list[Draft]) -> dict[str, int]:
     """Replace secrets in every draft's text by markers; how many of each kind."""
-    from cardmem.tools.redact import redact_with_counts
+    from cardmem.tools.secrets.redact import redact_with_counts
 
     kinds: Counter[str] = Counter()
 
@@ -115,7 +115,7 @@ def redact_drafts(drafts: list[Draft]) -> dict[str, int]:
 
 
 def secret_kinds(drafts: list[Draft]) -> dict[str, int]:
-    from cardmem.tools.redact import secret_kinds as kinds_in
+    from cardmem.tools.secrets.redact import secret_kinds as kinds_in
 
     total: Counter[str] = Counter()
     for d in drafts:

@@ -1,4 +1,4 @@
-"""M3, mining answers: an `ask` answer the judge (tools/judge.py) graded supported by
+"""M3, mining answers: an `ask` answer the judge (tools/ask/judge.py) graded supported by
 what it read, that states something no card states, is worth keeping as a card.
 
 Found (kind `unfiled-answer`, ids = the receipt's id): a composed receipt whose newest
@@ -23,7 +23,7 @@ from cardmem.store.maintain import Finding, Survey
 from cardmem.store.maintain.duplicates import card_text, stems
 from cardmem.store.cards.status import PROPOSED
 
-from .. import receipts
+from ..ask import receipts
 
 KIND = "unfiled-answer"
 NOVEL = 0.8  # a card holding this share of the reply's stems says it already
@@ -76,7 +76,7 @@ def find(survey: Survey, *, judge_now: bool = False) -> tuple[list[Finding], str
     unjudged = [r for r in recs if verdict(r) is None]
     note = None
     if judge_now and unjudged:
-        from ..judge import judge, keep
+        from ..ask.judge import judge, keep
 
         for r in unjudged[-MAX_JUDGED:]:
             v = judge(r, cfg=survey.store.config.get("model"), by="maintain")

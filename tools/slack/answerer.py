@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cardmem.store.store import Store
-from cardmem.tools.walk_record import Limits
+from cardmem.tools.ask.walk_record import Limits
 
 from .intake import Quiet, Seen, bad_shape, question_of, retry_num, seen_keys
 from .people import People, asker_name
@@ -153,7 +153,7 @@ class Answerer:
         a redelivery after a restart is not answered twice; how many receipts were read."""
         from datetime import datetime, timedelta, timezone
 
-        from cardmem.tools import receipts
+        from cardmem.tools.ask import receipts
 
         after = datetime.now(timezone.utc) - timedelta(seconds=window_s)
         n = 0
@@ -219,7 +219,7 @@ class Answerer:
     # ---- the answer ------------------------------------------------------------------
 
     def _answer(self, q: Question) -> None:
-        from cardmem.tools.ask import ask
+        from cardmem.tools.ask.answer import ask
 
         person, asked = None, False
         try:
@@ -301,7 +301,7 @@ class Answerer:
         `text` is posted in the thread, so the receipt says how that went."""
         from datetime import datetime, timezone
 
-        from cardmem.tools import receipts
+        from cardmem.tools.ask import receipts
 
         rec: dict[str, Any] = {"id": receipts.new_id(), "question": q.text,
                                "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -316,7 +316,7 @@ class Answerer:
         """`remember TITLE: BODY` (off by default: `[slack] remember = true`): filed as the
         bot on the asker's behalf; a rule or user card only as a proposal. One receipt."""
         from cardmem.store.errors import CardmemError
-        from cardmem.tools.agent_remember import remember
+        from cardmem.tools.agents.remember import remember
 
         title, sep, body = (wish.group("rest") or "").partition(":")
         try:
@@ -344,7 +344,7 @@ class _Said:
 
 def _cut(q: Question) -> None:
     """A question over ask's limit, cut at a word to fit it; the reply will say so."""
-    from cardmem.tools.ask import MAX_QUESTION
+    from cardmem.tools.ask.answer import MAX_QUESTION
 
     if len(q.text) > MAX_QUESTION:
         q.cut_from = q.slack["cut_from"] = len(q.text)

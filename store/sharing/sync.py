@@ -1,0 +1,152 @@
+"""`cardmem sync`: share a store several people write, through any git remote.
+
+Fetch; replay the local commits on top of the remote's (a rebase: cards are separate files,
+so most replays are clean); push; then move the store to the result. The replay runs in a
+throwaway worktree, never in the store: a real conflict is aborted there and the store
+keeps exactly its HEAD, its tree and its uncommitted files, and the error names the
+conflicting cards. The store moves only after the push succeeded, by the same checked,
+recorded move as `cardmem update` (so `cardmem rollback` undoes a sync too).
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..git import runner as git
+from ..cards.paths import id_of_path
+from ..errors import CardmemError
+from .updates import (BEFORE_UPDATE, NET_ENV, Moved, UncommittedEdits, _locked,
+                      blocking_edits, counts, fetch, is_ancestor, recorded_move,
+                      refresh_index, refreshed, short, upstream)
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+ATTEMPTS = 3  # the remote moved between our fetch and our push: fetch and replay again
+
+
+class SyncConflict(CardmemError):
+    """Local and remote commits change the same lines of a card; nothing was changed."""
+
+    exit_code = 3
+
+    def __init__(self, what: str, why: str, files: list[str]) -> None:
+        super().__init__(what, why)
+        self.files = files
+
+
+def card_names(files: list[str]) -> list[str]:
+    """Card ids for card files (path without .md), other paths as they are."""
+    return [id_of_path(f) or f for f in files]
+
+
+def _committer_env(root: Path) -> dict[str, str]:
+    # Replayed commits keep their authors (agent or person); only the committer is us.
+    return {k: v for k, v in git.identity_env(root).items() if "COMMITTER" in k}
+
+
+def replay(root: Path, local: str, onto: str, what: str) -> str:
+    """Rebase local's own commits onto `onto` in a side worktree; the new head's sha.
+
+    Raises SyncConflict naming the conflicting files; the store itself is never touched.
+    """
+    tmp = Path(tempfile.mkdtemp(prefix="cardmem-sync-"))
+    wt = tmp / "wt"
+    git.run(root, "worktree", "prune", check=False)  # one a killed sync left behind
+    git.run(root, "worktree", "add", "-q", "--detach", str(wt), local)
+    try:
+        proc = git.call(wt, ["-c", "rebase.autoStash=false", "-c", "rebase.updateRefs=false",
+                             "rebase", "-q", "--no-verify", onto], env=_committer_env(root))
+        if proc.returncode != 0:
+            conflicted = [f for f in git.run(wt, "diff", "--name-only", "-z",
+                                             "--diff-filter=U").split("\0") if f]
+            git.run(wt, "rebase", "--abort", check=False)
+            if not conflicted:
+                msg = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+                raise CardmemError(what, f"replaying local commits failed: "
+                                         f"{msg[0] if msg else f'exit {proc.returncode}'}")
+            names = card_names(conflicted)
+            mine, theirs = counts(root, local, onto)
+            raise SyncConflict(
+                what, f"conflict in {', '.join(names)}: local and remote both changed the "
+                f"same lines ({mine} local commit(s), {theirs} remote); nothing changed, "
+                f"HEAD is still {short(local)}. Merge by hand (`git -C {root} pull --rebase`) "
+                "or revert one side, then sync again", conflicted)
+        new = git.head(wt)
+        assert new is not None
+        return new
+    finally:
+        git.run(root, "worktree", "remove", "--force", str(wt), check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+        git.run(root, "worktree", "prune", check=False)
+
+
+def push(root: Path, remote: str, commit: str, branch: str, expected: str | None) -> bool:
+    """Push commit to remote's branch if the branch is still at `expected`; False if not."""
+    lease = f"--force-with-lease=refs/heads/{branch}:{expected or ''}"
+    proc = git.call(root, ["push", "-q", "--no-verify", lease, remote,
+                           f"{commit}:refs/heads/{branch}"], env=NET_ENV)
+    if proc.returncode == 0:
+        return True
+    listed = git.run(root, "ls-remote", "--heads", remote, f"refs/heads/{branch}",
+                     env=NET_ENV).split()
+    now = listed[0] if listed else None
+    if now != expected:
+        return False  # someone pushed in between: fetch and replay again
+    lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip()] or [
+        f"exit {proc.returncode}"]
+    # "! [remote rejected] … (reason)" says why; else git's fatal/error line.
+    why = next((ln for ln in lines if "rejected]" in ln), None) or next(
+        (ln for ln in lines if ln.startswith(("fatal: ", "error: "))), lines[0])
+    raise CardmemError(f"git push {remote}",
+                       why.removeprefix("error: ").removeprefix("fatal: ").lstrip("! "))
+
+
+def sync_repo(store: "Store", remote: str | None = None) -> Moved:
+    """Fetch, replay, push, move; the caller holds the store's write lock."""
+    root, state = store.root, store.state_dir
+    what = f"sync {root}"
+    remote, branch = upstream(root, remote)
+    for _ in range(ATTEMPTS):
+        old = git.head(root)
+        if old is None:
+            raise CardmemError(what, "the store has no commits yet")
+        incoming = fetch(root, remote, branch)
+        base = dict(remote=remote, branch=branch, incoming=incoming, old=old)
+        if incoming == old:
+            return Moved("sync", "up-to-date", new=old, **base)
+        if incoming is None or is_ancestor(root, incoming, old):
+            # Only local commits: share them as they are.
+            ahead = counts(root, old, incoming)[0] if incoming else int(
+                git.run(root, "rev-list", "--count", old).strip())
+            if push(root, remote, old, branch, incoming):
+                return Moved("sync", "pushed", new=old, pushed=ahead, **base)
+            continue
+        if is_ancestor(root, old, incoming):
+            new = incoming  # only remote commits: a fast-forward, nothing to push
+        else:
+            new = replay(root, old, incoming, what)
+        blocked = blocking_edits(root, old, new)
+        if blocked:
+            raise UncommittedEdits(what, blocked)
+        if new != incoming and not push(root, remote, new, branch, incoming):
+            continue
+        taken = counts(root, old, incoming)[1]
+        pushed = counts(root, incoming, new)[1]
+        # A fast-forward when only the remote moved; else (replayed, or local commits the
+        # remote already had and the replay dropped) the branch is reset to the result.
+        recorded_move(root, state, "sync", old, new, ref=BEFORE_UPDATE,
+                      ff=is_ancestor(root, old, new), remote=remote)
+        return Moved("sync", "synced" if pushed else "updated", new=new, commits=taken,
+                     pushed=pushed, index_error=refreshed(lambda: refresh_index(store)),
+                     **base)
+    raise CardmemError(what, f"{remote} {branch} kept moving during {ATTEMPTS} attempts; "
+                             "nothing changed here; try again")
+
+
+def sync(store: "Store", remote: str | None = None) -> Moved:
+    """`cardmem sync`: the store's write lock held for the whole fetch-replay-push-move."""
+    with _locked(store):
+        return sync_repo(store, remote)
