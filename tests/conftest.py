@@ -5,6 +5,7 @@ import os
 import random
 import sys
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,13 @@ def model_env(fake_api: FakeAPI, monkeypatch: pytest.MonkeyPatch) -> FakeAPI:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_api.base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake-test-key")
     return fake_api
+
+
+@pytest.fixture
+def today() -> str:
+    """The date as the test starts (ISO): a module-level `date.today()` is the collection's,
+    and a run under load that crossed midnight expected cards filed under the day before."""
+    return date.today().isoformat()
 
 
 REPO = Path(__file__).resolve().parent.parent

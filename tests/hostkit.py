@@ -32,12 +32,14 @@ def cardmem(*args: str, env: dict[str, str]) -> str:
 
 def learners_done(store: Path, events: tuple[str, ...] = ("stop", "session-end"),
                   timeout: float = 120) -> str:
-    """Wait until every learner that one of `events` detached has logged its end (an
-    `EVENT/learn` line for each `EVENT ... detached` line in hooks.log; the host has
-    exited, so every hook that will run has run), and at least one has. Returns the log.
-    A check that something happened only once waits on this, not on a sleep: a second
-    learner slower than the sleep would pass unseen. Not every event must detach one:
-    `claude -p` exits without waiting for its async Stop hook, which may never start."""
+    """Wait until every learner that one of `events` detached is over, and at least one
+    has logged its end (`EVENT/learn` in hooks.log). Returns the log. A learner is over
+    when its line is there, or when no process of it is left: one killed before it could
+    log (a streak run at load ~28 saw a Stop learner never log while its SessionEnd twin
+    filed) commits nothing more either. A check that something happened only once waits
+    on this, not on a sleep: a second learner slower than the sleep would pass unseen. Not
+    every event must detach one: `claude -p` exits without waiting for its async Stop hook,
+    which may never start."""
     import re
     import time
 
@@ -45,9 +47,31 @@ def learners_done(store: Path, events: tuple[str, ...] = ("stop", "session-end")
     deadline = time.monotonic() + timeout
     while True:
         text = log.read_text() if log.exists() else ""
-        detached = [e for e in events
-                    if re.search(rf"^\S+ {re.escape(e)} \S+ .*detached$", text, re.M)]
-        if detached and all(f" {e}/learn " in text for e in detached):
+        kinds = "|".join(map(re.escape, events))
+        detached = {m[1]: m[2] for m in re.finditer(
+            rf"^\S+ ({kinds}) \S+ (?:session=(\S*) )?.*detached$", text, re.M)}
+        logged = {e for e in detached if f" {e}/learn " in text}
+        if logged and all(e in logged or not learner_running(e, s) for e, s in detached.items()):
             return text
-        assert time.monotonic() < deadline, f"learners of {events} not done in {timeout} s:\n{text}"
+        assert time.monotonic() < deadline, (
+            f"learners of {events} not done in {timeout} s (still running: "
+            f"{[e for e, s in detached.items() if learner_running(e, s)]}):\n{text}")
         time.sleep(0.1)
+
+
+def learner_running(event: str, session: str | None) -> bool:
+    """A detached learner of `event` for the session (hooks.log's short id) is alive: its
+    argv is `... _learn EVENT PAYLOAD` (hosts/hook.py detach; Popen returns after the
+    exec, so once `detached` is logged the argv is the learner's). Zombies count as gone."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if (b"_learn" in argv and argv[argv.index(b"_learn") + 1:][:1] == [event.encode()]
+                and (session or "").encode() in b" ".join(argv) and state != "Z"):
+            return True
+    return False

@@ -41,7 +41,7 @@ def test_codex_session_reads_is_refused_and_teaches(tmp_path, codex):
         proc = subprocess.run(
             [str(codex), "exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust",
              "-c", provider, "-c", "model_provider=fake", "-c", "model=gpt-5", PROMPT],
-            cwd=proj, env=env, capture_output=True, text=True, timeout=120)
+            cwd=proj, env=env, capture_output=True, text=True, timeout=300)  # as gemini's
         assert proc.returncode == 0, proc.stderr[-3000:]
         first, second = fake.model_requests("codex")[:2]
         sent = json.dumps(first)

@@ -44,8 +44,9 @@ def test_gemini_session_reads_is_refused_and_teaches(tmp_path, gemini_cli):
                "ANTHROPIC_API_KEY": "sk-ant-fake-e2e-key"}
         before = git.head(store)
         # -m: a named model skips Gemini CLI's router, whose classifier call is not faked
+        # 300 s: a whole Node CLI run; at load ~25 one outran 120 s (the Claude Code runs have 180)
         proc = subprocess.run([str(gemini_cli), "-m", "gemini-2.5-flash", "--yolo", "-p", PROMPT],
-                              cwd=proj, env=env, capture_output=True, text=True, timeout=120)
+                              cwd=proj, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
         first, second = fake.model_requests("gemini")[:2]
         texts = [p.get("text", "") for c in first["contents"] for p in c.get("parts", [])]

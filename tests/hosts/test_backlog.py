@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from datetime import date
 from pathlib import Path
 
 import pytest
@@ -18,8 +17,6 @@ from cardmem.store.git import runner as git
 from cardmem.store.learning import retry
 from cardmem.store.cards.card import history
 from cardmem.tools.learning.extract import render_excerpt
-
-TODAY = date.today().isoformat()
 
 
 def transcript(path: Path, word: str, turns: int = 4) -> Path:
@@ -114,7 +111,7 @@ def test_a_timeout_keeps_the_excerpt_too(example_store, tmp_path, model_env):
 
 
 def test_backoff_is_respected_and_the_backlog_lands_in_one_commit(example_store, tmp_path,
-                                                                  model_env, monkeypatch):
+                                                                  model_env, monkeypatch, today):
     acme = project_dir(tmp_path, "acme-api")
     fail_500(model_env, "alpha")
     learn(example_store, "sess-alpha", transcript(tmp_path / "a.jsonl", "alpha"), acme)
@@ -146,7 +143,7 @@ def test_backoff_is_respected_and_the_backlog_lands_in_one_commit(example_store,
     assert git.log(example_store.root, limit=2)[1].commit == before
     card = example_store.read("projects/acme-api/signals")
     assert history(card.text) == [
-        f"{TODAY} · session sess-al · Knowledge: alpha widgets blorp the quux"]
+        f"{today} · session sess-al · Knowledge: alpha widgets blorp the quux"]
     assert retry.retry_backlog(example_store.root)["waiting"] == 0
     # Nothing is extracted twice: not by the backlog, not by the sessions' own ends.
     calls = len(model_env.messages_requests())
@@ -222,7 +219,7 @@ def test_a_full_queue_gives_up_the_oldest_and_says_so(example_store, tmp_path, m
 
 
 def test_project_sessions_file_unmatched_signals_into_the_project_card(example_store, tmp_path,
-                                                                       model_env):
+                                                                       model_env, today):
     from cardmem.store.git.writer import write_lock
 
     web = project_dir(tmp_path, "web-dashboard")
@@ -234,7 +231,7 @@ def test_project_sessions_file_unmatched_signals_into_the_project_card(example_s
     # No cwd, no project: the day card.
     model_env.add("Knowledge: the lima widget cache is warmed by hand", when=about("lima"))
     learn(example_store, "sess-lima", transcript(tmp_path / "l.jsonl", "lima"))
-    assert "warmed by hand" in example_store.read(f"signals/{TODAY}").text
+    assert "warmed by hand" in example_store.read(f"signals/{today}").text
     # A busy store spools the batch with its project; the next run files it there.
     cfg = example_store.root / "cardmem.toml"
     cfg.write_text(cfg.read_text() + "\n[store]\nlock_timeout_s = 0.2\n")

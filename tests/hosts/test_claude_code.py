@@ -9,7 +9,6 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import date
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,6 @@ from fakeapi import reply
 from cardmem.hosts import hooklog
 from cardmem.store.git import runner as git
 
-TODAY = date.today().isoformat()
 SESSION = "5e55104d-aaaa-4bbb-8ccc-123456789abc"
 
 

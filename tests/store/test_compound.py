@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from datetime import date
 
 from cardmem.store.git import runner as git
 from cardmem.store.cards.card import history
@@ -12,7 +11,6 @@ from cardmem.store.learning.matching import Matcher, is_duplicate
 from cardmem.store.learning.spool import spool_dir
 from cardmem.store.git.writer import write_lock
 
-TODAY = date.today().isoformat()
 KEDA = "Decision: billing-service workers now scale on queue depth with KEDA, max 16"
 
 
@@ -29,7 +27,7 @@ def test_signal_goes_to_the_card_it_clearly_belongs_to(example_store):
     assert m.best("Worked: quux frobnicated the zorblax")[0] is None
 
 
-def test_filing_appends_history_lines_and_one_agent_commit(example_store):
+def test_filing_appends_history_lines_and_one_agent_commit(example_store, today):
     before = head(example_store)
     r = file_signals(example_store, [KEDA, "Worked: quux frobnicated the zorblax"],
                      "0a6a12f9-1111-2222", source="stop-hook")
@@ -38,14 +36,14 @@ def test_filing_appends_history_lines_and_one_agent_commit(example_store):
     assert commits[1].commit == before  # exactly one new commit
     c = commits[0]
     assert c.author == "cardmem-agent <agent@cardmem.invalid>"
-    assert sorted(c.paths) == ["entities/billing-service.md", f"signals/{TODAY}.md"]
+    assert sorted(c.paths) == ["entities/billing-service.md", f"signals/{today}.md"]
     assert "Cardmem-Source: stop-hook" in c.message and "Cardmem-Session: 0a6a12f" in c.message
     assert "entities/billing-service  " + KEDA in c.message
     card = example_store.read("entities/billing-service")
-    assert history(card.text)[-1] == f"{TODAY} · session 0a6a12f · {KEDA}"
-    day = example_store.read(f"signals/{TODAY}")
+    assert history(card.text)[-1] == f"{today} · session 0a6a12f · {KEDA}"
+    day = example_store.read(f"signals/{today}")
     assert day.type == "signal"
-    assert history(day.text) == [f"{TODAY} · session 0a6a12f · Worked: quux frobnicated the zorblax"]
+    assert history(day.text) == [f"{today} · session 0a6a12f · Worked: quux frobnicated the zorblax"]
 
 
 def test_only_added_lines_change(example_store):
@@ -56,7 +54,7 @@ def test_only_added_lines_change(example_store):
     assert new.startswith(old) and new[len(old):].count(b"\n") == 1
 
 
-def test_protected_types_are_never_appended(example_store):
+def test_protected_types_are_never_appended(example_store, today):
     rule = example_store.root / "feedback" / "run-tests-with-x.md"
     old = rule.read_bytes()
     m = Matcher(example_store.scan()[0])
@@ -64,8 +62,8 @@ def test_protected_types_are_never_appended(example_store):
     assert m.best(line)[0] == "feedback/run-tests-with-x"
     r = file_signals(example_store, [line], "abcdef0")
     assert rule.read_bytes() == old
-    assert r.filed[0].card == f"signals/{TODAY}"
-    assert history(example_store.read(f"signals/{TODAY}").text)[-1].endswith(
+    assert r.filed[0].card == f"signals/{today}"
+    assert history(example_store.read(f"signals/{today}").text)[-1].endswith(
         "Decision: always run pytest with -x locally (resembles feedback/run-tests-with-x)")
 
 
@@ -149,7 +147,7 @@ def test_the_index_answers_the_same_way(example_store):
 
 # --- `Rule:` signals are proposals --------------------------------------------------
 
-def test_a_rule_signal_is_a_proposal_once_and_never_a_live_rule(example_store):
+def test_a_rule_signal_is_a_proposal_once_and_never_a_live_rule(example_store, today):
     from cardmem.store.context import session_context
 
     rules_before = session_context(example_store).text.split("## Memory map")[0]
@@ -161,13 +159,13 @@ def test_a_rule_signal_is_a_proposal_once_and_never_a_live_rule(example_store):
     c = git.log(example_store.root, limit=1)[0]
     assert c.author == "cardmem-agent <agent@cardmem.invalid>"  # one agent commit for all
     assert sorted(c.paths) == sorted([f"{cid}.md", "entities/billing-service.md",
-                                      f"signals/{TODAY}.md"])
+                                      f"signals/{today}.md"])
     card = example_store.read(cid)
     assert card.type == "feedback" and card.status == "proposed"
     assert card.meta["proposed_by"] == "stop-hook session abcdef0"
     assert card.body.strip() == "always squash commits before merging to main"
     # The second wording is flagged on the day card, not proposed again.
-    assert history(example_store.read(f"signals/{TODAY}").text)[-1].endswith(
+    assert history(example_store.read(f"signals/{today}").text)[-1].endswith(
         f"(near-duplicate of {cid}; not proposed)")
     notice = ("(1 agent-proposed rule awaits a person's review (`cardmem review`); not in "
               "force until accepted.)\n\n")
@@ -182,11 +180,11 @@ def test_a_rule_signal_is_a_proposal_once_and_never_a_live_rule(example_store):
         == ["always-squash-commits-before-merging-to-main"]
 
 
-def test_a_rule_signal_that_repeats_a_live_rule_is_flagged_not_proposed(example_store):
+def test_a_rule_signal_that_repeats_a_live_rule_is_flagged_not_proposed(example_store, today):
     before = sorted(p.name for p in (example_store.root / "feedback").iterdir())
     r = file_signals(example_store, ["Rule: run the test suite with -x"], "abcdef0")
     assert sorted(p.name for p in (example_store.root / "feedback").iterdir()) == before
-    assert r.filed[0].card == f"signals/{TODAY}"
+    assert r.filed[0].card == f"signals/{today}"
     assert r.filed[0].note == "(near-duplicate of feedback/run-tests-with-x; not proposed)"
 
 
@@ -195,7 +193,7 @@ def test_a_rule_signal_that_repeats_a_live_rule_is_flagged_not_proposed(example_
 ZORB = "Worked: quux frobnicated the zorblax"
 
 
-def test_unmatched_signal_from_a_project_session_lands_in_its_signal_card(example_store):
+def test_unmatched_signal_from_a_project_session_lands_in_its_signal_card(example_store, today):
     before = head(example_store)
     r = file_signals(example_store, [KEDA, ZORB], "0a6a12f9", project="acme-api")
     assert [f.card for f in r.filed] == ["entities/billing-service", "projects/acme-api/signals"]
@@ -203,8 +201,8 @@ def test_unmatched_signal_from_a_project_session_lands_in_its_signal_card(exampl
     card = example_store.read("projects/acme-api/signals")
     assert (card.type, card.project, card.title) == \
         ("signal", "acme-api", "Signals from acme-api sessions")
-    assert history(card.text) == [f"{TODAY} · session 0a6a12f · {ZORB}"]
-    assert not example_store.path(f"signals/{TODAY}").exists()
+    assert history(card.text) == [f"{today} · session 0a6a12f · {ZORB}"]
+    assert not example_store.path(f"signals/{today}").exists()
     # Created once, then appended to, newest last, changing only the added line.
     old = example_store.path("projects/acme-api/signals").read_bytes()
     file_signals(example_store, ["Knowledge: the zorblax restarts nightly at 02:00"], "b2",
@@ -215,11 +213,11 @@ def test_unmatched_signal_from_a_project_session_lands_in_its_signal_card(exampl
         "session b2 · Knowledge: the zorblax restarts nightly at 02:00")
 
 
-def test_a_session_without_project_keeps_the_day_card(example_store):
+def test_a_session_without_project_keeps_the_day_card(example_store, today):
     facts = ["the zorblax", "a quux", "port 9999 of the frob", "tuesday restarts"]
     for project, fact in zip((None, "", "../escape", ".hidden"), facts):
         r = file_signals(example_store, [f"Knowledge: {fact} is odd"], "s1", project=project)
-        assert r.filed[0].card == f"signals/{TODAY}", project
+        assert r.filed[0].card == f"signals/{today}", project
     assert not (example_store.root / "escape").exists()
 
 
@@ -238,7 +236,7 @@ def test_a_project_sessions_repeated_rule_is_flagged_on_the_project_card(example
     assert r.filed[0].note == "(near-duplicate of feedback/run-tests-with-x; not proposed)"
 
 
-def test_the_spool_keeps_the_project(example_store):
+def test_the_spool_keeps_the_project(example_store, today):
     with write_lock(example_store.root, 1):
         r = file_signals(example_store, [ZORB], "busyP", project="acme-api", lock_timeout_s=0.05)
     assert r.spooled
@@ -246,4 +244,4 @@ def test_the_spool_keeps_the_project(example_store):
     # The next run is from a session with no project: the spooled batch keeps its own.
     r2 = file_signals(example_store, ["Knowledge: quux frobnicates on Tuesdays only"], "other")
     assert {(f.session, f.card) for f in r2.filed} == {
-        ("busyP", "projects/acme-api/signals"), ("other", f"signals/{TODAY}")}
+        ("busyP", "projects/acme-api/signals"), ("other", f"signals/{today}")}

@@ -148,7 +148,10 @@ def test_the_first_model_load_is_said_on_a_terminal_only(tmp_path: Path) -> None
 
     def search(cache: Path, *more: str) -> tuple[int, str, str]:
         env = {"XDG_CACHE_HOME": str(cache), "CARDMEM_SEMANTIC": "on"}
-        return on_terminal_script("search", "deploy", "--store", str(store), *more, env=env)
+        # A first load builds the model's cache (~2 s CPU alone): at load ~25 it went past
+        # 60 s without a byte on the terminal; the bound is for a hang.
+        return on_terminal_script("search", "deploy", "--store", str(store), *more, env=env,
+                                  timeout=300)
 
     code, out, term = search(tmp_path / "cache-a", "--json")
     assert code == 0 and said not in term, term
@@ -159,10 +162,10 @@ def test_the_first_model_load_is_said_on_a_terminal_only(tmp_path: Path) -> None
     assert code == 0 and said in term, term
 
 
-def on_terminal_script(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
+def on_terminal_script(*args: str, env: dict[str, str], timeout: float = 60) -> tuple[int, str, str]:
     """As on_terminal, through the console script's main (tools/entry.py)."""
     code = "import sys; from cardmem.tools.entry import main; sys.argv[0] = 'cardmem'; main()"
-    return on_terminal("-c", code, *args, env=env, python=True)
+    return on_terminal("-c", code, *args, env=env, python=True, timeout=timeout)
 
 
 def test_doctor_draws_its_checks_on_a_terminal_only(tmp_path: Path) -> None:

@@ -127,14 +127,15 @@ def test_walk_time_floor_hands_over_and_composes(example_store, model_env) -> No
 
 def test_per_request_bound_and_bounded_retries(example_store, model_env) -> None:
     def handler(body):
-        return reply("composed anyway") if is_compose(body) else reply("late", delay=10)
+        return reply("composed anyway") if is_compose(body) else reply("late", delay=60)
     model_env.handler = handler
-    limits = Limits(tool_call_s=0.3, walk_s=2.0, deadline_s=6.0, retries=1)
+    # walk_s far over the two 0.3 s attempts: at load ~27 their overhead outran a 2 s walk
+    limits = Limits(tool_call_s=0.3, walk_s=10.0, deadline_s=30.0, retries=1)
     answer = ask(example_store, QUESTION, limits=limits)
     rec = receipt(example_store, answer)
     walk = [r for r in rec["requests"] if r["phase"] == "walk"]
     assert [r["attempt"] for r in walk] == [1, 2]  # one retry, then on to the compose
-    # abandoned at 0.3 s: well under the 10 s the fake takes to answer
+    # abandoned at 0.3 s: well under the 60 s the fake takes to answer
     assert all(r["error"] == "no answer within 0.3 s" and r["duration_s"] < 3 for r in walk)
     assert answer.reply == "composed anyway" and rec["floors"] == []
 
@@ -187,7 +188,9 @@ def test_a_dripping_server_is_cut_off_by_the_wall_clock(example_store, monkeypat
     threading.Thread(target=serve, daemon=True).start()
     monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{srv.getsockname()[1]}")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
-    limits = Limits(tool_call_s=0.5, walk_s=1.0, deadline_s=3.0, retries=0)
+    # The walk far longer than the first request's 0.5 s, so that bound is the one met
+    # (at load ~27 the walk's start ate 0.6 s of a 1 s walk_s: the request got 0.4 s).
+    limits = Limits(tool_call_s=0.5, walk_s=4.0, deadline_s=6.0, retries=0)
     import anthropic  # noqa: F401 - its first import (1-2 s here) is not the walk's to bound
 
     try:
@@ -209,14 +212,16 @@ def test_deadline_without_composed_text_takes_the_fallback(example_store, model_
                                                            on_deadline) -> None:
     def handler(body):
         if is_compose(body):
-            return reply("too late", delay=10)
+            return reply("too late", delay=60)
         return reply(tool_use("read_card", {"id": "entities/payments-team"}))
     model_env.handler = handler
-    limits = Limits(max_tool_calls=1, tool_call_s=1.0, walk_s=1.0, deadline_s=2.0,
-                    on_deadline=on_deadline)
+    # The second ask meets the tool-call budget long before walk_s (at load ~27 a 1 s walk
+    # ran out first); a short compose reserve keeps the deadline, which the test waits, short.
+    limits = Limits(max_tool_calls=1, tool_call_s=1.0, walk_s=5.0, deadline_s=6.0,
+                    on_deadline=on_deadline, compose_reserve_s=1.0)
     t = time.monotonic()
     answer = ask(example_store, QUESTION, limits=limits)
-    assert time.monotonic() - t < limits.deadline_s + 3  # the deadline wins, not the 10 s
+    assert time.monotonic() - t < limits.deadline_s + 3  # the deadline wins, not the 60 s
     rec = receipt(example_store, answer)
     assert (answer.outcome, answer.fallback, answer.reason) == ("fallback", on_deadline, "deadline")
     assert rec["outcome"] == "fallback" and rec["fallback"] == on_deadline
