@@ -106,6 +106,29 @@ def test_a_deleted_rule_reworded_upstream_is_not_made_again(person, src) -> None
     assert REGRESSION in actions(doc)["kept"]
 
 
+def test_a_rule_edited_then_deleted_and_reworded_upstream_is_not_made_again(person,
+                                                                           src) -> None:
+    """Found by the import property test: a person edits a rule's card, then deletes it;
+    the source rewords the rule a little. The item is still what the import last wrote
+    into the card (not the person's last text), so it is not made again."""
+    path = src / PATHS["claude-md"]
+    imp(person, path)
+    card = person.root / (REGRESSION + ".md")
+    text = card.read_text()
+    head, _, body = text.rpartition("\n---\n")  # the person's words in the body only
+    card.write_text(head + "\n---\n" + body.replace(
+        "Write a regression test before fixing a bug", "Pin every bug down first: a failing "
+        "test, then the fix, then a note in the changelog about what broke and why"))
+    git(person.root, "commit", "-qam", "my words")
+    delete(person, REGRESSION)
+    path.write_text(path.read_text().replace("3. Write a regression test before fixing a bug",
+                                             "3. Write a regression test before fixing a bug,"
+                                             " carefully"))
+    doc = imp(person, path)
+    assert "created" not in actions(doc) and doc["commit"] is None
+    assert REGRESSION in actions(doc)["kept"]
+
+
 def test_deletions_are_found_past_the_commit_messages_fifty_lines(person, tmp_path) -> None:
     """An import commit's message names at most 50 cards; the 60th, deleted, stays so."""
     md = tmp_path / "CLAUDE.md"

@@ -57,7 +57,7 @@ def match(wanted: dict[str, Draft], known: Iterable[Known], prefix: str,
           earlier: Callable[[Known], list[str]] | None = None) -> dict[str, Known]:
     """Item (source key, `prefix` + the item's key) -> the card it is, for the items that
     are one (see the module). `earlier(k)` gives what the import once wrote into a live
-    card (asked only for cards the first pass left: it reads git)."""
+    card or a deleted one (asked only for cards the first pass left: it reads git)."""
     pool = list(known)
     by_src: dict[str, Known] = {}
     for k in pool:  # a live card before a deleted one of the same key
@@ -80,9 +80,10 @@ def match(wanted: dict[str, Draft], known: Iterable[Known], prefix: str,
     if len(found) == len(wanted) or not left:
         return found
     if earlier is not None:
+        # A deleted card too: a person may have edited it before deleting it, and the
+        # item is still what the import last wrote into it.
         for k in left:
-            if not k.deleted:
-                k.texts = earlier(k)
+            k.texts = earlier(k)
     forms = {id(k): {norm(t) for t in (k.card.body, *k.texts) if t.strip()} for k in left}
 
     def may(src: str, k: Known) -> bool:
