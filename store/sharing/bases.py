@@ -257,8 +257,6 @@ def refresh_base(store: "Store", name: str) -> tuple[int, list[str]]:
     base = get(store, name)
     _check_present(base)
     warnings: list[str] = []
-    from ..search.query import search_index
-
     with index_of(store, base, warnings) as idx:
         idx.refresh()
         return len(idx.ids()), warnings
