@@ -11,19 +11,14 @@ import re
 import stat
 from dataclasses import dataclass
 from datetime import date, datetime
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
 from .frontmatter import split  # noqa: F401 - re-exported: the one splitter
-from . import sections
 from .paths import project_key, project_of_id, type_from_id
 
 MAX_CARD_BYTES = 1024 * 1024
-# A card's headings, sections and History: their one finder is sections.py.
-headings, section_span, history_span, history = (sections.headings, sections.section_span,
-                                                 sections.history_span, sections.history)
-_headings, _lines = sections.headings, sections.lines
 BOOL_TAG = "tag:yaml.org,2002:bool"
 TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 
@@ -199,6 +194,14 @@ def _newline(text: str) -> str:
     return "\r\n" if "\r\n" in text else "\n"
 
 
+def _lines(text: str) -> list[str]:
+    """Lines with their endings, split at \\n only: str.splitlines also splits at form
+    feeds, U+2028 and the like, which are ordinary characters inside a card's lines."""
+    out = text.split("\n")
+    last = out.pop()
+    return [ln + "\n" for ln in out] + ([last] if last else [])
+
+
 def _dump(value: Any, **style: Any) -> str:
     import yaml
 
@@ -307,6 +310,52 @@ def remove_key(text: str, key: str) -> str:
     return text[:a] + text[b:]
 
 
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _headings(text: str) -> list[tuple[int, int, str, int]]:
+    """(line index, level, heading text, char offset) of body headings outside code fences.
+
+    A fence closes only on the same character, at least as long (CommonMark), so a
+    ``` inside a ```` block or a ~~~ block does not end it.
+    """
+    out: list[tuple[int, int, str, int]] = []
+    fence, offset = "", 0
+    span = split(text)
+    body_start = span[2] if span else 0
+    for i, ln in enumerate(_lines(text)):
+        if offset >= body_start:
+            line = ln.rstrip("\r\n")
+            f = _FENCE.match(line)
+            if fence:
+                if f and f.group(1)[0] == fence[0] and len(f.group(1)) >= len(fence) \
+                        and not line.strip()[len(f.group(1)):].strip():
+                    fence = ""
+            elif f:
+                fence = f.group(1)
+            elif (m := _HEADING.match(line)) and m.group(2):
+                out.append((i, len(m.group(1)), m.group(2), offset))
+        offset += len(ln)
+    return out
+
+
+def headings(text: str) -> list[tuple[int, int, str, int]]:
+    """(line index, level, heading text, char offset) of the body's headings outside code
+    fences: where a Markdown document divides (an importer splits a CLAUDE.md there)."""
+    return _headings(text)
+
+
+def section_span(text: str, title: str) -> tuple[int, int] | None:
+    """(start, stop) of the first `## <title>` section: its heading to the next level-1/2
+    heading (or the end), blank lines included; None without one."""
+    heads = _headings(text)
+    for n, (_, level, name, off) in enumerate(heads):
+        if level == 2 and name.strip().lower() == title.lower():
+            return off, next((o for _, lv, _, o in heads[n + 1:] if lv <= 2), len(text))
+    return None
+
+
 def _section_end(text: str, title: str) -> int | None:
     """Offset just past the last non-blank line of the `## <title>` section, if present."""
     if (span := section_span(text, title)) is None:
@@ -348,3 +397,30 @@ def append_section(text: str, heading: str, body: str) -> str:
     sep = "" if text.endswith("\n") or not text else nl
     gap = "" if not text or text.endswith(nl + nl) else nl
     return f"{text}{sep}{gap}{block}"
+
+
+# A line that may be a `## History` heading (a superset of what _headings takes for one):
+# most cards have none, and one search spares them the heading walk.
+_MAY_HAVE_HISTORY = re.compile(r"^ {0,3}##[ \t]+\s*history", re.M | re.I)
+
+
+def history_span(text: str) -> tuple[int, int] | None:
+    """(start, stop) in a card's text of its `## History` section: section_span's (the
+    first level-2 heading named History, in any case, outside code), or None. The finder
+    of a card's History for whoever may load this module (the PreToolUse hook may not)."""
+    if not _MAY_HAVE_HISTORY.search(text):
+        return None
+    return _history_span(text)
+
+
+@lru_cache(maxsize=8192)  # maintain asks three times per card: its text, lines, length
+def _history_span(text: str) -> tuple[int, int] | None:
+    return section_span(text, "History")
+
+
+def history(text: str) -> list[str]:
+    """The entries of a card text's History section, oldest first (no YAML needed)."""
+    if (span := history_span(text)) is None:
+        return []
+    start, stop = span  # blank lines at its end are no entries: no need to trim them
+    return [ln[2:].strip() for ln in _lines(text[start:stop])[1:] if ln.startswith("- ")]
