@@ -32,7 +32,7 @@ from ..learning.proposals import digest
 from ..cards import distinct
 from ..progress import quiet
 from . import kept, lsh
-from .facts import facts, looked_up, negated, token_fact, tokens
+from .facts import facts, looked_up, negated, negates, token_fact, tokens
 from .survey import Finding, Survey
 
 TYPE_CHECKING = False
@@ -83,22 +83,28 @@ def text_features(text: str) -> tuple[set[str], frozenset[str]]:
     if len(_TOKENS) > 500_000:  # a long-lived process: bounded
         _TOKENS.clear()
         _TOKENS.facts.clear()
-    words = set().union(*map(_TOKENS.__getitem__, tokens(text)))
+        _TOKENS.negating.clear()
+    toks = tokens(text)
+    words = set().union(*map(_TOKENS.__getitem__, toks))
     fs = words & _TOKENS.facts  # a stem is a word, never a "#fact"
-    fs |= negated(text)
+    if not toks.isdisjoint(_TOKENS.negating):  # a text with none needs no search
+        fs |= negated(text)
     words |= fs
     return words, frozenset(fs)
 
 
 class _TokenFeatures(dict):
     """token -> its keywords' stems and its fact (facts.token_fact), computed when first
-    asked for; .facts: every fact among them."""
+    asked for; .facts: every fact among them; .negating: the tokens that hold a negation."""
 
     def __init__(self) -> None:
         super().__init__()
         self.facts: set[str] = set()
+        self.negating: set[str] = set()
 
     def __missing__(self, token: str) -> frozenset[str]:
+        if negates(token):
+            self.negating.add(token)
         out = _stems_of(token)
         if (fact := token_fact(token)) is not None:
             self.facts.add(fact)

@@ -78,6 +78,13 @@ def facts(text: str, toks: set[str] | None = None) -> frozenset[str]:
     return frozenset(out | negated(text))
 
 
+def negates(token: str) -> bool:
+    """Whether a token (tokens()'s) holds a negation: a text holds one if and only if one
+    of its tokens does (a negation is a word, or a word and n't, bounded by non-word
+    characters, as a token is)."""
+    return next(_negations(token.lower()), None) is not None
+
+
 def negated(text: str) -> set[str]:
     """The text's negations as facts: "!stem" of the word each applies to ("!" alone
     when none follows)."""

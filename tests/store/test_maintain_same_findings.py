@@ -181,6 +181,7 @@ TEXTS = st.lists(st.one_of(PIECES, st.text(max_size=6)), max_size=40).map(
 def test_facts_and_stems_are_the_plain_codes(text) -> None:
     assert factlib.facts(text) == plain_facts(text)
     assert duplicates.stems(text) == plain_stems(text)
+    assert duplicates.text_features(text) == plain_features(text)
     assert set(links.links(text)) == set(plain_links(text))
 
 
