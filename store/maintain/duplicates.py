@@ -32,7 +32,7 @@ from ..learning.proposals import digest
 from ..cards import distinct
 from ..progress import quiet
 from . import kept, lsh
-from .facts import facts, looked_up, negated, negates, token_fact, tokens
+from .facts import facts, negated, negates, token_fact, tokens
 from .survey import Finding, Survey
 
 TYPE_CHECKING = False
@@ -47,17 +47,25 @@ WIDE, WINDOW = 64, 16  # a candidate bucket above WIDE cards: each meets WINDOW 
 LINE_SAME = 0.75  # Jaccard of two History lines' stems (with the same numbers)
 
 
-_STEMS: dict[str, frozenset[str]] = {}  # token -> its keywords' stems: porter is slow
-
-
 def stems(text: str, toks: set[str] | None = None) -> set[str]:
     """The Porter stems of the text's keywords (learning.matching's), read token by token
     (facts.tokens(text), when the caller has them: no keyword spans a space or a `)."""
-    return set().union(*looked_up(_STEMS, tokens(text) if toks is None else toks, _stems_of))
+    return _TOKENS.of(tokens(text) if toks is None else toks) - _TOKENS.facts
 
 
 def _stems_of(token: str) -> frozenset[str]:
-    return frozenset(stem(k) if k.isascii() else k for k in keywords(token))
+    return frozenset(map(_STEMMED.__getitem__, keywords(token)))
+
+
+class _Stemmed(dict):
+    """keyword -> its Porter stem (a word stands in many tokens: `test`, `(test`, test.)."""
+
+    def __missing__(self, word: str) -> str:
+        self[word] = out = stem(word) if word.isascii() else word
+        return out
+
+
+_STEMMED = _Stemmed()
 
 
 def card_text(c: cardlib.Card) -> str:
@@ -79,13 +87,9 @@ def features(c: cardlib.Card) -> tuple[set[str], frozenset[str]]:
 
 def text_features(text: str) -> tuple[set[str], frozenset[str]]:
     """features of a card whose card_text is text: stems(text) | facts(text), facts(text),
-    each token looked up once for both (a store repeats its tokens)."""
-    if len(_TOKENS) > 500_000:  # a long-lived process: bounded
-        _TOKENS.clear()
-        _TOKENS.facts.clear()
-        _TOKENS.negating.clear()
+    each token looked up once for both (a store repeats its tokens; porter is slow)."""
     toks = tokens(text)
-    words = set().union(*map(_TOKENS.__getitem__, toks))
+    words = _TOKENS.of(toks)
     fs = words & _TOKENS.facts  # a stem is a word, never a "#fact"
     if not toks.isdisjoint(_TOKENS.negating):  # a text with none needs no search
         fs |= negated(text)
@@ -101,6 +105,15 @@ class _TokenFeatures(dict):
         super().__init__()
         self.facts: set[str] = set()
         self.negating: set[str] = set()
+
+    def of(self, toks: set[str]) -> set[str]:
+        """The features of these tokens together."""
+        if len(self) > 500_000:  # a long-lived process: bounded
+            self.clear()
+            self.facts.clear()
+            self.negating.clear()
+            _STEMMED.clear()
+        return set().union(*map(self.__getitem__, toks))
 
     def __missing__(self, token: str) -> frozenset[str]:
         if negates(token):

@@ -28,9 +28,10 @@ _EDGE = "\"'()[]{}<>,;:!?.*"
 _NEGATION = {"not", "never", "no", "none", "nothing", "nobody", "nowhere", "neither",
              "nor", "without", "cannot", "dont", "doesnt", "avoid", "forbid", "forbidden",
              "disable", "disabled", "stop"}
-# Where a negation ends: a word of _NEGATION, or one that ends in n't, each a whole word.
-# Two searches, not one regex of both with \b around: a regex that starts with its words
-# (the word's start checked after) and a search for the literal n't skip ahead in C.
+# A negation: a word of _NEGATION, or one that ends in n't, each a whole word. In a whole
+# text, two searches, not one regex of both with \b around: a regex that starts with its
+# words (the word's start checked after) and a search for the literal n't skip ahead in C.
+_NEGATED = re.compile(r"\b(?:" + "|".join(sorted(_NEGATION)) + r"|[a-z]+n't)\b")  # one token
 _NEGATION_END = re.compile(r"(?:" + "|".join(sorted(_NEGATION)) + r")\b")
 _CONTRACTED = re.compile(r"n't\b")
 _WORD_CHAR = re.compile(r"\w")
@@ -82,7 +83,7 @@ def negates(token: str) -> bool:
     """Whether a token (tokens()'s) holds a negation: a text holds one if and only if one
     of its tokens does (a negation is a word, or a word and n't, bounded by non-word
     characters, as a token is)."""
-    return next(_negations(token.lower()), None) is not None
+    return _NEGATED.search(token.lower()) is not None
 
 
 def negated(text: str) -> set[str]:
