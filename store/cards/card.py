@@ -17,6 +17,7 @@ from typing import Any
 
 from .frontmatter import split  # noqa: F401 - re-exported: the one splitter
 from .paths import project_key, project_of_id, type_from_id
+from .sections import history_entries, history_span as _find_history
 
 MAX_CARD_BYTES = 1024 * 1024
 BOOL_TAG = "tag:yaml.org,2002:bool"
@@ -405,22 +406,18 @@ _MAY_HAVE_HISTORY = re.compile(r"^ {0,3}##[ \t]+\s*history", re.M | re.I)
 
 
 def history_span(text: str) -> tuple[int, int] | None:
-    """(start, stop) in a card's text of its `## History` section: section_span's (the
-    first level-2 heading named History, in any case, outside code), or None. The finder
-    of a card's History for whoever may load this module (the PreToolUse hook may not)."""
-    if not _MAY_HAVE_HISTORY.search(text):
+    """(start, stop) in a card's text of its `## History` section (sections.py's: the
+    first level-2 heading named History, in any case, outside code), or None."""
+    if "##" not in text or not _MAY_HAVE_HISTORY.search(text):  # a find in C spares most
         return None
     return _history_span(text)
 
 
 @lru_cache(maxsize=8192)  # maintain asks three times per card: its text, lines, length
 def _history_span(text: str) -> tuple[int, int] | None:
-    return section_span(text, "History")
+    return _find_history(text)
 
 
 def history(text: str) -> list[str]:
     """The entries of a card text's History section, oldest first (no YAML needed)."""
-    if (span := history_span(text)) is None:
-        return []
-    start, stop = span  # blank lines at its end are no entries: no need to trim them
-    return [ln[2:].strip() for ln in _lines(text[start:stop])[1:] if ln.startswith("- ")]
+    return history_entries(text, history_span(text))

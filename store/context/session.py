@@ -63,10 +63,13 @@ def project_for(store: Store, cwd: str | os.PathLike[str] | None) -> str | None:
 
 
 def _lessons(card: Card) -> str:
-    """A project's signal card as its newest lessons first: the History's last lines."""
-    body = card.body
-    at = body.rfind("\n## History")
-    lines = [ln for ln in (body[at:] if at >= 0 else body).splitlines() if ln.startswith("- ")]
+    """A project's signal card as its newest lessons first: the History's last lines (of
+    the section the learner appends to: card.history's)."""
+    from ..cards.sections import history_entries, history_span  # not card.py: a warm
+    # start never loads it; an index entry has a body, no whole text
+
+    found = history_span(card.body, body=True)
+    lines = [f"- {entry}" for entry in history_entries(card.body, found)]
     shown = lines[-LESSON_LINES:][::-1]
     more = f"\n({len(lines) - len(shown)} older lessons: `cardmem show {card.id}`)" \
         if len(lines) > len(shown) else ""

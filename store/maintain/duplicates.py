@@ -32,7 +32,7 @@ from ..learning.proposals import digest
 from ..cards import distinct
 from ..progress import quiet
 from . import kept, lsh
-from .facts import facts, looked_up, tokens
+from .facts import facts, negated, negates, token_fact, tokens
 from .survey import Finding, Survey
 
 TYPE_CHECKING = False
@@ -47,17 +47,25 @@ WIDE, WINDOW = 64, 16  # a candidate bucket above WIDE cards: each meets WINDOW 
 LINE_SAME = 0.75  # Jaccard of two History lines' stems (with the same numbers)
 
 
-_STEMS: dict[str, frozenset[str]] = {}  # token -> its keywords' stems: porter is slow
-
-
 def stems(text: str, toks: set[str] | None = None) -> set[str]:
     """The Porter stems of the text's keywords (learning.matching's), read token by token
     (facts.tokens(text), when the caller has them: no keyword spans a space or a `)."""
-    return set().union(*looked_up(_STEMS, tokens(text) if toks is None else toks, _stems_of))
+    return _TOKENS.of(tokens(text) if toks is None else toks) - _TOKENS.facts
 
 
 def _stems_of(token: str) -> frozenset[str]:
-    return frozenset(stem(k) if k.isascii() else k for k in keywords(token))
+    return frozenset(map(_STEMMED.__getitem__, keywords(token)))
+
+
+class _Stemmed(dict):
+    """keyword -> its Porter stem (a word stands in many tokens: `test`, `(test`, test.)."""
+
+    def __missing__(self, word: str) -> str:
+        self[word] = out = stem(word) if word.isascii() else word
+        return out
+
+
+_STEMMED = _Stemmed()
 
 
 def card_text(c: cardlib.Card) -> str:
@@ -78,10 +86,47 @@ def features(c: cardlib.Card) -> tuple[set[str], frozenset[str]]:
 
 
 def text_features(text: str) -> tuple[set[str], frozenset[str]]:
-    """features of a card whose card_text is text."""
+    """features of a card whose card_text is text: stems(text) | facts(text), facts(text),
+    each token looked up once for both (a store repeats its tokens; porter is slow)."""
     toks = tokens(text)
-    fs = facts(text, toks)
-    return stems(text, toks) | fs, fs
+    words = _TOKENS.of(toks)
+    fs = words & _TOKENS.facts  # a stem is a word, never a "#fact"
+    if not toks.isdisjoint(_TOKENS.negating):  # a text with none needs no search
+        fs |= negated(text)
+    words |= fs
+    return words, frozenset(fs)
+
+
+class _TokenFeatures(dict):
+    """token -> its keywords' stems and its fact (facts.token_fact), computed when first
+    asked for; .facts: every fact among them; .negating: the tokens that hold a negation."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.facts: set[str] = set()
+        self.negating: set[str] = set()
+
+    def of(self, toks: set[str]) -> set[str]:
+        """The features of these tokens together."""
+        if len(self) > 500_000:  # a long-lived process: bounded
+            self.clear()
+            self.facts.clear()
+            self.negating.clear()
+            _STEMMED.clear()
+        return set().union(*map(self.__getitem__, toks))
+
+    def __missing__(self, token: str) -> frozenset[str]:
+        if negates(token):
+            self.negating.add(token)
+        out = _stems_of(token)
+        if (fact := token_fact(token)) is not None:
+            self.facts.add(fact)
+            out = out | {fact}
+        self[token] = out
+        return out
+
+
+_TOKENS = _TokenFeatures()
 
 
 _FEATURES_CODE = (text_features, facts, keywords, stem)  # their modules name kept features
@@ -199,8 +244,12 @@ def groups(survey: Survey, progress: Progress = quiet) -> list[Group]:
     # Cards with the very same features are one candidate (a thousand copies are not a
     # million pairs); the copies join their first at once.
     same: dict[tuple, list[str]] = defaultdict(list)
+    alike: dict[tuple, list[str]] = defaultdict(list)  # may be copies: key and size agree
     for cid in sorted(words):
-        same[(keys[cid], frozenset(words[cid]))].append(cid)
+        alike[(keys[cid], len(words[cid]))].append(cid)
+    for key, ids in alike.items():
+        for cid in ids:  # a frozen copy of the features only where another may match them
+            same[(key, frozenset(words[cid])) if len(ids) > 1 else (key, cid)].append(cid)
     for ids in same.values():
         for b in ids[1:]:
             if (ids[0], b) not in apart:
@@ -261,20 +310,35 @@ def same_line(a: str, b: str) -> bool:
     """Two History lines that say the same: nearly the same words (compound's test), or
     the same stems in another order, with the same numbers."""
     la, lb = entry_line(a), entry_line(b)
+    return _same_said(la, lb, _said(la), _said(lb))
+
+
+def _said(line: str) -> tuple[set[str], set[str]]:
+    """(stems, numbers) of a History line's `Kind: text`."""
+    return stems(line), _numbers(line)
+
+
+def _same_said(la: str, lb: str, a: tuple[set[str], set[str]],
+               b: tuple[set[str], set[str]]) -> bool:
     if is_duplicate(la, [lb]):
         return True
-    sa, sb = stems(la), stems(lb)
-    if len(sa) < MIN_STEMS or len(sb) < MIN_STEMS or _numbers(la) != _numbers(lb):
+    (sa, na), (sb, nb) = a, b
+    if len(sa) < MIN_STEMS or len(sb) < MIN_STEMS or na != nb:
         return False
     return len(sa & sb) / len(sa | sb) >= LINE_SAME
 
 
 def line_pairs(c: cardlib.Card) -> list[tuple[str, str]]:
-    """(earlier, later) History lines of one card that say the same thing."""
+    """(earlier, later) History lines of one card that say the same thing (same_line's
+    test; each line's stems and numbers read once)."""
     lines = cardlib.history(c.text)
+    if len(lines) < 2:
+        return []
+    said = [entry_line(x) for x in lines]
+    what = [_said(x) for x in said]
     out, dup = [], set()
     for i, j in combinations(range(len(lines)), 2):
-        if j not in dup and i not in dup and same_line(lines[i], lines[j]):
+        if j not in dup and i not in dup and _same_said(said[i], said[j], what[i], what[j]):
             out.append((lines[i], lines[j]))
             dup.add(j)
     return out

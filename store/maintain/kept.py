@@ -5,8 +5,9 @@
 Keyed by the SHA-1 of the text they are computed from (duplicates.card_text), so a card
 renamed keeps its entry and a card edited gets a new one. The file names the code that
 computed it (a digest of the bytes of the modules that make features, named by the
-caller, and the Python version): after a change of that code, or of Python, it is not read. marshal, not pickle:
-loading it runs no code. Any fault in reading or writing it only costs the computing.
+caller, the Python version and the file's FORMAT): after a change of any of them it is not
+read. marshal, not pickle: loading it runs no code. Any fault in reading or writing it
+only costs the computing.
 
     kept = Kept(root, compute, sources)   # compute(text) -> (features, facts)
     kept.of(text) -> (features, facts)
@@ -22,12 +23,13 @@ from pathlib import Path
 from typing import Callable
 
 FILE = "maintain-features"
-MAX_VOCAB = 2_000_000  # words kept; past it the file starts afresh
+FORMAT = b"2"  # rows of newline-joined strings (1: ids into a shared vocabulary)
+_SEP = "\n"  # no feature holds one (features are parts of whitespace-split tokens)
 Features = tuple[set[str], frozenset[str]]
 
 
 def _code_digest(sources: list[str]) -> bytes:
-    h = hashlib.sha1(sys.version.encode())
+    h = hashlib.sha1(sys.version.encode() + FORMAT)
     for path in sources:
         h.update(Path(path).read_bytes())
     return h.digest()
@@ -39,17 +41,16 @@ class Kept:
         """sources: the files of the code compute runs (their bytes name the file)."""
         self.path = Path(root) / ".cardmem" / FILE
         self.compute = compute
-        self.vocab: list[str] = []
-        self.old: dict[bytes, tuple[tuple[int, ...], int]] = {}  # key -> (ids, facts first)
+        self.old: dict[bytes, tuple[str, str]] = {}  # key -> (facts, the other features)
         self.new: dict[bytes, Features] = {}
         self.asked: set[bytes] = set()
         self.code = b""
         try:
             self.code = _code_digest(sources)
             with open(self.path, "rb") as f:
-                code, vocab, old = marshal.loads(f.read())  # load(f) reads object by object
-            if code == self.code and isinstance(vocab, list) and isinstance(old, dict):
-                self.vocab, self.old = vocab, old
+                code, old = marshal.loads(f.read())  # load(f) reads object by object
+            if code == self.code and isinstance(old, dict):
+                self.old = old
         except (OSError, EOFError, ValueError, TypeError):
             pass
 
@@ -58,10 +59,10 @@ class Kept:
         self.asked.add(key)
         if (got := self.old.get(key)) is not None:
             try:
-                ids, n = got
-                words = list(map(self.vocab.__getitem__, ids))
-                return set(words), frozenset(words[:n])
-            except (TypeError, ValueError, IndexError):  # a damaged entry: computed anew
+                fs, rest = got
+                facts = frozenset(fs.split(_SEP) if fs != "" else ())
+                return set(rest.split(_SEP) if rest != "" else ()).union(facts), facts
+            except (TypeError, ValueError, AttributeError):  # a damaged entry: computed anew
                 del self.old[key]
         if (done := self.new.get(key)) is None:
             done = self.new[key] = self.compute(text)
@@ -69,21 +70,27 @@ class Kept:
 
     def save(self, complete: bool) -> None:
         """Write the entries, with those computed this run; complete: only those of the
-        texts asked for (the others' cards changed or went). Nothing new: no write."""
+        texts asked for (the others' cards changed or went). Nothing new: no write.
+        Joined strings, not ids into a vocabulary: cheaper to write and to read back."""
         gone = self.old.keys() - self.asked if complete else set()
         if not self.new and not gone:
             return
-        vocab = self.vocab if len(self.vocab) < MAX_VOCAB else []  # words of dead cards
-        rows = {k: v for k, v in self.old.items() if k not in gone} if vocab else {}
-        at = dict(zip(vocab, range(len(vocab))))
-        for w in set().union(*(words for words, _ in self.new.values())).difference(at):
-            at[w] = len(at)
+        rows = {k: v for k, v in self.old.items() if k not in gone}
         for key, (words, fs) in self.new.items():
-            rows[key] = (tuple(map(at.__getitem__, [*fs, *(words - fs)])), len(fs))
+            a, b = _joined(fs), _joined(words - fs)
+            if a is not None and b is not None:
+                rows[key] = (a, b)
         try:
             from ..root import write_cache
 
             self.path.parent.mkdir(exist_ok=True)
-            write_cache(self.path, marshal.dumps((self.code, list(at), rows)))
+            write_cache(self.path, marshal.dumps((self.code, rows)))
         except (OSError, ValueError):
             pass
+
+
+def _joined(features: set[str] | frozenset[str]) -> str | None:
+    """The features as one string, or None when they would not read back (one holds the
+    separator, or is empty)."""
+    out = _SEP.join(features)
+    return None if "" in features or out.count(_SEP) != max(0, len(features) - 1) else out

@@ -142,11 +142,11 @@ def rule_text(root: str, card_id: str) -> str:
     except (OSError, UnicodeDecodeError):
         return ""
     from ..cards.frontmatter import body_of  # only when a rule fires: not on every call
+    from ..cards.sections import history_span
 
+    if "##" in text and (span := history_span(text)):
+        text = text[:span[0]]
     text = body_of(text).strip()
-    at = text.find("\n## History")
-    if at >= 0:
-        text = text[:at].rstrip()
     return text if len(text) <= MAX_RULE_CHARS else text[:MAX_RULE_CHARS - 1] + "…"
 
 

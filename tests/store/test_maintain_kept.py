@@ -42,7 +42,7 @@ def test_a_complete_run_drops_the_texts_it_did_not_see(tmp_path) -> None:
 
 
 def kept_one(tmp_path, calls: list[str]):
-    """The kept file after a run that saw the text "one": (path, its three parts)."""
+    """The kept file after a run that saw the text "one": (path, its parts)."""
     run = kept.Kept(tmp_path, counting(calls), [__file__])
     run.of("one")
     run.save(complete=True)
@@ -52,18 +52,43 @@ def kept_one(tmp_path, calls: list[str]):
 
 def test_other_code_or_a_broken_file_is_not_read(tmp_path) -> None:
     calls: list[str] = []
-    path, (code, vocab, rows) = kept_one(tmp_path, calls)
-    path.write_bytes(marshal.dumps((b"other code", vocab, rows)))
+    path, (code, rows) = kept_one(tmp_path, calls)
+    path.write_bytes(marshal.dumps((b"other code", rows)))
     assert kept.Kept(tmp_path, counting(calls), [__file__]).of("one") and calls == ["one", "one"]
-    for junk in (b"", b"\x00garbage", marshal.dumps([1, 2, 3]), marshal.dumps((1, 2))):
+    for junk in (b"", b"\x00garbage", marshal.dumps([1, 2, 3]), marshal.dumps((1, 2)),
+                 marshal.dumps((code, [], rows))):  # the earlier format's three parts
         path.write_bytes(junk)
         assert kept.Kept(tmp_path, counting(calls), [__file__]).of("one")
-    assert len(calls) == 6
+    assert len(calls) == 7
 
 
 def test_a_damaged_entry_is_computed_anew(tmp_path) -> None:
     calls: list[str] = []
-    path, (code, vocab, rows) = kept_one(tmp_path, calls)
-    path.write_bytes(marshal.dumps((code, vocab, {k: ((99,), 1) for k in rows})))
-    assert kept.Kept(tmp_path, counting(calls), [__file__]).of("one")[1] == frozenset({"#1"})
-    assert calls == ["one", "one"]
+    path, (code, rows) = kept_one(tmp_path, calls)
+    for damaged in (((99,), 1), ("#1",), (None, "one"), "#1\none"):
+        path.write_bytes(marshal.dumps((code, {k: damaged for k in rows})))
+        assert kept.Kept(tmp_path, counting(calls), [__file__]).of("one") == \
+            ({"one", "#1"}, frozenset({"#1"}))
+    assert calls == ["one"] * 5
+
+
+def test_features_that_would_not_read_back_are_not_kept(tmp_path) -> None:
+    """Features are kept joined by newlines: one with a newline in it (or an empty one)
+    is computed again next time rather than read back wrong."""
+    odd = {"line\nbreak": ({"line\nbreak", "#1"}, frozenset({"#1"})),
+           "empty": ({""}, frozenset()), "none": (set(), frozenset()),
+           "fine": ({"a", "b", "#1", "#2"}, frozenset({"#1", "#2"}))}
+    calls: list[str] = []
+
+    def compute(text: str):
+        calls.append(text)
+        return odd[text]
+
+    run = kept.Kept(tmp_path, compute, [__file__])
+    for text in odd:
+        assert run.of(text) == odd[text]
+    run.save(complete=True)
+    again = kept.Kept(tmp_path, compute, [__file__])
+    for text in odd:
+        assert again.of(text) == odd[text]
+    assert calls == [*odd, "line\nbreak", "empty"]

@@ -26,6 +26,7 @@ from cardmem.store.maintain import Survey, duplicates, facts as factlib, finding
 # --- the plain code, as it was --------------------------------------------------------------
 
 _TOKEN = re.compile(r"[^\s`]+")
+_NEGATED = re.compile(r"\b(?:" + "|".join(sorted(factlib._NEGATION)) + r"|[a-z]+n't)\b")
 
 
 def plain_facts(text: str) -> frozenset[str]:
@@ -37,7 +38,7 @@ def plain_facts(text: str) -> frozenset[str]:
         if tok and (factlib._FACTY.search(tok) or factlib._CAMEL.search(tok)):
             out.add("#" + tok.lower().removeprefix("./").rstrip("/\\"))
     lower = text.lower()
-    for m in factlib._NEGATED.finditer(lower):
+    for m in _NEGATED.finditer(lower):
         for w in factlib._WORD.finditer(lower, m.end()):
             word = w.group().strip("'")
             if word in factlib._NEGATION or word.endswith("n't"):
@@ -169,7 +170,8 @@ PIECES = st.sampled_from([
     "src/app.py", "--force", "fooBar", "HTTPServer", "x_y", "a::b", "`code`", "(./dir/)",
     "\"quoted\"", "Über", "naïve", "İstanbul", "K", "co-op", "e.g.", "...", "--", "-", "_",
     "##", "## History", "```", "~~~", "- ", "[[link]]", "#", "\n", "\n\n", " ", "\u00a0",
-    "\u2003", "\t", "\x1c", "\u2028", "\r\n", "`", "'", "1", "2026-11-30"])
+    "\u2003", "\t", "\x1c", "\u2028", "\r\n", "`", "'", "1", "2026-11-30",
+    "forbidden", "n't", "'t", "won't", "nothing", "é", "x", "stopped"])
 TEXTS = st.lists(st.one_of(PIECES, st.text(max_size=6)), max_size=40).map(
     lambda parts: " ".join(parts) if len(parts) % 2 else "".join(parts))
 
@@ -179,6 +181,7 @@ TEXTS = st.lists(st.one_of(PIECES, st.text(max_size=6)), max_size=40).map(
 def test_facts_and_stems_are_the_plain_codes(text) -> None:
     assert factlib.facts(text) == plain_facts(text)
     assert duplicates.stems(text) == plain_stems(text)
+    assert duplicates.text_features(text) == plain_features(text)
     assert set(links.links(text)) == set(plain_links(text))
 
 

@@ -161,3 +161,23 @@ def test_of_two_sections_of_one_name_the_removed_one_is_gone(person, tmp_path) -
     assert person.read(second).body.strip() == "Invoices are rendered by a Celery worker."
     assert {p: b for p, b in files(person).items() if p != second + ".md"} == \
         {p: b for p, b in before.items() if p != second + ".md"}
+
+
+def test_a_card_deleted_after_its_yaml_was_broken_is_not_made_again(person, src) -> None:
+    """A person breaks a rule card's frontmatter (it no longer parses), then deletes the
+    card: its last version cannot say which item it was, so the import reads the version
+    it last wrote itself. Committed deletion and one not yet committed alike."""
+    path = src / PATHS["claude-md"]
+    imp(person, path)
+    for cid, commit in ((DONT_MOCK, True), (REGRESSION, False)):
+        card = person.root / (cid + ".md")
+        card.write_text(card.read_text().replace("title:", "title: [unclosed", 1))
+        git(person.root, "commit", "-qam", f"broke {cid}")
+        if commit:
+            delete(person, cid)
+        else:
+            card.unlink()
+    doc = imp(person, path)
+    assert not person.exists(DONT_MOCK) and not person.exists(REGRESSION)
+    assert "created" not in actions(doc) and doc["commit"] is None
+    assert {DONT_MOCK, REGRESSION} <= actions(doc)["kept"]

@@ -172,19 +172,21 @@ def _deleted(store: Store, kind: str, where: str, live: set[str]) -> list[Known]
     when deleted: at the commit before the deletion, or at HEAD when the deletion is not
     committed yet. The paths are those its commits added or changed (read from the
     commits' files, not their messages, which name at most MESSAGE_LINES cards); a card
-    whose key is live again was moved, not deleted."""
+    whose key is live again was moved, not deleted. A last version that does not parse
+    (a person broke its YAML, then deleted it) is read as the import last wrote it."""
     label = f"{IMPORT_TRAILER}: {kind} {where}"
-    log = git.run(store.root, "-c", "core.quotePath=false", "log", "--format=%x1e%B%x1f",
+    log = git.run(store.root, "-c", "core.quotePath=false", "log", "--format=%x1e%B%x1f%H",
                   "--name-status", "--no-renames", "-F", f"--grep={label}", check=False)
-    wrote: set[str] = set()
+    wrote: dict[str, str] = {}  # rel -> the newest import commit that wrote it
     for rec in log.split("\x1e")[1:]:
         message, _, files = rec.partition("\x1f")
         if label not in message.splitlines():
             continue
-        for line in files.splitlines():
+        sha, *lines = files.strip("\n").splitlines()
+        for line in lines:
             status, _, rel = line.partition("\t")
             if status in ("A", "M") and rel.endswith(".md"):
-                wrote.add(rel)
+                wrote.setdefault(rel, sha)
     gone = sorted(rel for rel in wrote if not (store.root / rel).exists())
     if not gone:
         return []
@@ -197,20 +199,27 @@ def _deleted(store: Store, kind: str, where: str, live: set[str]) -> list[Known]
             at.setdefault(rel.strip(), f"{sha}^")
     found: list[Known] = []
     for rel in gone:
-        proc = git.call(store.root, ["show", f"HEAD:{rel}"])  # deleted, not yet committed
-        if proc.returncode != 0 and rel in at:
-            proc = git.call(store.root, ["show", f"{at[rel]}:{rel}"])
-        if proc.returncode != 0:
-            continue
-        try:
-            c = cardlib.parse(proc.stdout, rel[:-3])
-        except cardlib.CardProblem:
+        # deleted, not yet committed: HEAD holds it; else the commit before its deletion
+        c = _parsed_at(store, rel, ["HEAD", *([at[rel]] if rel in at else []), wrote[rel]])
+        if c is None:
             continue
         src = c.meta.get("source")
         if isinstance(src, str) and src.startswith(source_of(kind, where, "")) \
                 and src not in live and not c.meta.get("proposes_change_to"):
             found.append(Known(src, c, deleted=True))
     return found
+
+
+def _parsed_at(store: Store, rel: str, revs: list[str]) -> cardlib.Card | None:
+    """The card at rel as the first of revs that holds it in a form that parses."""
+    for rev in revs:
+        proc = git.call(store.root, ["show", f"{rev}:{rel}"])
+        if proc.returncode == 0:
+            try:
+                return cardlib.parse(proc.stdout, rel[:-3])
+            except cardlib.CardProblem:
+                continue
+    return None
 
 
 def make(store: Store, kind: str, where: str, drafts: list[Draft], *,
