@@ -35,6 +35,9 @@ SIM_FLOOR = 0.4
 # The words' first card, when it is the only card holding a word of the query as typed (a
 # unique token, a rare name), stays first (confidence.UNIQUE_DF).
 PIN_UNIQUE = True
+# The similarity at which the vectors lift such a card, holding under COVER_UNIQUE of the
+# query, to medium: the bar any card both sides found clears to be medium (SIM_BOTH).
+SIM_PIN = confidence.SIM_BOTH
 POOL = 20  # candidates taken from each side before fusing
 # Cards a search embeds at most (~9 ms of CPU each here, bench/RESULTS.md): a store new to the model is embedded
 # by `cardmem index`, the watcher or the MCP server, not by one shell search.
@@ -158,9 +161,11 @@ def fuse(idx: "Index", res: "SearchResult", sims: "Similarities", limit: int,
         if r["match"] == "lexical" and r["similarity"] >= confidence.SIM_NEAR:
             r["match"] = "both"  # the vectors see it near the query too
     # The card holding most of the query's information (confidence.coverage), when it
-    # holds a query word no other card holds, stays first,
-    # labelled at least medium unless the vectors see no relation and the word is a small
-    # part of the query (one word of a longer question, met in passing).
+    # holds a query word no other card holds, stays first, labelled at least medium when
+    # that is most of the query; else when the vectors see a relation and the words name
+    # what the card is about (not its body alone), or the vectors vouch for it as they
+    # must for any card both sides found (SIM_PIN): one rare word of a longer question,
+    # met in passing, is not an answer by itself.
     cover = res.cover
     first = max(lex, key=lambda r: (cover.get(r["id"], 0.0), r["id"] in res.unique, r["_f"])
                 )["id"] if lex else None
@@ -170,7 +175,8 @@ def fuse(idx: "Index", res: "SearchResult", sims: "Similarities", limit: int,
                                                  r["matched"] == ["body"])
         if r["id"] in pinned and r["confidence"] == "low" and (
                 cover.get(r["id"], 0.0) >= confidence.COVER_UNIQUE
-                or r["similarity"] >= confidence.SIM_UNRELATED):
+                or r["similarity"] >= SIM_PIN or r["similarity"] >= confidence.SIM_UNRELATED
+                and r["matched"] != ["body"]):
             r["confidence"] = "medium"
         r["score"] = round(r.pop("_f") + SEMANTIC_WEIGHT * r["similarity"], 4)
     mark_stale(idx, [r for r in fused.values() if r["match"] == "semantic"])  # as search.run
