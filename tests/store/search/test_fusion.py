@@ -59,3 +59,56 @@ def test_a_rare_word_naming_the_card_is_medium_when_the_vectors_see_a_relation(t
     unrelated = fused(tmp_path / "2", "pgbouncer", "We run it in transaction mode.",
                       confidence.SIM_UNRELATED / 2)
     assert unrelated["confidence"] == "low", unrelated
+
+
+# A conversation kept a card a turn: the question's words are in one turn, its answer in
+# the next, which shares no word with the question.
+TURNS = ["Melanie: I started a new painting class last week.",
+         "Caroline: Nice! How was the camping trip with the kids?",
+         "Melanie: We roasted marshmallows and watched the stars all night.",
+         "Caroline: That sounds lovely, I need a weekend like that."]
+
+
+def conversation(tmp_path, *extra: tuple[str, str, str]):
+    root = tmp_path / "store"
+    for i, text in enumerate(TURNS, 1):
+        write(root, f"turns/d1-{i}", f"{text.split(':')[0]}, turn {i}", text)
+    for cid, t, b in NOTES + list(extra):
+        write(root, cid, t, b)
+    return init(root)[0]
+
+
+def fused_results(store, q: str, limit: int = 5) -> list[dict]:
+    with Index(store) as idx:
+        idx.refresh()
+        res = lexical(idx, q, hybrid.POOL)
+        hybrid.fuse(idx, res, Similarities(np.array([], dtype=int), np.array([])), limit, None,
+                    None)
+        return res.results
+
+
+def test_the_turn_after_the_one_holding_the_words_is_shown_as_its_neighbour(tmp_path) -> None:
+    results = fused_results(conversation(tmp_path), "camping trip with the kids")
+    ids = [r["id"] for r in results]
+    assert ids[0] == "turns/d1-2", results
+    answer = next(r for r in results if r["id"] == "turns/d1-3")
+    assert answer["match"] == "neighbour" and answer["confidence"] == "low", answer
+    assert "marshmallows" in answer["snippet"]
+
+
+def test_only_short_cards_in_a_numbered_sequence_lend(tmp_path) -> None:
+    long = " ".join(["The camping trip notes, day by day."] * 60)
+    store = conversation(tmp_path, ("logs/trip-1", "Trip log one", long),
+                         ("logs/trip-2", "Packing list", "A tent, a stove, two lamps."),
+                         ("notes/camping", "Camping", "The camping trip is in June."))
+    ids = [r["id"] for r in fused_results(store, "camping trip", limit=10)]
+    assert "logs/trip-1" in ids and "logs/trip-2" not in ids, ids  # a long card lends nothing
+
+
+def test_a_sequence_is_ids_that_differ_in_their_last_number() -> None:
+    from cardmem.store.search.neighbours import around
+
+    assert around("turns/d3-5") == ["turns/d3-4", "turns/d3-6"]
+    assert around("sessions/session-09") == ["sessions/session-08", "sessions/session-10"]
+    assert around("notes/part-0") == ["notes/part-1"]
+    assert around("notes/camping") == []
