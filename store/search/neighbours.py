@@ -13,11 +13,13 @@ from __future__ import annotations
 import re
 
 # Fitted by bench/fusion_lab.py on design data only (LoCoMo conv-26/30/41, agents-md calib;
-# bench/RESULTS.md, issue 27). A card's score gains MIX times its two neighbours' scores; a
-# neighbour of one of the first FROM results is worth at least SHARE of that result's.
+# bench/RESULTS.md, issue 27). A card's score gains MIX times its neighbours' scores (REACH
+# cards on each side); a neighbour of one of the first FROM results is worth at least SHARE
+# of that result's.
 MIX = 0.1
 SHARE = 0.85
 FROM = 5
+REACH = 2  # how many cards on each side are neighbours
 # Only short cards (file size in bytes, at most) lend and borrow: one turn, one note of a
 # sequence, whose answer may sit in the next card; a long card (a whole session) holds
 # its own exchange, and the next one is another day.
@@ -27,15 +29,16 @@ _NUMBERED = re.compile(r"(.*?)(\d+)")
 
 
 def around(cid: str) -> list[str]:
-    """The ids before and after this one in its sequence (none if it ends in no number);
-    a zero-padded number keeps its width."""
+    """The ids before and after this one in its sequence, nearest first (none if it ends in
+    no number); a zero-padded number keeps its width."""
     m = _NUMBERED.fullmatch(cid)
     if not m:
         return []
     head, digits = m.groups()
     k = int(digits)
     width = len(digits) if digits.startswith("0") else 0
-    return [f"{head}{j:0{width}d}" for j in (k - 1, k + 1) if j >= 0]
+    return [f"{head}{j:0{width}d}" for d in range(1, int(REACH) + 1)
+            for j in (k - d, k + d) if j >= 0]
 
 
 def spread(scores: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:
