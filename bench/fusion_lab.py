@@ -237,9 +237,10 @@ def main() -> None:
                 setattr(semantic, k.split(".", 1)[1], v)
             elif k == "STOP" or k.startswith("W_"):
                 set_lexical(k, v)
-            elif k.startswith("confidence."):
-                from cardmem.store.search import confidence
-                setattr(confidence, k.split(".", 1)[1], v)
+            elif "." in k:  # module.NAME of store/search
+                import importlib
+                mod, name = k.split(".", 1)
+                setattr(importlib.import_module(f"cardmem.store.search.{mod}"), name, v)
             else:
                 setattr(hybrid, k, int(v) if k == "POOL" else v)
         got = score(data)

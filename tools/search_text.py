@@ -48,7 +48,7 @@ def lines(res: Any, tty: bool = False) -> list[str]:
         flag = "" if r["status"] == "active" else f"  ({r['status']})"
         if r.get("stale"):
             flag += "  (stale: unchanged for long while its project moved on; check it)"
-        why = f", {r['match']}" if r.get("match") in ("semantic", "both") else ""
+        why = f", {r['match']}" if r.get("match") in ("semantic", "both", "neighbour") else ""
         out.append(f"{r['id']}  [{r['type'] or '?'}]  {r['title']}  — {r['confidence']}{why}{flag}")
         if r["snippet"]:
             out.append("    " + BOLD.sub("\x1b[1m\\1\x1b[0m" if tty else "\\1", r["snippet"]))

@@ -8,7 +8,8 @@ it alone holds a word of the query; cards only the vectors found are shown only 
 similarity floor, never to pad the list.
 
 Each result says why it came: `match` is "lexical" (FTS5 found it), "semantic" (only the
-vectors did) or "both". When the model is missing or broken the search is the lexical one
+vectors did), "both", or "neighbour" (it sits next to a strong result in a sequence of
+cards, store/search/neighbours.py). When the model is missing or broken the search is the lexical one
 and says so once (`semantic` in the JSON document, a line on stderr from the CLI).
 """
 from __future__ import annotations
@@ -35,7 +36,11 @@ SIM_FLOOR = 0.4
 # The words' first card, when it is the only card holding a word of the query as typed (a
 # unique token, a rare name), stays first (confidence.UNIQUE_DF).
 PIN_UNIQUE = True
+# The similarity at which the vectors lift such a card, holding under COVER_UNIQUE of the
+# query, to medium: the bar any card both sides found clears to be medium (SIM_BOTH).
+SIM_PIN = confidence.SIM_BOTH
 POOL = 20  # candidates taken from each side before fusing
+NEIGHBOURS = True  # cards in a sequence lend each other score (store/search/neighbours.py)
 # Cards a search embeds at most (~9 ms of CPU each here, bench/RESULTS.md): a store new to the model is embedded
 # by `cardmem index`, the watcher or the MCP server, not by one shell search.
 SYNC_MAX = 50
@@ -111,12 +116,43 @@ def _cut(res: "SearchResult", limit: int) -> "SearchResult":
     return res
 
 
-def _rows_sql() -> str:
+def _rows_sql(key: str = "n") -> str:
+    """The rows of cards by rowid (key n, a JSON list of ints) or by id (a list of ids)."""
     from ..index.schema import COLUMNS
 
     return ("SELECT c.n, c.id, c.title, c.type, c.status, c.project, c.description,"
             f" f.c{COLUMNS.index('body')} FROM cards c JOIN fts_content f"
-            " ON f.id = c.n WHERE c.n IN (SELECT value FROM json_each(?))")
+            f" ON f.id = c.n WHERE c.{key} IN (SELECT value FROM json_each(?))")
+
+
+def _lend(idx: "Index", fused: "dict[int, dict[str, Any]]", sims: "Similarities",
+          where: str, args: list[Any]) -> None:
+    """Cards in a sequence lend each other score (store/search/neighbours.py): the fused
+    results' scores mixed with their neighbours', and the neighbours of the first few
+    results added (match "neighbour") when a card of the store has that id and passes
+    the filters."""
+    import json
+
+    from . import neighbours
+
+    short = {n for (n,) in idx.conn.execute(
+        "SELECT n FROM cards WHERE n IN (SELECT value FROM json_each(?)) AND size <= ?",
+        (json.dumps(list(fused)), neighbours.SHORT))}
+    by_id = {r["id"]: r for n, r in fused.items() if n in short}
+    mixed, new = neighbours.spread({cid: r["score"] for cid, r in by_id.items()})
+    for cid, score in mixed.items():
+        by_id[cid]["score"] = round(score, 4)
+    if not new:
+        return
+    for n, cid, title, ctype, status, proj, desc, body in idx.conn.execute(
+            _rows_sql("id") + " AND c.size <= ?" + where,
+            (json.dumps(list(new)), neighbours.SHORT, *args)):
+        sim = round(sims.get(n, 0.0), 4)
+        fused[n] = {"id": cid, "title": title, "type": ctype, "score": round(new[cid], 4),
+                    "confidence": confidence.fused_label("low", sim, "neighbour"),
+                    "matched": [], "status": status, "project": proj,
+                    "snippet": _snippet(desc, body, -1), "match": "neighbour",
+                    "similarity": sim}
 
 
 def fuse(idx: "Index", res: "SearchResult", sims: "Similarities", limit: int,
@@ -158,9 +194,11 @@ def fuse(idx: "Index", res: "SearchResult", sims: "Similarities", limit: int,
         if r["match"] == "lexical" and r["similarity"] >= confidence.SIM_NEAR:
             r["match"] = "both"  # the vectors see it near the query too
     # The card holding most of the query's information (confidence.coverage), when it
-    # holds a query word no other card holds, stays first,
-    # labelled at least medium unless the vectors see no relation and the word is a small
-    # part of the query (one word of a longer question, met in passing).
+    # holds a query word no other card holds, stays first, labelled at least medium when
+    # that is most of the query; else when the vectors see a relation and the words name
+    # what the card is about (not its body alone), or the vectors vouch for it as they
+    # must for any card both sides found (SIM_PIN): one rare word of a longer question,
+    # met in passing, is not an answer by itself.
     cover = res.cover
     first = max(lex, key=lambda r: (cover.get(r["id"], 0.0), r["id"] in res.unique, r["_f"])
                 )["id"] if lex else None
@@ -170,10 +208,13 @@ def fuse(idx: "Index", res: "SearchResult", sims: "Similarities", limit: int,
                                                  r["matched"] == ["body"])
         if r["id"] in pinned and r["confidence"] == "low" and (
                 cover.get(r["id"], 0.0) >= confidence.COVER_UNIQUE
-                or r["similarity"] >= confidence.SIM_UNRELATED):
+                or r["similarity"] >= SIM_PIN or r["similarity"] >= confidence.SIM_UNRELATED
+                and r["matched"] != ["body"]):
             r["confidence"] = "medium"
         r["score"] = round(r.pop("_f") + SEMANTIC_WEIGHT * r["similarity"], 4)
-    mark_stale(idx, [r for r in fused.values() if r["match"] == "semantic"])  # as search.run
+    if NEIGHBOURS:
+        _lend(idx, fused, sims, where, args)
+    mark_stale(idx, [r for r in fused.values() if r["match"] in ("semantic", "neighbour")])
     out = sorted(fused.values(), key=lambda r: _fused_order(r, pinned))[:limit]
     confidence.stand_out(out, cover, res.unique)  # labels only: the order is the score's
     res.results = out

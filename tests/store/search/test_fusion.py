@@ -1,0 +1,114 @@
+"""The fusion's labels with similarities given (no model): hybrid.fuse on a small store's
+lexical result, each card's similarity to the query set by the test, so the rule under
+test is what decides."""
+from __future__ import annotations
+
+import numpy as np
+
+from cardmem.store.index.db import Index
+from cardmem.store.search import confidence, hybrid
+from cardmem.store.search.search import run as lexical
+from cardmem.store.search.semantic import Similarities
+from cardmem.store.store import init
+from semantickit import write
+
+NOTES = [("notes/deploys", "Deploys", "Deploys go out from the main branch after the checks pass."),
+         ("notes/backups", "Backups", "Backups are taken nightly and kept for thirty days."),
+         ("notes/oncall", "On-call", "On-call engineers hand over every Monday at ten."),
+         ("notes/flags", "Feature flags", "Flags are removed a month after a full rollout.")]
+# One word of a longer question that only one card holds, in passing (its body), where the
+# question asks about something no card answers.
+QUESTION = "how should the reporting replicas behind pgbouncer be sized for quarterly billing"
+
+
+def fused(tmp_path, title: str, body: str, sim: float) -> dict:
+    root = tmp_path / "store"
+    for cid, t, b in NOTES:
+        write(root, cid, t, b)
+    write(root, "notes/infra", title, body)
+    store = init(root)[0]
+    with Index(store) as idx:
+        idx.refresh()
+        res = lexical(idx, QUESTION, hybrid.POOL)
+        n = res.rowids["notes/infra"]
+        assert res.results[0]["id"] == "notes/infra" and "notes/infra" in res.unique
+        assert res.cover["notes/infra"] < confidence.COVER_UNIQUE
+        hybrid.fuse(idx, res, Similarities(np.array([n]), np.array([sim])), 5, None, None)
+        return res.results[0] | {"none_confident": res.no_confident_results}
+
+
+def test_a_rare_word_met_in_passing_is_not_vouched_for_by_a_faint_similarity(tmp_path) -> None:
+    # The vectors see some relation (over SIM_UNRELATED), not what a card both sides found
+    # needs to be medium (SIM_BOTH): first still, but not sure.
+    sim = (confidence.SIM_UNRELATED + confidence.SIM_BOTH) / 2
+    top = fused(tmp_path, "Infra notes", "We run pgbouncer in transaction mode.", sim)
+    assert top["id"] == "notes/infra" and top["matched"] == ["body"]
+    assert top["confidence"] == "low" and top["none_confident"], top
+
+
+def test_a_rare_word_the_vectors_vouch_for_is_medium(tmp_path) -> None:
+    top = fused(tmp_path, "Infra notes", "We run pgbouncer in transaction mode.",
+                confidence.SIM_BOTH)
+    assert top["confidence"] == "medium", top
+
+
+def test_a_rare_word_naming_the_card_is_medium_when_the_vectors_see_a_relation(tmp_path) -> None:
+    sim = (confidence.SIM_UNRELATED + confidence.SIM_BOTH) / 2
+    top = fused(tmp_path, "pgbouncer", "We run it in transaction mode.", sim)
+    assert "title" in top["matched"] and top["confidence"] == "medium", top
+    unrelated = fused(tmp_path / "2", "pgbouncer", "We run it in transaction mode.",
+                      confidence.SIM_UNRELATED / 2)
+    assert unrelated["confidence"] == "low", unrelated
+
+
+# A conversation kept a card a turn: the question's words are in one turn, its answer in
+# the next, which shares no word with the question.
+TURNS = ["Melanie: I started a new painting class last week.",
+         "Caroline: Nice! How was the camping trip with the kids?",
+         "Melanie: We roasted marshmallows and watched the stars all night.",
+         "Caroline: That sounds lovely, I need a weekend like that."]
+
+
+def conversation(tmp_path, *extra: tuple[str, str, str]):
+    root = tmp_path / "store"
+    for i, text in enumerate(TURNS, 1):
+        write(root, f"turns/d1-{i}", f"{text.split(':')[0]}, turn {i}", text)
+    for cid, t, b in NOTES + list(extra):
+        write(root, cid, t, b)
+    return init(root)[0]
+
+
+def fused_results(store, q: str, limit: int = 5) -> list[dict]:
+    with Index(store) as idx:
+        idx.refresh()
+        res = lexical(idx, q, hybrid.POOL)
+        hybrid.fuse(idx, res, Similarities(np.array([], dtype=int), np.array([])), limit, None,
+                    None)
+        return res.results
+
+
+def test_the_turn_after_the_one_holding_the_words_is_shown_as_its_neighbour(tmp_path) -> None:
+    results = fused_results(conversation(tmp_path), "camping trip with the kids")
+    ids = [r["id"] for r in results]
+    assert ids[0] == "turns/d1-2", results
+    answer = next(r for r in results if r["id"] == "turns/d1-3")
+    assert answer["match"] == "neighbour" and answer["confidence"] == "low", answer
+    assert "marshmallows" in answer["snippet"]
+
+
+def test_only_short_cards_in_a_numbered_sequence_lend(tmp_path) -> None:
+    long = " ".join(["The camping trip notes, day by day."] * 60)
+    store = conversation(tmp_path, ("logs/trip-1", "Trip log one", long),
+                         ("logs/trip-2", "Packing list", "A tent, a stove, two lamps."),
+                         ("notes/camping", "Camping", "The camping trip is in June."))
+    ids = [r["id"] for r in fused_results(store, "camping trip", limit=10)]
+    assert "logs/trip-1" in ids and "logs/trip-2" not in ids, ids  # a long card lends nothing
+
+
+def test_a_sequence_is_ids_that_differ_in_their_last_number() -> None:
+    from cardmem.store.search.neighbours import around
+
+    assert around("turns/d3-5") == ["turns/d3-4", "turns/d3-6", "turns/d3-3", "turns/d3-7"]
+    assert around("sessions/session-09")[:2] == ["sessions/session-08", "sessions/session-10"]
+    assert around("notes/part-0") == ["notes/part-1", "notes/part-2"]
+    assert around("notes/camping") == []
