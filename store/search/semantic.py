@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
     from .embedding import Embedder
 
-from .embedding import dim_of
-from ..index.vector_rows import cache, ensure, forget
+from .matrix import matrix, seen
+from ..index.vector_rows import cache, ensure, forget, mark
 
 TEXT_CHARS = 300  # of a card's body embedded after its title and description
 # A long card is embedded as its passages too (issue 27): one truncated vector found a
@@ -123,6 +123,7 @@ def sync(idx: Any, model: "Embedder", limit: int | None = None) -> dict[str, int
 
     np = model._np
     counts = {"embedded": 0, "reused": 0, "dropped": 0, "pending": 0}
+    now = seen(idx.conn)  # before the state: a commit after it is seen next time
     state, done = _synced(idx, model.stamp)
     if done:  # nothing changed since a sync here found nothing to do
         return counts
@@ -131,7 +132,7 @@ def sync(idx: Any, model: "Embedder", limit: int | None = None) -> dict[str, int
     todo = todo[:len(todo) - pending]
     if not todo and not extra:
         if not pending:
-            cache(idx)["synced"] = (state, model.stamp, idx.conn)
+            _mark_synced(idx, model.stamp, state, now)
         return counts
     c = idx.conn
     # Vectors of this model by the text they were made from: a renamed card (new rowid,
@@ -172,6 +173,7 @@ def sync(idx: Any, model: "Embedder", limit: int | None = None) -> dict[str, int
                   (json.dumps(gone),))
         c.executemany("INSERT OR REPLACE INTO vectors(n, hash, key, model, vec) VALUES (?,?,?,?,?)",
                       [(n, h, key, model.stamp, new[n]) for n, h, key, _, _ in rows])
+        state = _state(idx)  # what this commit leaves: no other writer until it is done
         c.execute("COMMIT")
     except BaseException:
         c.execute("ROLLBACK")
@@ -180,81 +182,45 @@ def sync(idx: Any, model: "Embedder", limit: int | None = None) -> dict[str, int
     counts["dropped"] = len(gone)
     counts["embedded"] = len(need)
     counts["reused"] = len(rows) - len(need)
-    _patch(idx, model.stamp, gone, new)
     if not pending:
-        cache(idx)["synced"] = (state, model.stamp, c)
+        _mark_synced(idx, model.stamp, state, None)
     return counts
 
 
 # What an open Index keeps between searches (a long-lived process: the MCP server, the
 # watcher), on the Index itself so that it goes with it: "synced", the state of the index
 # when a sync last left nothing to embed (a search then skips the join of cards and
-# vectors), and "matrix", this model's vectors as float32 (2 KB a card: the product costs
-# no per-query conversion; bench/RESULTS.md). The index's state is (generation, PRAGMA
-# data_version): a refresh in this process moves the first, a commit by any other
-# process the second. This process's own vector writes (sync, restore) update or drop
-# the entries themselves. Each entry names its connection: a reopened file starts afresh.
+# vectors), and "matrix", this model's vectors in memory (store/search/matrix.py). The
+# index's state is (generation, the vector log's mark): a refresh by any process moves
+# the first, a vector written by any process the second; it is read only when something
+# was committed at all (matrix.seen). Each entry names its connection: a reopened file
+# starts afresh.
 
-def _data_version(c: Any) -> int:
-    return c.execute("PRAGMA data_version").fetchone()[0]
+def _state(idx: Any) -> tuple[Any, ...]:
+    return idx.generation(), mark(idx.conn)
 
 
 def _synced(idx: Any, stamp: str) -> tuple[Any, bool]:
     """(the index's state now, whether a sync of this model already saw it and left
     nothing to do)."""
-    c = idx.conn
-    state = (idx.generation(), _data_version(c))
-    got = cache(idx).get("synced")
-    return state, bool(got and got[0] == state and got[1] == stamp and got[2] is c)
-
-
-def _patch(idx: Any, stamp: str, dropped: list[int], rows: dict[int, bytes]) -> None:
-    """Apply this process's own sync to the kept matrix (cheaper than reading every vector
-    again); drop it when another process wrote since it was read."""
-    import numpy as np
-
     c, kept = idx.conn, cache(idx)
-    got = kept.get("matrix")
-    if not got or got[1] != stamp or got[4] is not c or got[0] != _data_version(c):
-        kept.pop("matrix", None)
-        return
-    ids, mat, dim = got[2], got[3], dim_of(stamp)
-    gone = np.array(sorted(set(dropped) | set(rows)), dtype=np.int64)
-    keep = ~np.isin(ids, gone)
-    order = sorted(rows)
-    new_ids = np.repeat(np.array(order, dtype=np.int64),
-                        [len(rows[n]) // dim for n in order]).astype(np.int64)
-    new = np.frombuffer(b"".join(rows[n] for n in order), dtype=np.int8)
-    ids = np.concatenate([ids[keep], new_ids])
-    mat = np.concatenate([mat[keep], new.reshape(len(new_ids), dim).astype(np.float32)])
-    order = np.argsort(ids, kind="stable")
-    kept["matrix"] = (got[0], stamp, ids[order], mat[order], c)
+    now = seen(c)
+    got = kept.get("synced")
+    if not got or got[1] != stamp or got[2] is not c:
+        return _state(idx), False
+    if got[3] == now:
+        return got[0], True
+    state = _state(idx)
+    if got[0] != state:
+        return state, False
+    kept["synced"] = (state, stamp, c, now)
+    return state, True
 
 
-def matrix(idx: Any, model_stamp: str) -> tuple[Any, Any]:
-    """(the card rowid of each row, ascending, float32 matrix: the int8 vectors as stored,
-    a card's own vector then its passages') of this model's vectors; kept per connection until the vectors change (a long-lived process reads
-    them once)."""
-    import numpy as np
-
-    c = idx.conn
-    version = _data_version(c)
-    got = cache(idx).get("matrix")
-    if got and got[0] == version and got[1] == model_stamp and got[4] is c:
-        return got[2], got[3]
-    ensure(c)
-    dim = dim_of(model_stamp)
-    ns, counts, blobs = [], [], []
-    for n, vec in c.execute("SELECT n, vec FROM vectors WHERE model = ? ORDER BY n",
-                            (model_stamp,)):
-        ns.append(n)
-        counts.append(len(vec) // dim)
-        blobs.append(vec)
-    ids = np.repeat(np.array(ns, dtype=np.int64), counts).astype(np.int64)
-    mat = (np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(len(ids), dim)
-           .astype(np.float32) if ns else np.zeros((0, dim), dtype=np.float32))
-    cache(idx)["matrix"] = (version, model_stamp, ids, mat, c)
-    return ids, mat
+def _mark_synced(idx: Any, stamp: str, state: Any, now: Any) -> None:
+    """A sync of this model left nothing to do at `state` (read at `now`; None: check
+    the state again next time)."""
+    cache(idx)["synced"] = (state, stamp, idx.conn, now)
 
 
 class Similarities:
