@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from .embedding import Embedder
 
+from .embedding import query_vector
 from .matrix import matrix, seen
 from ..index.vector_rows import cache, ensure, forget, mark
 
@@ -295,5 +296,5 @@ def similarities(idx: Any, model: "Embedder", query: str) -> Similarities:
     if not len(ids) or not query.strip():
         return Similarities(ids[:0], np.zeros(0, dtype=np.float32))
     a, b = model.affine  # the model's cosines on the scale the fusion was fitted on
-    sims = mat @ (model.query(query) * (a / SCALE)).astype(np.float32)
+    sims = mat @ (query_vector(model, query) * (a / SCALE)).astype(np.float32)
     return Similarities(ids, sims + np.float32(b) if b else sims)

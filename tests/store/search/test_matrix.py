@@ -200,3 +200,35 @@ def test_the_kept_matrix_is_always_what_the_index_holds(tmp_path_factory, steps)
                 b = semantic.similarities(fresh, MODEL, "card words")
                 assert a.ids.tolist() == b.ids.tolist()
                 assert np.array_equal(a.sims, b.sims) and a.top(5) == b.top(5)
+
+
+class Counting(Hashed):
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def query(self, text: str):  # noqa: ANN201
+        self.asked.append(text)
+        return super().query(text)
+
+
+def test_a_query_asked_again_is_not_encoded_again(tmp_path) -> None:
+    from cardmem.store.search import embedding
+
+    root = store(tmp_path)
+    one, two = Counting(), Counting()
+    with Index(root=root, db_path=root / "index.sqlite") as idx:
+        idx.refresh()
+        semantic.sync(idx, one)
+        first = semantic.similarities(idx, one, "card words")
+        again = semantic.similarities(idx, one, "card words")
+        assert one.asked == ["card words"]
+        assert np.array_equal(first.sims, again.sims)
+        semantic.similarities(idx, two, "card words")  # another model: its own vector
+        semantic.similarities(idx, one, "other words")
+        assert two.asked == ["card words"] and one.asked == ["card words", "other words"]
+        for i in range(embedding.QUERIES_KEPT):  # the oldest are forgotten
+            semantic.similarities(idx, one, f"query {i}")
+        semantic.similarities(idx, one, "card words")
+        assert one.asked[-1] == "card words"
+        with pytest.raises(ValueError):
+            embedding.query_vector(one, "card words")[0] = 1.0  # shared: read-only
