@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 from .embedding import query_vector
 from .matrix import matrix, seen
-from ..index.vector_rows import cache, ensure, forget, mark
+from ..index.vector_rows import cache, changed_since, ensure, forget, mark
 
 TEXT_CHARS = 300  # of a card's body embedded after its title and description
 # A long card is embedded as its passages too (issue 27): one truncated vector found a
@@ -212,10 +212,31 @@ def _synced(idx: Any, stamp: str) -> tuple[Any, bool]:
     if got[3] == now:
         return got[0], True
     state = _state(idx)
-    if got[0] != state:
+    if got[0] != state and not _clean_since(idx, stamp, got[0], state):
         return state, False
     kept["synced"] = (state, stamp, c, now)
     return state, True
+
+
+def _clean_since(idx: Any, stamp: str, then: Any, now: Any) -> bool:
+    """Whether, since the synced state `then`, only vectors changed and the cards they
+    belong to are still in line: an embedder's commit elsewhere leaves nothing to do here,
+    found from the vector log's cards, not the join of every card."""
+    import json
+
+    if then[0] != now[0]:
+        return False  # cards changed (a refresh)
+    changed = changed_since(idx.conn, then[1])
+    if changed is None:
+        return False
+    ns = json.dumps(sorted(changed))
+    return idx.conn.execute(
+        "SELECT 1 FROM cards c LEFT JOIN vectors v ON v.n = c.n"
+        " WHERE c.n IN (SELECT value FROM json_each(?1))"
+        " AND (v.n IS NULL OR v.hash != c.hash OR v.model != ?2)"
+        " UNION ALL SELECT 1 FROM vectors v WHERE v.n IN (SELECT value FROM json_each(?1))"
+        " AND (v.model != ?2 OR NOT EXISTS (SELECT 1 FROM cards c WHERE c.n = v.n))"
+        " LIMIT 1", (ns, stamp)).fetchone() is None
 
 
 def _mark_synced(idx: Any, stamp: str, state: Any, now: Any) -> None:

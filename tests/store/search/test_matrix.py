@@ -232,3 +232,28 @@ def test_a_query_asked_again_is_not_encoded_again(tmp_path) -> None:
         assert one.asked[-1] == "card words"
         with pytest.raises(ValueError):
             embedding.query_vector(one, "card words")[0] = 1.0  # shared: read-only
+
+
+def test_vectors_another_process_commits_are_checked_card_by_card(tmp_path, monkeypatch) -> None:
+    """An embedder's commit elsewhere (vectors only) is checked for the cards it wrote,
+    not by the join of every card and vector; what it leaves wrong is still found."""
+    root = store(tmp_path)
+    db = root / "index.sqlite"
+    joins: list[str] = []
+    real = semantic.stale
+    monkeypatch.setattr(semantic, "stale", lambda idx, stamp: joins.append(stamp) or
+                        real(idx, stamp))
+    with Index(root=root, db_path=db) as idx, Index(root=root, db_path=db) as other:
+        idx.refresh()
+        semantic.sync(idx, MODEL)
+        assert semantic.sync(idx, MODEL)["pending"] == 0 and len(joins) == 1
+        n = rowid(idx, 2)
+        c = other.conn
+        c.execute("UPDATE vectors SET vec = vec WHERE n = ?", (n,))  # rewritten as it was
+        assert semantic.sync(idx, MODEL, limit=0) == {
+            "embedded": 0, "reused": 0, "dropped": 0, "pending": 0}
+        assert len(joins) == 1
+        c.execute("UPDATE vectors SET hash = 'elsewhere' WHERE n = ?", (n,))  # left wrong
+        assert semantic.sync(idx, MODEL, limit=0)["pending"] == 1 and len(joins) == 2
+        assert semantic.sync(idx, MODEL)["embedded"] == 0  # the same text: its vector kept
+        assert semantic.stale(idx, MODEL.stamp) == ([], 0)
