@@ -44,27 +44,36 @@ LOG_DDL = (
 
 
 def ensure(c: Any) -> None:
-    """The vectors table and its change log, made if missing (one transaction)."""
+    """The vectors table and its change log, made if missing (one transaction); a file
+    this connection may not write keeps no log (readers then reread all: mark())."""
+    import sqlite3
+
     c.execute(DDL)
     if c.execute("SELECT 1 FROM sqlite_master WHERE name = 'vector_log_trim'").fetchone():
         return
     own = not c.in_transaction
-    if own:
-        c.execute("BEGIN IMMEDIATE")
     try:
+        if own:
+            c.execute("BEGIN IMMEDIATE")
         for sql in LOG_DDL:
             c.execute(sql)
         if own:
             c.execute("COMMIT")
+    except sqlite3.OperationalError as exc:
+        if own and c.in_transaction:
+            c.execute("ROLLBACK")
+        if "readonly" not in str(exc):
+            raise
     except BaseException:
-        if own:
+        if own and c.in_transaction:
             c.execute("ROLLBACK")
         raise
 
 
 def mark(c: Any) -> tuple[str | None, int]:
     """Where the vectors stand: (the log's epoch, its last change), read in one statement;
-    (None, 0) where there is no log (a file rebuilt just now, before ensure())."""
+    (None, 0) where there is no log (a file rebuilt just now, before ensure(); one this
+    process may not write): then it says nothing, and a reader reads again."""
     row = _log(c, "max")
     return (row[0], row[1] or 0) if row else (None, 0)
 

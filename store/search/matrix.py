@@ -52,7 +52,7 @@ def matrix(idx: Any, model_stamp: str) -> tuple[Any, Any]:
         if got.seen == now:
             return got.ids, got.mat
         at = mark(c)
-        if at == got.mark:
+        if at == got.mark and at[0] is not None:  # no log: it cannot vouch for anything
             got.seen = now
             return got.ids, got.mat
         changed = changed_since(c, got.mark)

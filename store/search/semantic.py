@@ -212,6 +212,8 @@ def _synced(idx: Any, stamp: str) -> tuple[Any, bool]:
     if got[3] == now:
         return got[0], True
     state = _state(idx)
+    if state[1][0] is None:  # no vector log: only the join can say
+        return state, False
     if got[0] != state and not _clean_since(idx, stamp, got[0], state):
         return state, False
     kept["synced"] = (state, stamp, c, now)

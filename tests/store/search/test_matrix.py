@@ -51,7 +51,7 @@ def stored(idx: Index) -> tuple[list[int], np.ndarray]:
     rows = idx.conn.execute("SELECT n, vec FROM vectors WHERE model = ? ORDER BY n",
                             (MODEL.stamp,)).fetchall()
     ids = [n for n, v in rows for _ in range(len(v) // MODEL.dim)]
-    mat = np.frombuffer(b"".join(v for _, v in rows), dtype=np.int8).reshape(len(ids), -1)
+    mat = np.frombuffer(b"".join(v for _, v in rows), dtype=np.int8).reshape(len(ids), MODEL.dim)
     return ids, mat.astype(np.float32)
 
 
@@ -257,3 +257,24 @@ def test_vectors_another_process_commits_are_checked_card_by_card(tmp_path, monk
         assert semantic.sync(idx, MODEL, limit=0)["pending"] == 1 and len(joins) == 2
         assert semantic.sync(idx, MODEL)["embedded"] == 0  # the same text: its vector kept
         assert semantic.stale(idx, MODEL.stamp) == ([], 0)
+
+
+def test_without_a_vector_log_a_reader_reads_again(tmp_path, reads) -> None:
+    """A connection that may not write the file cannot make the log: what another process
+    writes is still seen, by reading every vector again."""
+    root = store(tmp_path)
+    db = root / "index.sqlite"
+    with Index(root=root, db_path=db) as idx:
+        idx.refresh()
+        semantic.sync(idx, MODEL)
+        for t in ("insert", "update", "delete"):  # as a file made before the log
+            idx.conn.execute(f"DROP TRIGGER vector_log_{t}")
+        idx.conn.execute("DROP TABLE vector_log")
+        idx.conn.execute("PRAGMA query_only = 1")  # and that this process may not write
+        semantic.matrix(idx, MODEL.stamp)
+        c = sqlite3.connect(db, isolation_level=None)
+        c.execute("UPDATE vectors SET vec = zeroblob(length(vec)) WHERE n = ?", (rowid(idx, 0),))
+        c.close()
+        assert_as_stored(idx)
+        assert reads == [None, None]
+        assert semantic.sync(idx, MODEL, limit=0)["pending"] == 0  # answered, by the join
