@@ -22,7 +22,9 @@ temporary folder, imported in place of this worktree's): the same queries, inter
 for a ratio in the same run. --touch-every N commits, from this process, a row of the
 index's meta table before every Nth query (what a watcher's batch commits besides cards);
 --vectors-every N rewrites one card's vector row as it is (what a background embedder's
-step commits): neither changes any result, both tell the servers the index changed. The
+step commits): neither changes any result, both tell the servers the index changed.
+--saves-every N appends a line to one of 50 cards before every Nth query (a person saving
+a card: the servers index it and its vector is made again; the store's files change). The
 warm-up asks queries of their own; a timed query may still repeat an earlier one (the
 generator's stock phrases), which is said.
 """
@@ -130,7 +132,8 @@ def servers() -> dict[str, int]:
 
 
 def run(root: Path, qs: list[str], warm: list[str], baseline: Path | None = None,
-        ref: str = "", touch_every: int = 0, vectors_every: int = 0) -> dict[str, list[float]]:
+        ref: str = "", touch_every: int = 0, vectors_every: int = 0,
+        saves_every: int = 0) -> dict[str, list[float]]:
     import anyio
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -159,7 +162,13 @@ def run(root: Path, qs: list[str], warm: list[str], baseline: Path | None = None
     vec_ns = [n for (n,) in writer.execute("SELECT n FROM vectors")]
     rng = random.Random(3)
 
+    saved = sorted((root / "reference").glob("*.md"))[:50] or sorted(root.rglob("*.md"))[:50]
+
     def commit_between(i: int) -> None:
+        if saves_every and i % saves_every == saves_every // 3:  # a person saves a card
+            p = saved[(i // saves_every) % len(saved)]
+            p.write_text(p.read_text(encoding="utf-8") + f"\nEdited during the bench ({i}).\n",
+                         encoding="utf-8")
         if touch_every and i % touch_every == 0:
             writer.execute("INSERT OR REPLACE INTO meta VALUES('bench_touch', ?)", (str(i),))
         if vectors_every and vec_ns and i % vectors_every == vectors_every // 2:
@@ -234,6 +243,7 @@ def main() -> None:
     ap.add_argument("--baseline", metavar="REF", help="a fourth server, fused, at git REF")
     ap.add_argument("--touch-every", type=int, default=0, metavar="N")
     ap.add_argument("--vectors-every", type=int, default=0, metavar="N")
+    ap.add_argument("--saves-every", type=int, default=0, metavar="N")
     a = ap.parse_args()
     from cardmem.store.index.db import Index
 
@@ -251,7 +261,8 @@ def main() -> None:
     t = time.time()
     with tempfile.TemporaryDirectory(prefix="bench-base-") as tmp:
         base = export(a.baseline, Path(tmp)) if a.baseline else None
-        times = run(a.store, qs, warm, base, a.baseline or "", a.touch_every, a.vectors_every)
+        times = run(a.store, qs, warm, base, a.baseline or "", a.touch_every, a.vectors_every,
+                    a.saves_every)
     used = len(times.pop("semantic-used", []))
     for mode, v in times.items():
         how = "" if "in process" in mode else "MCP search over stdio, warm, "

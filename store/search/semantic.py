@@ -124,16 +124,17 @@ def sync(idx: Any, model: "Embedder", limit: int | None = None) -> dict[str, int
 
     np = model._np
     counts = {"embedded": 0, "reused": 0, "dropped": 0, "pending": 0}
+    ensure(idx.conn)  # the vector log first: its making is a commit of its own
     now = seen(idx.conn)  # before the state: a commit after it is seen next time
-    state, done = _synced(idx, model.stamp)
-    if done:  # nothing changed since a sync here found nothing to do
+    state, waiting = _synced(idx, model.stamp)
+    if waiting == 0 or (waiting and limit == 0):  # as a sync here found it: nothing to do
+        counts["pending"] = waiting
         return counts
     todo, extra = stale(idx, model.stamp)
     pending = counts["pending"] = max(0, len(todo) - limit) if limit is not None else 0
     todo = todo[:len(todo) - pending]
     if not todo and not extra:
-        if not pending:
-            _mark_synced(idx, model.stamp, state, now)
+        _mark_synced(idx, model.stamp, state, now, pending)
         return counts
     c = idx.conn
     # Vectors of this model by the text they were made from: a renamed card (new rowid,
@@ -184,14 +185,14 @@ def sync(idx: Any, model: "Embedder", limit: int | None = None) -> dict[str, int
     counts["embedded"] = len(need)
     counts["reused"] = len(rows) - len(need)
     if not pending:
-        _mark_synced(idx, model.stamp, state, None)
+        _mark_synced(idx, model.stamp, state, None, 0)
     return counts
 
 
 # What an open Index keeps between searches (a long-lived process: the MCP server, the
 # watcher), on the Index itself so that it goes with it: "synced", the state of the index
-# when a sync last left nothing to embed (a search then skips the join of cards and
-# vectors), and "matrix", this model's vectors in memory (store/search/matrix.py). The
+# when a sync last found nothing to do but, maybe, cards waiting for a background
+# embedder (a search then skips the join of cards and vectors), and "matrix", this model's vectors in memory (store/search/matrix.py). The
 # index's state is (generation, the vector log's mark): a refresh by any process moves
 # the first, a vector written by any process the second; it is read only when something
 # was committed at all (matrix.seen). Each entry names its connection: a reopened file
@@ -201,23 +202,23 @@ def _state(idx: Any) -> tuple[Any, ...]:
     return idx.generation(), mark(idx.conn)
 
 
-def _synced(idx: Any, stamp: str) -> tuple[Any, bool]:
-    """(the index's state now, whether a sync of this model already saw it and left
-    nothing to do)."""
+def _synced(idx: Any, stamp: str) -> tuple[Any, int | None]:
+    """(the index's state now; how many cards a sync of this model found without a vector
+    at this same state, with nothing else to do: None when none saw it)."""
     c, kept = idx.conn, cache(idx)
     now = seen(c)
     got = kept.get("synced")
     if not got or got[1] != stamp or got[2] is not c:
-        return _state(idx), False
+        return _state(idx), None
     if got[3] == now:
-        return got[0], True
+        return got[0], got[4]
     state = _state(idx)
     if state[1][0] is None:  # no vector log: only the join can say
-        return state, False
-    if got[0] != state and not _clean_since(idx, stamp, got[0], state):
-        return state, False
-    kept["synced"] = (state, stamp, c, now)
-    return state, True
+        return state, None
+    if got[0] != state and (got[4] or not _clean_since(idx, stamp, got[0], state)):
+        return state, None  # (cards were waiting: vectors written elsewhere change the count)
+    kept["synced"] = (state, stamp, c, now, got[4])
+    return state, got[4]
 
 
 def _clean_since(idx: Any, stamp: str, then: Any, now: Any) -> bool:
@@ -241,10 +242,10 @@ def _clean_since(idx: Any, stamp: str, then: Any, now: Any) -> bool:
         " LIMIT 1", (ns, stamp)).fetchone() is None
 
 
-def _mark_synced(idx: Any, stamp: str, state: Any, now: Any) -> None:
-    """A sync of this model left nothing to do at `state` (read at `now`; None: check
-    the state again next time)."""
-    cache(idx)["synced"] = (state, stamp, idx.conn, now)
+def _mark_synced(idx: Any, stamp: str, state: Any, now: Any, waiting: int) -> None:
+    """A sync of this model found nothing to do at `state` but `waiting` cards without a
+    vector (read at `now`; None: check the state again next time)."""
+    cache(idx)["synced"] = (state, stamp, idx.conn, now, waiting)
 
 
 class Similarities:

@@ -278,3 +278,29 @@ def test_without_a_vector_log_a_reader_reads_again(tmp_path, reads) -> None:
         assert_as_stored(idx)
         assert reads == [None, None]
         assert semantic.sync(idx, MODEL, limit=0)["pending"] == 0  # answered, by the join
+
+
+def test_cards_waiting_for_a_background_embedder_are_counted_once(tmp_path, monkeypatch) -> None:
+    """Searches that leave the embedding to another process (limit 0) count the cards
+    that wait once, not by a join each, until something changes."""
+    root = store(tmp_path)
+    db = root / "index.sqlite"
+    asked: list[Index] = []
+    real = semantic.stale
+    monkeypatch.setattr(semantic, "stale", lambda idx, stamp: asked.append(idx) or
+                        real(idx, stamp))
+    with Index(root=root, db_path=db) as idx, Index(root=root, db_path=db) as other:
+        idx.refresh()
+        assert [semantic.sync(idx, MODEL, limit=0)["pending"] for _ in range(3)] == [4, 4, 4]
+        assert sum(i is idx for i in asked) == 1
+        semantic.sync(other, MODEL, limit=1)  # an embedder's step elsewhere
+        assert semantic.sync(idx, MODEL, limit=0)["pending"] == 3 and sum(i is idx for i in asked) == 2
+        assert semantic.sync(idx, MODEL, limit=0)["pending"] == 3 and sum(i is idx for i in asked) == 2
+        assert semantic.sync(idx, MODEL, limit=2)["embedded"] == 2  # a search that may embed
+        assert semantic.sync(idx, MODEL, limit=0)["pending"] == 1
+        write(root, "reference/card-7", "Card 7", body(0, False))
+        idx.refresh()
+        assert semantic.sync(idx, MODEL, limit=0)["pending"] == 2
+        assert semantic.sync(idx, MODEL)["embedded"] == 2
+        assert semantic.sync(idx, MODEL, limit=0)["pending"] == 0
+        assert_as_stored(idx)
