@@ -215,13 +215,17 @@ def run(root: Path, qs: list[str], warm: list[str], baseline: Path | None = None
                     commit_between(i)
                     # each query asks the servers in another order: none always follows
                     # the same neighbour (a git status, a commit)
+                    answers = {}
                     for mode, c in clients[i % len(clients):] + clients[:i % len(clients)]:
                         t = time.perf_counter()
-                        got = await search(c, q)
+                        got = answers[mode] = await search(c, q)
                         times[mode].append((time.perf_counter() - t) * 1000)
                         if mode == "fused" and any(r.get("match") != "lexical"
                                                    for r in got["results"]):
                             times.setdefault("semantic-used", []).append(1)
+                    if baseline is not None:  # the same answer, to the last digit
+                        same = answers["fused"]["results"] == answers[f"fused, {ref}"]["results"]
+                        times.setdefault("same-as-baseline", []).append(float(same))
                     t = time.perf_counter()
                     bare(q)
                     times["bare FTS5, in process"].append((time.perf_counter() - t) * 1000)
@@ -264,6 +268,10 @@ def main() -> None:
         times = run(a.store, qs, warm, base, a.baseline or "", a.touch_every, a.vectors_every,
                     a.saves_every)
     used = len(times.pop("semantic-used", []))
+    same = times.pop("same-as-baseline", [])
+    if same:
+        print(f"fused answers identical to the baseline's (ids, order, scores, labels,"
+              f" similarities, snippets): {int(sum(same))}/{len(same)}")
     for mode, v in times.items():
         how = "" if "in process" in mode else "MCP search over stdio, warm, "
         print(f"{n_cards:,} cards, {how}{len(v)} queries, {mode}: "
