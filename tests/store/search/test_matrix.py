@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -72,11 +73,34 @@ def reads(monkeypatch):
     return got
 
 
+@pytest.fixture
+def joins(monkeypatch):
+    """How many times the join of every card and vector (stale()) ran for an Index."""
+    asked: list[Index] = []
+    real = semantic.stale
+    monkeypatch.setattr(semantic, "stale", lambda idx, stamp: asked.append(idx) or
+                        real(idx, stamp))
+    return lambda idx: sum(i is idx for i in asked)
+
+
 def store(tmp_path, n: int = 4):
     root = tmp_path / "store"
     for i in range(n):
         write(root, f"reference/card-{i}", f"Card {i}", body(0, i % 2 == 0))
     return root
+
+
+@contextmanager
+def two_connections(tmp_path, n: int = 4):
+    """A store of n cards, embedded, its matrix read by `idx`; `other` is another
+    connection to the same index (another process's)."""
+    root = store(tmp_path, n)
+    db = root / "index.sqlite"
+    with Index(root=root, db_path=db) as idx, Index(root=root, db_path=db) as other:
+        idx.refresh()
+        semantic.sync(idx, MODEL)
+        semantic.matrix(idx, MODEL.stamp)
+        yield root, idx, other
 
 
 def test_a_commit_that_touched_no_vector_rereads_nothing(tmp_path, reads) -> None:
@@ -104,12 +128,7 @@ def rowid(idx: Index, i: int) -> int | None:
 
 
 def test_vectors_another_process_writes_are_read_for_their_cards_only(tmp_path, reads) -> None:
-    root = store(tmp_path)
-    db = root / "index.sqlite"
-    with Index(root=root, db_path=db) as idx, Index(root=root, db_path=db) as other:
-        idx.refresh()
-        semantic.sync(idx, MODEL)
-        semantic.matrix(idx, MODEL.stamp)
+    with two_connections(tmp_path) as (root, idx, other):
         before = {i: rowid(idx, i) for i in range(4)}
         write(root, "reference/card-2", "Card 2", body(1, False))  # long -> short
         write(root, "reference/card-9", "Card 9", body(0, True))  # new
@@ -124,12 +143,7 @@ def test_vectors_another_process_writes_are_read_for_their_cards_only(tmp_path, 
 
 
 def test_a_rebuild_copied_in_place_is_read_whole(tmp_path, reads) -> None:
-    root = store(tmp_path)
-    db = root / "index.sqlite"
-    with Index(root=root, db_path=db) as idx, Index(root=root, db_path=db) as other:
-        idx.refresh()
-        semantic.sync(idx, MODEL)
-        semantic.matrix(idx, MODEL.stamp)
+    with two_connections(tmp_path) as (root, idx, other):
         other.rebuild()  # a new file copied over this one: a log of another epoch
         semantic.sync(other, MODEL)
         assert_as_stored(idx)
@@ -137,12 +151,7 @@ def test_a_rebuild_copied_in_place_is_read_whole(tmp_path, reads) -> None:
 
 
 def test_a_reader_further_behind_than_the_log_reads_whole(tmp_path, reads, monkeypatch) -> None:
-    root = store(tmp_path, 6)
-    db = root / "index.sqlite"
-    with Index(root=root, db_path=db) as idx, Index(root=root, db_path=db) as other:
-        idx.refresh()
-        semantic.sync(idx, MODEL)
-        semantic.matrix(idx, MODEL.stamp)
+    with two_connections(tmp_path, 6) as (root, idx, other):
         c = other.conn
         # Trim as if thousands of changes had come: the log no longer reaches idx's mark.
         for i in range(6):
@@ -177,12 +186,7 @@ def test_the_kept_matrix_is_always_what_the_index_holds(tmp_path_factory, steps)
     """Whatever mix of edits, adds, deletes and syncs by this process or another comes,
     the kept matrix equals a fresh read, and so do the similarities a search computes
     from it (the ranking is the one a fresh process would give)."""
-    root = store(tmp_path_factory.mktemp("prop"), 3)
-    db = root / "index.sqlite"
-    with Index(root=root, db_path=db) as idx, Index(root=root, db_path=db) as other:
-        idx.refresh()
-        semantic.sync(idx, MODEL)
-        semantic.matrix(idx, MODEL.stamp)
+    with two_connections(tmp_path_factory.mktemp("prop"), 3) as (root, idx, other):
         for step, (op, i, long) in enumerate(steps):
             path = root / f"reference/card-{i}.md"
             if op in ("edit", "add"):
@@ -195,7 +199,7 @@ def test_the_kept_matrix_is_always_what_the_index_holds(tmp_path_factory, steps)
             who.refresh()
             semantic.sync(who, MODEL)
             assert_as_stored(idx)
-            with Index(root=root, db_path=db) as fresh:
+            with Index(root=root, db_path=root / "index.sqlite") as fresh:
                 a = semantic.similarities(idx, MODEL, "card words")
                 b = semantic.similarities(fresh, MODEL, "card words")
                 assert a.ids.tolist() == b.ids.tolist()
@@ -234,27 +238,23 @@ def test_a_query_asked_again_is_not_encoded_again(tmp_path) -> None:
             embedding.query_vector(one, "card words")[0] = 1.0  # shared: read-only
 
 
-def test_vectors_another_process_commits_are_checked_card_by_card(tmp_path, monkeypatch) -> None:
+def test_vectors_another_process_commits_are_checked_card_by_card(tmp_path, joins) -> None:
     """An embedder's commit elsewhere (vectors only) is checked for the cards it wrote,
     not by the join of every card and vector; what it leaves wrong is still found."""
     root = store(tmp_path)
     db = root / "index.sqlite"
-    joins: list[str] = []
-    real = semantic.stale
-    monkeypatch.setattr(semantic, "stale", lambda idx, stamp: joins.append(stamp) or
-                        real(idx, stamp))
     with Index(root=root, db_path=db) as idx, Index(root=root, db_path=db) as other:
         idx.refresh()
         semantic.sync(idx, MODEL)
-        assert semantic.sync(idx, MODEL)["pending"] == 0 and len(joins) == 1
+        assert semantic.sync(idx, MODEL)["pending"] == 0 and joins(idx) == 1
         n = rowid(idx, 2)
         c = other.conn
         c.execute("UPDATE vectors SET vec = vec WHERE n = ?", (n,))  # rewritten as it was
         assert semantic.sync(idx, MODEL, limit=0) == {
             "embedded": 0, "reused": 0, "dropped": 0, "pending": 0}
-        assert len(joins) == 1
+        assert joins(idx) == 1
         c.execute("UPDATE vectors SET hash = 'elsewhere' WHERE n = ?", (n,))  # left wrong
-        assert semantic.sync(idx, MODEL, limit=0)["pending"] == 1 and len(joins) == 2
+        assert semantic.sync(idx, MODEL, limit=0)["pending"] == 1 and joins(idx) == 2
         assert semantic.sync(idx, MODEL)["embedded"] == 0  # the same text: its vector kept
         assert semantic.stale(idx, MODEL.stamp) == ([], 0)
 
@@ -280,22 +280,18 @@ def test_without_a_vector_log_a_reader_reads_again(tmp_path, reads) -> None:
         assert semantic.sync(idx, MODEL, limit=0)["pending"] == 0  # answered, by the join
 
 
-def test_cards_waiting_for_a_background_embedder_are_counted_once(tmp_path, monkeypatch) -> None:
+def test_cards_waiting_for_a_background_embedder_are_counted_once(tmp_path, joins) -> None:
     """Searches that leave the embedding to another process (limit 0) count the cards
     that wait once, not by a join each, until something changes."""
     root = store(tmp_path)
     db = root / "index.sqlite"
-    asked: list[Index] = []
-    real = semantic.stale
-    monkeypatch.setattr(semantic, "stale", lambda idx, stamp: asked.append(idx) or
-                        real(idx, stamp))
     with Index(root=root, db_path=db) as idx, Index(root=root, db_path=db) as other:
         idx.refresh()
         assert [semantic.sync(idx, MODEL, limit=0)["pending"] for _ in range(3)] == [4, 4, 4]
-        assert sum(i is idx for i in asked) == 1
+        assert joins(idx) == 1
         semantic.sync(other, MODEL, limit=1)  # an embedder's step elsewhere
-        assert semantic.sync(idx, MODEL, limit=0)["pending"] == 3 and sum(i is idx for i in asked) == 2
-        assert semantic.sync(idx, MODEL, limit=0)["pending"] == 3 and sum(i is idx for i in asked) == 2
+        assert semantic.sync(idx, MODEL, limit=0)["pending"] == 3 and joins(idx) == 2
+        assert semantic.sync(idx, MODEL, limit=0)["pending"] == 3 and joins(idx) == 2
         assert semantic.sync(idx, MODEL, limit=2)["embedded"] == 2  # a search that may embed
         assert semantic.sync(idx, MODEL, limit=0)["pending"] == 1
         write(root, "reference/card-7", "Card 7", body(0, False))
