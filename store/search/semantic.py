@@ -127,14 +127,15 @@ def sync(idx: Any, model: "Embedder", limit: int | None = None) -> dict[str, int
     ensure(idx.conn)  # the vector log first: its making is a commit of its own
     now = seen(idx.conn)  # before the state: a commit after it is seen next time
     state, waiting = _synced(idx, model.stamp)
-    if waiting == 0 or (waiting and limit == 0):  # as a sync here found it: nothing to do
-        counts["pending"] = waiting
+    if waiting is not None and (not waiting or limit == 0):  # nothing to do here
+        counts["pending"] = len(waiting)
         return counts
     todo, extra = stale(idx, model.stamp)
+    waiting = frozenset(todo)
     pending = counts["pending"] = max(0, len(todo) - limit) if limit is not None else 0
     todo = todo[:len(todo) - pending]
-    if not todo and not extra:
-        _mark_synced(idx, model.stamp, state, now, pending)
+    if not todo and not extra:  # (every one waits: limit 0)
+        _mark_synced(idx, model.stamp, state, now, waiting)
         return counts
     c = idx.conn
     # Vectors of this model by the text they were made from: a renamed card (new rowid,
@@ -185,7 +186,7 @@ def sync(idx: Any, model: "Embedder", limit: int | None = None) -> dict[str, int
     counts["embedded"] = len(need)
     counts["reused"] = len(rows) - len(need)
     if not pending:
-        _mark_synced(idx, model.stamp, state, None, 0)
+        _mark_synced(idx, model.stamp, state, None, frozenset())
     return counts
 
 
@@ -203,8 +204,9 @@ def _state(idx: Any) -> tuple[Any, ...]:
 
 
 def _synced(idx: Any, stamp: str) -> tuple[Any, int | None]:
-    """(the index's state now; how many cards a sync of this model found without a vector
-    at this same state, with nothing else to do: None when none saw it)."""
+    """(the index's state now; the cards a sync of this model found without a vector at
+    this state, with nothing else to do, or since then as the vector log tells: None
+    when no sync saw it)."""
     c, kept = idx.conn, cache(idx)
     now = seen(c)
     got = kept.get("synced")
@@ -215,36 +217,42 @@ def _synced(idx: Any, stamp: str) -> tuple[Any, int | None]:
     state = _state(idx)
     if state[1][0] is None:  # no vector log: only the join can say
         return state, None
-    if got[0] != state and (got[4] or not _clean_since(idx, stamp, got[0], state)):
-        return state, None  # (cards were waiting: vectors written elsewhere change the count)
-    kept["synced"] = (state, stamp, c, now, got[4])
-    return state, got[4]
+    waiting = got[4] if got[0] == state else _waiting_since(idx, stamp, got[0], got[4], state)
+    if waiting is None:
+        return state, None
+    kept["synced"] = (state, stamp, c, now, waiting)
+    return state, waiting
 
 
-def _clean_since(idx: Any, stamp: str, then: Any, now: Any) -> bool:
-    """Whether, since the synced state `then`, only vectors changed and the cards they
-    belong to are still in line: an embedder's commit elsewhere leaves nothing to do here,
-    found from the vector log's cards, not the join of every card."""
+def _waiting_since(idx: Any, stamp: str, then: Any, waiting: frozenset[int],
+                   now: Any) -> frozenset[int] | None:
+    """The cards without a vector now, when since the synced state `then` (with `waiting`)
+    only vectors changed: an embedder's commit elsewhere, checked for the cards it wrote
+    (from the vector log), not by the join of every card. None: only the join can say
+    (cards changed, the log cannot tell, or it left a row of no card or another model)."""
     import json
 
     if then[0] != now[0]:
-        return False  # cards changed (a refresh)
+        return None  # cards changed (a refresh)
     changed = changed_since(idx.conn, then[1])
     if changed is None:
-        return False
+        return None
     ns = json.dumps(sorted(changed))
-    return idx.conn.execute(
-        "SELECT 1 FROM cards c LEFT JOIN vectors v ON v.n = c.n"
+    c = idx.conn
+    if c.execute("SELECT 1 FROM vectors v WHERE v.n IN (SELECT value FROM json_each(?1))"
+                 " AND (v.model != ?2 OR NOT EXISTS (SELECT 1 FROM cards c WHERE c.n = v.n))"
+                 " LIMIT 1", (ns, stamp)).fetchone():
+        return None
+    out = {n for (n,) in c.execute(
+        "SELECT c.n FROM cards c LEFT JOIN vectors v ON v.n = c.n"
         " WHERE c.n IN (SELECT value FROM json_each(?1))"
-        " AND (v.n IS NULL OR v.hash != c.hash OR v.model != ?2)"
-        " UNION ALL SELECT 1 FROM vectors v WHERE v.n IN (SELECT value FROM json_each(?1))"
-        " AND (v.model != ?2 OR NOT EXISTS (SELECT 1 FROM cards c WHERE c.n = v.n))"
-        " LIMIT 1", (ns, stamp)).fetchone() is None
+        " AND (v.n IS NULL OR v.hash != c.hash OR v.model != ?2)", (ns, stamp))}
+    return frozenset((waiting - changed) | out)
 
 
-def _mark_synced(idx: Any, stamp: str, state: Any, now: Any, waiting: int) -> None:
-    """A sync of this model found nothing to do at `state` but `waiting` cards without a
-    vector (read at `now`; None: check the state again next time)."""
+def _mark_synced(idx: Any, stamp: str, state: Any, now: Any, waiting: frozenset[int]) -> None:
+    """A sync of this model found nothing to do at `state` but the `waiting` cards without
+    a vector (read at `now`; None: check the state again next time)."""
     cache(idx)["synced"] = (state, stamp, idx.conn, now, waiting)
 
 
