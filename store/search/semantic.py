@@ -170,13 +170,17 @@ def sync(idx: Any, model: "Embedder", limit: int | None = None) -> dict[str, int
     new = {n: old if old is not None else vecs[n] for n, _, _, old, _ in rows}
     c.execute("BEGIN IMMEDIATE")
     try:
+        # Nobody committed since this sync looked (its state, read before the join): then
+        # what this commit leaves is known to be in line. Otherwise (cards saved while the
+        # model worked) the next sync looks again.
+        alone = _state(idx) == state
         gone = [n for (n,) in c.execute("SELECT n FROM vectors WHERE model != ? OR n NOT IN"
                                         " (SELECT n FROM cards)", (model.stamp,))]
         c.execute("DELETE FROM vectors WHERE n IN (SELECT value FROM json_each(?))",
                   (json.dumps(gone),))
         c.executemany("INSERT OR REPLACE INTO vectors(n, hash, key, model, vec) VALUES (?,?,?,?,?)",
                       [(n, h, key, model.stamp, new[n]) for n, h, key, _, _ in rows])
-        state = _state(idx)  # what this commit leaves: no other writer until it is done
+        after = _state(idx)  # what this commit leaves: no other writer until it is done
         c.execute("COMMIT")
     except BaseException:
         c.execute("ROLLBACK")
@@ -185,8 +189,8 @@ def sync(idx: Any, model: "Embedder", limit: int | None = None) -> dict[str, int
     counts["dropped"] = len(gone)
     counts["embedded"] = len(need)
     counts["reused"] = len(rows) - len(need)
-    if not pending:
-        _mark_synced(idx, model.stamp, state, None, frozenset())
+    if not pending and alone:
+        _mark_synced(idx, model.stamp, after, None, frozenset())
     return counts
 
 

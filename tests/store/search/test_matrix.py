@@ -304,3 +304,23 @@ def test_cards_waiting_for_a_background_embedder_are_counted_once(tmp_path, join
         assert semantic.sync(idx, MODEL)["embedded"] == 2
         assert semantic.sync(idx, MODEL, limit=0)["pending"] == 0
         assert_as_stored(idx)
+
+
+def test_a_card_saved_while_the_model_works_is_not_taken_for_embedded(tmp_path) -> None:
+    """Cards indexed by another process while a sync's model was at work were never seen
+    by that sync: its commit must not mark the index 'nothing to do'."""
+    root = store(tmp_path, 2)
+    db = root / "index.sqlite"
+    with Index(root=root, db_path=db) as idx, Index(root=root, db_path=db) as other:
+
+        class Busy(Hashed):
+            def encode(self, texts):  # noqa: ANN001, ANN202
+                if len(texts) > 1 and not (root / "reference/late.md").exists():
+                    write(root, "reference/late", "Late card", body(0, False))
+                    other.refresh()  # the watcher indexes a save meanwhile
+                return super().encode(texts)
+
+        idx.refresh()
+        assert semantic.sync(idx, Busy())["embedded"] == 2
+        assert semantic.sync(idx, MODEL, limit=0)["pending"] == 1  # the late card waits
+        assert semantic.sync(idx, MODEL)["embedded"] == 1
