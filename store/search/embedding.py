@@ -196,6 +196,31 @@ def _numpy_one_blas_thread() -> Any:
     return one_thread(BLAS_THREADS, lambda: importlib.import_module("numpy"))
 
 
+# The vectors of the last few queries, by model and text: an agent asks the same thing
+# again (a retry, the walk after a search, the same words from the shell and the MCP
+# server), and the query's encoding is a fifth of a fused search's CPU (bench/RESULTS.md,
+# branch mcpfast).
+QUERIES_KEPT = 64
+_QUERIES: "dict[tuple[int, str, str], tuple[Any, Any]]" = {}
+_QUERIES_LOCK = _thread.allocate_lock()
+
+
+def query_vector(model: "Any", text: str) -> "Any":
+    """model.query(text), remembered for the last QUERIES_KEPT queries (read-only)."""
+    key = (id(model), model.stamp, text)  # the entry holds the model: its id stays its own
+    with _QUERIES_LOCK:
+        got = _QUERIES.pop(key, None)
+    if got is None:
+        vec = model.query(text)
+        vec.flags.writeable = False
+        got = (model, vec)
+    with _QUERIES_LOCK:
+        _QUERIES[key] = got  # the newest last
+        while len(_QUERIES) > QUERIES_KEPT:
+            del _QUERIES[next(iter(_QUERIES))]
+    return got[1]
+
+
 class Embedder:
     """USE multilingual v3 from the installed package, loaded through a local cache.
 

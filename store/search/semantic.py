@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 
     from .embedding import Embedder
 
-from .embedding import dim_of
-from ..index.vector_rows import cache, ensure, forget
+from .embedding import query_vector
+from .matrix import matrix, seen
+from ..index.vector_rows import cache, changed_since, ensure, forget, mark
 
 TEXT_CHARS = 300  # of a card's body embedded after its title and description
 # A long card is embedded as its passages too (issue 27): one truncated vector found a
@@ -123,15 +124,18 @@ def sync(idx: Any, model: "Embedder", limit: int | None = None) -> dict[str, int
 
     np = model._np
     counts = {"embedded": 0, "reused": 0, "dropped": 0, "pending": 0}
-    state, done = _synced(idx, model.stamp)
-    if done:  # nothing changed since a sync here found nothing to do
+    ensure(idx.conn)  # the vector log first: its making is a commit of its own
+    now = seen(idx.conn)  # before the state: a commit after it is seen next time
+    state, waiting = _synced(idx, model.stamp)
+    if waiting is not None and (not waiting or limit == 0):  # nothing to do here
+        counts["pending"] = len(waiting)
         return counts
     todo, extra = stale(idx, model.stamp)
+    waiting = frozenset(todo)
     pending = counts["pending"] = max(0, len(todo) - limit) if limit is not None else 0
     todo = todo[:len(todo) - pending]
-    if not todo and not extra:
-        if not pending:
-            cache(idx)["synced"] = (state, model.stamp, idx.conn)
+    if not todo and not extra:  # (every one waits: limit 0)
+        _mark_synced(idx, model.stamp, state, now, waiting)
         return counts
     c = idx.conn
     # Vectors of this model by the text they were made from: a renamed card (new rowid,
@@ -166,12 +170,17 @@ def sync(idx: Any, model: "Embedder", limit: int | None = None) -> dict[str, int
     new = {n: old if old is not None else vecs[n] for n, _, _, old, _ in rows}
     c.execute("BEGIN IMMEDIATE")
     try:
+        # Nobody committed since this sync looked (its state, read before the join): then
+        # what this commit leaves is known to be in line. Otherwise (cards saved while the
+        # model worked) the next sync looks again.
+        alone = _state(idx) == state
         gone = [n for (n,) in c.execute("SELECT n FROM vectors WHERE model != ? OR n NOT IN"
                                         " (SELECT n FROM cards)", (model.stamp,))]
         c.execute("DELETE FROM vectors WHERE n IN (SELECT value FROM json_each(?))",
                   (json.dumps(gone),))
         c.executemany("INSERT OR REPLACE INTO vectors(n, hash, key, model, vec) VALUES (?,?,?,?,?)",
                       [(n, h, key, model.stamp, new[n]) for n, h, key, _, _ in rows])
+        after = _state(idx)  # what this commit leaves: no other writer until it is done
         c.execute("COMMIT")
     except BaseException:
         c.execute("ROLLBACK")
@@ -180,81 +189,75 @@ def sync(idx: Any, model: "Embedder", limit: int | None = None) -> dict[str, int
     counts["dropped"] = len(gone)
     counts["embedded"] = len(need)
     counts["reused"] = len(rows) - len(need)
-    _patch(idx, model.stamp, gone, new)
-    if not pending:
-        cache(idx)["synced"] = (state, model.stamp, c)
+    if not pending and alone:
+        _mark_synced(idx, model.stamp, after, None, frozenset())
     return counts
 
 
 # What an open Index keeps between searches (a long-lived process: the MCP server, the
 # watcher), on the Index itself so that it goes with it: "synced", the state of the index
-# when a sync last left nothing to embed (a search then skips the join of cards and
-# vectors), and "matrix", this model's vectors as float32 (2 KB a card: the product costs
-# no per-query conversion; bench/RESULTS.md). The index's state is (generation, PRAGMA
-# data_version): a refresh in this process moves the first, a commit by any other
-# process the second. This process's own vector writes (sync, restore) update or drop
-# the entries themselves. Each entry names its connection: a reopened file starts afresh.
+# when a sync last found nothing to do but, maybe, cards waiting for a background
+# embedder (a search then skips the join of cards and vectors), and "matrix", this model's vectors in memory (store/search/matrix.py). The
+# index's state is (generation, the vector log's mark): a refresh by any process moves
+# the first, a vector written by any process the second; it is read only when something
+# was committed at all (matrix.seen). Each entry names its connection: a reopened file
+# starts afresh.
 
-def _data_version(c: Any) -> int:
-    return c.execute("PRAGMA data_version").fetchone()[0]
-
-
-def _synced(idx: Any, stamp: str) -> tuple[Any, bool]:
-    """(the index's state now, whether a sync of this model already saw it and left
-    nothing to do)."""
-    c = idx.conn
-    state = (idx.generation(), _data_version(c))
-    got = cache(idx).get("synced")
-    return state, bool(got and got[0] == state and got[1] == stamp and got[2] is c)
+def _state(idx: Any) -> tuple[Any, ...]:
+    return idx.generation(), mark(idx.conn)
 
 
-def _patch(idx: Any, stamp: str, dropped: list[int], rows: dict[int, bytes]) -> None:
-    """Apply this process's own sync to the kept matrix (cheaper than reading every vector
-    again); drop it when another process wrote since it was read."""
-    import numpy as np
-
+def _synced(idx: Any, stamp: str) -> tuple[Any, int | None]:
+    """(the index's state now; the cards a sync of this model found without a vector at
+    this state, with nothing else to do, or since then as the vector log tells: None
+    when no sync saw it)."""
     c, kept = idx.conn, cache(idx)
-    got = kept.get("matrix")
-    if not got or got[1] != stamp or got[4] is not c or got[0] != _data_version(c):
-        kept.pop("matrix", None)
-        return
-    ids, mat, dim = got[2], got[3], dim_of(stamp)
-    gone = np.array(sorted(set(dropped) | set(rows)), dtype=np.int64)
-    keep = ~np.isin(ids, gone)
-    order = sorted(rows)
-    new_ids = np.repeat(np.array(order, dtype=np.int64),
-                        [len(rows[n]) // dim for n in order]).astype(np.int64)
-    new = np.frombuffer(b"".join(rows[n] for n in order), dtype=np.int8)
-    ids = np.concatenate([ids[keep], new_ids])
-    mat = np.concatenate([mat[keep], new.reshape(len(new_ids), dim).astype(np.float32)])
-    order = np.argsort(ids, kind="stable")
-    kept["matrix"] = (got[0], stamp, ids[order], mat[order], c)
+    now = seen(c)
+    got = kept.get("synced")
+    if not got or got[1] != stamp or got[2] is not c:
+        return _state(idx), None
+    if got[3] == now:
+        return got[0], got[4]
+    state = _state(idx)
+    if state[1][0] is None:  # no vector log: only the join can say
+        return state, None
+    waiting = got[4] if got[0] == state else _waiting_since(idx, stamp, got[0], got[4], state)
+    if waiting is None:
+        return state, None
+    kept["synced"] = (state, stamp, c, now, waiting)
+    return state, waiting
 
 
-def matrix(idx: Any, model_stamp: str) -> tuple[Any, Any]:
-    """(the card rowid of each row, ascending, float32 matrix: the int8 vectors as stored,
-    a card's own vector then its passages') of this model's vectors; kept per connection until the vectors change (a long-lived process reads
-    them once)."""
-    import numpy as np
+def _waiting_since(idx: Any, stamp: str, then: Any, waiting: frozenset[int],
+                   now: Any) -> frozenset[int] | None:
+    """The cards without a vector now, when since the synced state `then` (with `waiting`)
+    only vectors changed: an embedder's commit elsewhere, checked for the cards it wrote
+    (from the vector log), not by the join of every card. None: only the join can say
+    (cards changed, the log cannot tell, or it left a row of no card or another model)."""
+    import json
 
+    if then[0] != now[0]:
+        return None  # cards changed (a refresh)
+    changed = changed_since(idx.conn, then[1])
+    if changed is None:
+        return None
+    ns = json.dumps(sorted(changed))
     c = idx.conn
-    version = _data_version(c)
-    got = cache(idx).get("matrix")
-    if got and got[0] == version and got[1] == model_stamp and got[4] is c:
-        return got[2], got[3]
-    ensure(c)
-    dim = dim_of(model_stamp)
-    ns, counts, blobs = [], [], []
-    for n, vec in c.execute("SELECT n, vec FROM vectors WHERE model = ? ORDER BY n",
-                            (model_stamp,)):
-        ns.append(n)
-        counts.append(len(vec) // dim)
-        blobs.append(vec)
-    ids = np.repeat(np.array(ns, dtype=np.int64), counts).astype(np.int64)
-    mat = (np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(len(ids), dim)
-           .astype(np.float32) if ns else np.zeros((0, dim), dtype=np.float32))
-    cache(idx)["matrix"] = (version, model_stamp, ids, mat, c)
-    return ids, mat
+    if c.execute("SELECT 1 FROM vectors v WHERE v.n IN (SELECT value FROM json_each(?1))"
+                 " AND (v.model != ?2 OR NOT EXISTS (SELECT 1 FROM cards c WHERE c.n = v.n))"
+                 " LIMIT 1", (ns, stamp)).fetchone():
+        return None
+    out = {n for (n,) in c.execute(
+        "SELECT c.n FROM cards c LEFT JOIN vectors v ON v.n = c.n"
+        " WHERE c.n IN (SELECT value FROM json_each(?1))"
+        " AND (v.n IS NULL OR v.hash != c.hash OR v.model != ?2)", (ns, stamp))}
+    return frozenset((waiting - changed) | out)
+
+
+def _mark_synced(idx: Any, stamp: str, state: Any, now: Any, waiting: frozenset[int]) -> None:
+    """A sync of this model found nothing to do at `state` but the `waiting` cards without
+    a vector (read at `now`; None: check the state again next time)."""
+    cache(idx)["synced"] = (state, stamp, idx.conn, now, waiting)
 
 
 class Similarities:
@@ -329,5 +332,5 @@ def similarities(idx: Any, model: "Embedder", query: str) -> Similarities:
     if not len(ids) or not query.strip():
         return Similarities(ids[:0], np.zeros(0, dtype=np.float32))
     a, b = model.affine  # the model's cosines on the scale the fusion was fitted on
-    sims = mat @ (model.query(query) * (a / SCALE)).astype(np.float32)
+    sims = mat @ (query_vector(model, query) * (a / SCALE)).astype(np.float32)
     return Similarities(ids, sims + np.float32(b) if b else sims)

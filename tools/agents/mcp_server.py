@@ -94,6 +94,7 @@ class CardTools:
         self._index: Any = None
         self._follow = False  # follow_files(): freshness from file events
         self._live: Any = None
+        self._backfill: Any = None  # the background embedder of what the index gains
 
     def warm(self) -> None:
         """Open the store's index and load the search code, ahead of the first search.
@@ -171,9 +172,32 @@ class CardTools:
 
                 self._live = LiveIndex(str(self.store.root), self._index,
                                        self.store.root / ".cardmem", say=log.info)
-            self._live.fresh()  # the files' events since the last search, not git
+            first = self._backfill is None
+            counts = self._live.fresh()  # the files' events since the last search, not git
+            self._embed_later(counts, first)
             return search_index(self._index, query, limit=limit, card_type=card_type,
                                 project=project, semantic=True)
+
+    def _embed_later(self, counts: dict[str, int] | None, first: bool) -> None:
+        """Cards the index gained or changed are embedded by a background process (the
+        watcher's store/watch/backfill.py), not by the next search: embedding a card with
+        its passages costs a search tens of ms, a checkout's worth seconds. Until its
+        vectors come, a card is found by its words (the search says how many wait)."""
+        from cardmem.store.search import embedding, vectors
+
+        if embedding.turned_off():
+            return
+        if self._backfill is None:
+            from cardmem.store.watch.backfill import Backfill
+            from cardmem.store.watch.report import Voice
+
+            self._backfill = Backfill(self.store, Voice(log.info, verbose=False))
+        changed = bool(counts and (counts.get("added") or counts.get("updated")
+                                   or counts.get("removed")))
+        if first and not changed:
+            changed = bool(vectors.pending(self._index))  # a store new to the model
+        if changed:
+            self._backfill.poke()  # (with another embedder at work, it waits its turn)
 
     def follow_files(self) -> None:
         """Keep the index fresh from file events rather than a git status per search (a
@@ -185,6 +209,9 @@ class CardTools:
             if self._live is not None:
                 self._live.close()
                 self._live = None
+            if self._backfill is not None:
+                self._backfill.stop()
+                self._backfill = None
 
     def read_card(self, id: str, base: str | None = None) -> dict[str, Any]:
         from cardmem.store.errors import NotFound
