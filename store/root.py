@@ -17,6 +17,7 @@ TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
 if TYPE_CHECKING:
     from typing import Any, Self
 
+from .appendlog import append
 from .cards import paths
 
 CONFIG_FILE = "cardmem.toml"  # config.FILE; config itself imports tomllib
@@ -90,12 +91,7 @@ class StoreRoot:
         if not data:
             return
         try:
-            fd = os.open(self.state_dir / READS_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT,
-                         0o644)
-            try:
-                os.write(fd, data.encode())
-            finally:
-                os.close(fd)
+            append(self.state_dir / READS_LOG, data)
         except OSError:
             pass
 
