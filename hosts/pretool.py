@@ -100,22 +100,17 @@ def respond(root: str, fired: list[dict]) -> dict:
     remind = [f for f in fired if f["action"] == "remind"]
     out: dict = {"decision": "", "reason": "", "context": "", "user": ""}
     if deny:
-        names = ", ".join(f"`{f['id']}`" for f in deny)
-        why = "; ".join(f"{f['id']}: {f['why']}" for f in deny)
         out["decision"] = "deny"
-        out["reason"] = _fit(
-            f"cardmem memory: refused by the user's rule {names} ({why}). The command did not "
-            "run, not even the parts before the match. Do not work around the rule: if this "
-            "step is needed, tell the user and let them run it or change the rule "
-            f"(`cardmem edit {deny[0]['id']}`).\n\n" + "\n".join(_block(root, f) for f in deny))
+        out["reason"] = _decided(root, deny, lambda names, why: (
+            f"refused by the user's rule {names} ({why}). The command did not run, not even "
+            "the parts before the match. Do not work around the rule: if this step is needed, "
+            f"tell the user and let them run it or change the rule (`cardmem edit "
+            f"{deny[0]['id']}`)."))
         out["user"] = "cardmem: refused by rule " + ", ".join(f["id"] for f in deny)
     elif ask:
-        names = ", ".join(f"`{f['id']}`" for f in ask)
-        why = "; ".join(f"{f['id']}: {f['why']}" for f in ask)
         out["decision"] = "ask"
-        out["reason"] = _fit(
-            f"cardmem memory: the user's rule {names} asks for confirmation before this call "
-            f"({why}).\n\n" + "\n".join(_block(root, f) for f in ask))
+        out["reason"] = _decided(root, ask, lambda names, why: (
+            f"the user's rule {names} asks for confirmation before this call ({why})."))
     if remind and not deny:
         lines = []
         for f in remind:
@@ -125,6 +120,15 @@ def respond(root: str, fired: list[dict]) -> dict:
                          f"(`{f['id']}`; {f['why']}):\n" + _block(root, f))
         out["context"] = _fit("\n".join(lines))
     return out
+
+
+def _decided(root: str, rules: list[dict], said) -> str:
+    """A refusal's or a question's reason: what `said(names, why)` says of the rules,
+    then each rule's text."""
+    names = ", ".join(f"`{f['id']}`" for f in rules)
+    why = "; ".join(f"{f['id']}: {f['why']}" for f in rules)
+    return _fit(f"cardmem memory: {said(names, why)}\n\n"
+                + "\n".join(_block(root, f) for f in rules))
 
 
 def _fit(text: str) -> str:
