@@ -27,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from gen_store import commit_store, generate, top_up_rules  # noqa: E402
+from results import write_section  # noqa: E402
 
 from cardmem.store.index.db import Index  # noqa: E402
 from cardmem.store.store import Store  # noqa: E402
@@ -188,15 +189,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if a.write:
-        old = a.write.read_text() if a.write.exists() else ""
-        if SECTION in old:
-            head, _, rest = old.partition(SECTION)
-            nxt = rest.find("\n## ")
-            tail = rest[nxt + 1:] if nxt >= 0 else ""
-            new = head + text + ("\n" + tail if tail else "")
-        else:
-            new = old + ("\n" if old and not old.endswith("\n\n") else "") + text
-        a.write.write_text(new)
+        write_section(a.write, SECTION, text)
 
 
 if __name__ == "__main__":

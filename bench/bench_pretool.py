@@ -34,6 +34,7 @@ sys.path.insert(0, str(HERE))
 
 from bench_hook import ENV, machine, timed  # noqa: E402
 from gen_store import commit_store, generate, top_up_rules  # noqa: E402
+from results import write_section  # noqa: E402
 
 from cardmem.hosts.claude_code.install import command  # noqa: E402
 from cardmem.store.rules import triggers  # noqa: E402
@@ -204,15 +205,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if a.write:
-        old = a.write.read_text() if a.write.exists() else ""
-        if SECTION in old:
-            head, _, rest = old.partition(SECTION)
-            nxt = rest.find("\n## ")
-            tail = rest[nxt + 1:] if nxt >= 0 else ""
-            new = head + text + ("\n" + tail if tail else "")
-        else:
-            new = old + ("\n" if old and not old.endswith("\n\n") else "") + text
-        a.write.write_text(new)
+        write_section(a.write, SECTION, text)
 
 
 if __name__ == "__main__":
