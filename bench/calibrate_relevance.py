@@ -17,7 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests" / "store"))
+sys.path.insert(0, str(HERE.parent / "tests" / "store" / "search"))
 sys.path.insert(0, str(HERE))
 
 from relevance_set import CALLS, RULES  # noqa: E402
