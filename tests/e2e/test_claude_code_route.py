@@ -15,13 +15,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from fakeapi import FakeAPI, reply
 from hostkit import cardmem, host_env, learners_done
-from hostworld import SIGNAL
+from hostworld import SIGNAL, wait_for_commit
 
 from cardmem.store.git import runner as git
 from cardmem.tools.learning.extract import SYSTEM as EXTRACT_SYSTEM
@@ -154,11 +153,7 @@ def test_a_real_session_is_learned_from_with_no_api_key(subscriber: dict, claude
                                "widget jobs to five. " * 20, "--output-format", "json"],
                               cwd=proj, env=env, capture_output=True, text=True, timeout=180)
         assert proc.returncode == 0, proc.stderr[-2000:]
-        deadline = time.monotonic() + 90
-        while git.head(store) == before and time.monotonic() < deadline:
-            time.sleep(0.25)
-        log_text = (store / ".cardmem" / "hooks.log").read_text()
-        assert git.head(store) != before, f"nothing learned; hook log:\n{log_text}"
+        log_text = wait_for_commit(store, before, timeout=90)
         learners_done(store)  # a second learner (Stop and SessionEnd) must not call the model
         extraction = [r for r in api.messages_requests()
                       if EXTRACT_SYSTEM in _system_text(r.body)]
@@ -204,11 +199,7 @@ def test_the_next_session_of_the_project_starts_with_the_lesson(subscriber: dict
     with FakeAPI(handler=answer) as api:
         before = git.head(store)
         session(api, "Why do the zorblat fixtures fail to load? " * 30)
-        deadline = time.monotonic() + 90
-        while git.head(store) == before and time.monotonic() < deadline:
-            time.sleep(0.25)
-        log_text = (store / ".cardmem" / "hooks.log").read_text()
-        assert git.head(store) != before, f"nothing learned; hook log:\n{log_text}"
+        log_text = wait_for_commit(store, before, timeout=90)
     lessons = store / "projects" / "widgets" / "signals.md"
     assert LESSON in lessons.read_text(), log_text
     learners_done(store)  # the second learner (SessionEnd) is done before the next session
