@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from .frontmatter import split  # noqa: F401 - re-exported: the one splitter
+from . import sections
 from .paths import project_key, project_of_id, type_from_id
+from .sections import headings, lines_of, section_span  # noqa: F401 - section_span re-exported
 
 MAX_CARD_BYTES = 1024 * 1024
 BOOL_TAG = "tag:yaml.org,2002:bool"
@@ -159,7 +161,7 @@ def from_meta(card_id: str, meta: dict[str, Any], text: str, body_start: int,
     title = _as_text(meta.get("title")).strip()
     if not title:
         # The first `# ` heading outside code fences (a `# comment` in a shell block is none).
-        heading = next((name for _, level, name, _ in _headings(text) if level == 1), None)
+        heading = next((name for _, level, name, _ in headings(text) if level == 1), None)
         title = heading or card_id.rsplit("/", 1)[-1]
     card_type = _as_text(meta.get("type")).strip() or type_from_id(card_id)
     return Card(id=card_id, meta=meta, body=text[body_start:], title=title, type=card_type,
@@ -192,14 +194,6 @@ def read_regular(path: Path | str) -> bytes:
 
 def _newline(text: str) -> str:
     return "\r\n" if "\r\n" in text else "\n"
-
-
-def _lines(text: str) -> list[str]:
-    """Lines with their endings, split at \\n only: str.splitlines also splits at form
-    feeds, U+2028 and the like, which are ordinary characters inside a card's lines."""
-    out = text.split("\n")
-    last = out.pop()
-    return [ln + "\n" for ln in out] + ([last] if last else [])
 
 
 def _dump(value: Any, **style: Any) -> str:
@@ -263,7 +257,7 @@ def _key_lines(text: str, key: str) -> tuple[int, int, str] | None:
     if span is None:
         return None
     start, end, _ = span
-    lines = _lines(text[start:end])
+    lines = lines_of(text[start:end])
     key_re = re.compile(rf"^{re.escape(key)}[ \t]*:(?:[ \t]|\r?$)")
     offset = start
     for i, ln in enumerate(lines):
@@ -310,59 +304,13 @@ def remove_key(text: str, key: str) -> str:
     return text[:a] + text[b:]
 
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-
-
-def _headings(text: str) -> list[tuple[int, int, str, int]]:
-    """(line index, level, heading text, char offset) of body headings outside code fences.
-
-    A fence closes only on the same character, at least as long (CommonMark), so a
-    ``` inside a ```` block or a ~~~ block does not end it.
-    """
-    out: list[tuple[int, int, str, int]] = []
-    fence, offset = "", 0
-    span = split(text)
-    body_start = span[2] if span else 0
-    for i, ln in enumerate(_lines(text)):
-        if offset >= body_start:
-            line = ln.rstrip("\r\n")
-            f = _FENCE.match(line)
-            if fence:
-                if f and f.group(1)[0] == fence[0] and len(f.group(1)) >= len(fence) \
-                        and not line.strip()[len(f.group(1)):].strip():
-                    fence = ""
-            elif f:
-                fence = f.group(1)
-            elif (m := _HEADING.match(line)) and m.group(2):
-                out.append((i, len(m.group(1)), m.group(2), offset))
-        offset += len(ln)
-    return out
-
-
-def headings(text: str) -> list[tuple[int, int, str, int]]:
-    """(line index, level, heading text, char offset) of the body's headings outside code
-    fences: where a Markdown document divides (an importer splits a CLAUDE.md there)."""
-    return _headings(text)
-
-
-def section_span(text: str, title: str) -> tuple[int, int] | None:
-    """(start, stop) of the first `## <title>` section: its heading to the next level-1/2
-    heading (or the end), blank lines included; None without one."""
-    heads = _headings(text)
-    for n, (_, level, name, off) in enumerate(heads):
-        if level == 2 and name.strip().lower() == title.lower():
-            return off, next((o for _, lv, _, o in heads[n + 1:] if lv <= 2), len(text))
-    return None
-
-
 def _section_end(text: str, title: str) -> int | None:
     """Offset just past the last non-blank line of the `## <title>` section, if present."""
     if (span := section_span(text, title)) is None:
         return None
     off, stop = span
     # Past the last line with something on it (the heading at least), newline kept.
-    seg = _lines(text[off:stop])
+    seg = lines_of(text[off:stop])
     while len(seg) > 1 and not seg[-1].strip():
         seg.pop()
     return off + sum(map(len, seg))
@@ -389,7 +337,7 @@ def append_section(text: str, heading: str, body: str) -> str:
     nl = _newline(text)
     body = nl.join(ln.rstrip("\r") for ln in body.strip().split("\n"))  # the card's endings
     block = f"## {heading}{nl}{nl}{body}{nl}"
-    for _, level, name, off in _headings(text):
+    for _, level, name, off in headings(text):
         if level == 2 and name.strip().lower() == "history":
             before = text[:off]
             pad = "" if before.endswith(nl + nl) or not before else (nl if before.endswith("\n") else nl + nl)
@@ -399,23 +347,11 @@ def append_section(text: str, heading: str, body: str) -> str:
     return f"{text}{sep}{gap}{block}"
 
 
-# A line that may be a `## History` heading (a superset of what _headings takes for one):
-# most cards have none, and one search spares them the heading walk.
-_MAY_HAVE_HISTORY = re.compile(r"^ {0,3}##[ \t]+\s*history", re.M | re.I)
-
-
-def history_span(text: str) -> tuple[int, int] | None:
-    """(start, stop) in a card's text of its `## History` section: section_span's (the
-    first level-2 heading named History, in any case, outside code), or None. The finder
-    of a card's History for whoever may load this module (the PreToolUse hook may not)."""
-    if not _MAY_HAVE_HISTORY.search(text):
-        return None
-    return _history_span(text)
-
-
 @lru_cache(maxsize=8192)  # maintain asks three times per card: its text, lines, length
-def _history_span(text: str) -> tuple[int, int] | None:
-    return section_span(text, "History")
+def history_span(text: str) -> tuple[int, int] | None:
+    """(start, stop) in a card's text of its `## History` section (sections.history_span:
+    the first level-2 heading named History, in any case, outside code), or None."""
+    return sections.history_span(text)
 
 
 def history(text: str) -> list[str]:
@@ -423,4 +359,4 @@ def history(text: str) -> list[str]:
     if (span := history_span(text)) is None:
         return []
     start, stop = span  # blank lines at its end are no entries: no need to trim them
-    return [ln[2:].strip() for ln in _lines(text[start:stop])[1:] if ln.startswith("- ")]
+    return [ln[2:].strip() for ln in lines_of(text[start:stop])[1:] if ln.startswith("- ")]

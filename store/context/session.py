@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Iterable
 from ..index.pile_view import Holdings, active_rules, holdings
 from ..git.head_file import enclosing_repo
 from ..cards.paths import project_key, project_signals_id
+from ..cards.sections import history_span
 from ..wording import plural
 from .pile import (LESSON_LINES, MAP_RECENT_TITLES, MAP_SHARE,
                    PROJECT_SHARE, RECENT_SHARE, USER_SHARE, Pile, _add_cards,
@@ -65,8 +66,9 @@ def project_for(store: Store, cwd: str | os.PathLike[str] | None) -> str | None:
 def _lessons(card: Card) -> str:
     """A project's signal card as its newest lessons first: the History's last lines."""
     body = card.body
-    at = body.rfind("\n## History")
-    lines = [ln for ln in (body[at:] if at >= 0 else body).splitlines() if ln.startswith("- ")]
+    span = history_span(body)
+    lines = [ln for ln in (body[span[0]:span[1]] if span else body).splitlines()
+             if ln.startswith("- ")]
     shown = lines[-LESSON_LINES:][::-1]
     more = f"\n({len(lines) - len(shown)} older lessons: `cardmem show {card.id}`)" \
         if len(lines) > len(shown) else ""

@@ -141,12 +141,11 @@ def rule_text(root: str, card_id: str) -> str:
             text = f.read(MAX_RULE_CHARS * 4)
     except (OSError, UnicodeDecodeError):
         return ""
-    from ..cards.frontmatter import body_of  # only when a rule fires: not on every call
+    from ..cards.frontmatter import split  # only when a rule fires: not on every call
+    from ..cards.sections import history_span
 
-    text = body_of(text).strip()
-    at = text.find("\n## History")
-    if at >= 0:
-        text = text[:at].rstrip()
+    span, history = split(text), history_span(text)
+    text = text[span[2] if span else 0:history[0] if history else len(text)].strip()
     return text if len(text) <= MAX_RULE_CHARS else text[:MAX_RULE_CHARS - 1] + "…"
 
 
