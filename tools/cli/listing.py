@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from cardmem.tools.cli.options import (emit_json, json_option, open_store, project_option,
-                                       store_option, type_option)
+                                       since_option, store_option, type_option)
 from cardmem.tools.cli.terminal import page
 
 
@@ -93,8 +93,7 @@ def list_(card_type: str | None, project: str | None, as_json: bool,
 
 
 @click.command()
-@click.option("--since", metavar="WHEN", default="7d", show_default=True,
-              help="Changed since WHEN: like 12h, 7d, 2w or an ISO date.")
+@since_option("Changed", default="7d")
 @type_option()
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True,
               help="At most this many cards.")
@@ -109,14 +108,8 @@ def recent(since: str, card_type: str | None, limit: int, as_json: bool,
         cardmem recent
         cardmem recent --since 2w --type rule --json
     """
-    from cardmem.store.cards.by_address import list_recent, parse_since
-    from cardmem.store.errors import CardmemError
+    from cardmem.store.cards.by_address import list_recent
 
-    try:
-        parse_since(since) if since.strip() else parse_since("x")
-    except ValueError:
-        raise CardmemError("--since", f"expected like 12h, 7d, 2w or an ISO date, got "
-                                      f"{since[:60]!r}", exit_code=2) from None
     found = list_recent(open_store(store_path), card_type, since, limit)
     if as_json:
         emit_json(found)
