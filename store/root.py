@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 from .appendlog import append
 from .cards import paths
+from .git.head_file import require_store
 
 CONFIG_FILE = "cardmem.toml"  # config.FILE; config itself imports tomllib
 
@@ -40,7 +41,7 @@ class StoreRoot:
     def open(cls, root: Path | str | None = None) -> Self:
         """The store at root (or the default one): it must exist and be a git repo."""
         store = cls(root if root is not None else paths.default_store())
-        paths.require_store(store.root)
+        require_store(store.root)
         return store
 
     @cached_property

@@ -113,7 +113,7 @@ def receipts(n: int, last: int | None, show_stats: bool, since_: str | None, as_
     store = open_store(store_path)
     recs = list(rc.iter_all(store))
     if since_ is not None:
-        from cardmem.store.cards.by_address import parse_since
+        from cardmem.store.by_address import parse_since
 
         from ..ask.receipt_stats import since
 

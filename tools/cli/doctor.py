@@ -203,7 +203,7 @@ def check_maintain(store: Store) -> list[tuple[bool | None, str]]:
     warning to look at, not a failure; never run is only said."""
     from collections import Counter
 
-    from cardmem.store.maintain import record
+    from cardmem.store import maintain_record as record
 
     kinds = record.load(store.root)
     at = record.checked_at(store.root)

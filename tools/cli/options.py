@@ -41,7 +41,7 @@ def since_option(help: str, default: str | None = None, dest: str = "since"):
     of time takes is one clear error naming the option, exit 2."""
     def check(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
         if value is not None:
-            from cardmem.store.cards.by_address import parse_since
+            from cardmem.store.by_address import parse_since
 
             try:
                 parse_since(value if value.strip() else "x")
