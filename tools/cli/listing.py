@@ -16,15 +16,9 @@ from cardmem.tools.cli.terminal import page
 
 
 def _cards(store, card_type: str | None, project: str | None):
-    """The cards of a type and project (either may be None), in id order, and the files
-    that did not parse (shown whatever the filter: their type is not known)."""
-    from cardmem.store.cards.paths import project_key
+    from cardmem.store.by_address import cards_at
 
-    cards, problems = store.scan()
-    key = project_key(project)
-    picked = [c for c in cards if (card_type is None or c.type == card_type)
-              and (key is None or c.project == key)]
-    return sorted(picked, key=lambda c: c.id), problems
+    return cards_at(store, card_type, project)
 
 
 def _say_problems(problems) -> None:
