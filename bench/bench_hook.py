@@ -83,8 +83,10 @@ def timed(args: list[str], stdin: str, cwd: Path) -> tuple[float, float, str]:
     return wall, cpu, proc.stdout
 
 
-def series(args: list[str], stdin: str, cwd: Path, runs: int,
-           before=lambda: None) -> dict[str, float]:
+def measured(args: list[str], stdin: str, cwd: Path, runs: int, before=lambda: None
+             ) -> tuple[list[float], list[float], str]:
+    """Two warm-up runs, then `runs` timed ones: their wall and CPU seconds, each sorted,
+    and the last run's output. `before` runs ahead of each."""
     for _ in range(2):
         before()
         timed(args, stdin, cwd)
@@ -94,7 +96,12 @@ def series(args: list[str], stdin: str, cwd: Path, runs: int,
         w, c, out = timed(args, stdin, cwd)
         walls.append(w)
         cpus.append(c)
-    walls.sort()
+    return sorted(walls), sorted(cpus), out
+
+
+def series(args: list[str], stdin: str, cwd: Path, runs: int,
+           before=lambda: None) -> dict[str, float]:
+    walls, cpus, out = measured(args, stdin, cwd, runs, before)
     return {"median_ms": statistics.median(walls) * 1000,
             "p90_ms": walls[int(0.9 * (len(walls) - 1))] * 1000,
             "cpu_ms": statistics.median(cpus) * 1000, "out": out}

@@ -32,7 +32,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_hook import ENV, machine, timed  # noqa: E402
+from bench_hook import ENV, machine, measured, timed  # noqa: E402
 from gen_store import commit_store, generate, top_up_rules  # noqa: E402
 from results import write_section  # noqa: E402
 
@@ -73,17 +73,7 @@ def prepare(root: Path, cards: int, rules: int) -> Store:
 
 
 def series(args: list[str], stdin: str, cwd: Path, runs: int, before=lambda: None) -> dict:
-    for _ in range(2):
-        before()
-        timed(args, stdin, cwd)
-    walls, cpus, out = [], [], ""
-    for _ in range(runs):
-        before()
-        w, c, out = timed(args, stdin, cwd)
-        walls.append(w)
-        cpus.append(c)
-    walls.sort()
-    cpus.sort()
+    walls, cpus, out = measured(args, stdin, cwd, runs, before)
     return {"p50": walls[len(walls) // 2] * 1000, "p95": walls[int(0.95 * (len(walls) - 1))] * 1000,
             "cpu": cpus[len(cpus) // 2] * 1000, "out": out}
 
