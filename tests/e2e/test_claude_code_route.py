@@ -131,20 +131,31 @@ def test_extract_returns_signals_through_the_claude_code_route(subscriber: dict,
     assert "haiku" in req.body["model"]
 
 
+def _project(tmp_path: Path) -> Path:
+    """The project a session runs in: a git repository named widgets."""
+    proj = tmp_path / "work" / "widgets"
+    proj.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(proj)], check=True)
+    return proj
+
+
+def _answers(lesson: str, said: str):
+    """The fake API's answers: `lesson` to the learner's extraction, `said` (long) to the
+    session."""
+    def answer(body: dict) -> object:
+        return reply(lesson if EXTRACT_SYSTEM in _system_text(body) else said * 30)
+
+    return answer
+
+
 def test_a_real_session_is_learned_from_with_no_api_key(subscriber: dict, claude_code: Path,
                                                         tmp_path: Path) -> None:
     """The whole loop a subscriber gets: Claude Code runs a session on the helper's key,
     its Stop hook detaches, and the learner's own `claude -p` (nested in a Claude Code
     session's environment) extracts and files the signal."""
     store, marks = subscriber["store"], subscriber["marks"]
-    proj = tmp_path / "work" / "widgets"
-    proj.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(proj)], check=True)
-
-    def answer(body: dict) -> object:
-        if EXTRACT_SYSTEM in _system_text(body):
-            return reply(SIGNAL)
-        return reply("Done: the frobnicator retries widget jobs five times now. " * 30)
+    proj = _project(tmp_path)
+    answer = _answers(SIGNAL, "Done: the frobnicator retries widget jobs five times now. ")
 
     with FakeAPI(handler=answer) as api:
         env = {**subscriber["env"], "ANTHROPIC_BASE_URL": api.base_url}
@@ -181,14 +192,8 @@ def test_the_next_session_of_the_project_starts_with_the_lesson(subscriber: dict
     that belongs to no card; it is filed for its project; session two in the same project
     has it in its first request."""
     store = subscriber["store"]
-    proj = tmp_path / "work" / "widgets"
-    proj.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(proj)], check=True)
-
-    def answer(body: dict) -> object:
-        if EXTRACT_SYSTEM in _system_text(body):
-            return reply(LESSON)
-        return reply("Exported ZORBLAT_SEED=7 and the zorblat fixtures load now. " * 30)
+    proj = _project(tmp_path)
+    answer = _answers(LESSON, "Exported ZORBLAT_SEED=7 and the zorblat fixtures load now. ")
 
     def session(api: FakeAPI, prompt: str) -> None:
         env = {**subscriber["env"], "ANTHROPIC_BASE_URL": api.base_url}
