@@ -13,7 +13,6 @@ prompt's to wait for.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -52,13 +51,12 @@ def note_shown(root: Path, session: str, ids: list[str]) -> None:
         newest = sorted(data.items(), key=lambda kv: kv[1].get("at", 0)
                         if isinstance(kv[1], dict) else 0)[-MAX_SESSIONS:]
         data = dict(newest)
-    path = _path(root)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    from cardmem.store.root import write_cache
+
     try:
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(tmp, path)
+        write_cache(_path(root), json.dumps(data).encode("utf-8"))
     except OSError:
-        tmp.unlink(missing_ok=True)
+        pass
 
 
 def own_context_out(prompt: str) -> str:
