@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 
 CHILD_ENV = "CARDMEM_HOOK_CHILD"  # as hosts/claude_code.py: idle inside our own claude -p
 SESSIONS = "pretool-sessions.json"  # in .cardmem/: session -> last relevance reminder
-MAX_SESSIONS = 200
 MAX_TEXT = 8000  # the host shows 10,000 characters of a hook's text whole
 
 
@@ -52,33 +51,19 @@ def _root(store_path: str | None) -> str:
 
 
 def _last(root: str, session: str) -> str | None:
-    try:
-        with open(os.path.join(root, ".cardmem", SESSIONS), encoding="utf-8") as f:
-            return (hookjson.loads(f.read()).get(session) or [None])[0]
-    except (OSError, ValueError, AttributeError, TypeError, IndexError):
-        return None
+    from . import session_notes
+
+    note = session_notes.load(os.path.join(root, ".cardmem", SESSIONS)).get(session)
+    return note[0] if isinstance(note, list) and note and isinstance(note[0], str) else None
 
 
 def _remember_last(root: str, session: str, rule: str) -> None:
+    from . import session_notes
+
     path = os.path.join(root, ".cardmem", SESSIONS)
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = hookjson.loads(f.read())
-        if not isinstance(data, dict):
-            data = {}
-    except (OSError, ValueError):
-        data = {}
+    data = session_notes.load(path)
     data[session] = [rule, time.time()]
-    if len(data) > MAX_SESSIONS:
-        data = dict(sorted(data.items(), key=lambda kv: kv[1][1] if isinstance(kv[1], list)
-                           and len(kv[1]) > 1 else 0)[-MAX_SESSIONS:])
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(hookjson.dumps(data))
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    session_notes.save(path, data, lambda note: note[1])
 
 
 def _block(root: str, f: dict) -> str:

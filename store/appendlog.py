@@ -29,7 +29,7 @@ def append(path: str | os.PathLike[str], data: str | bytes, *, max_bytes: int = 
             if _still_at(fd, path):  # else another writer rotated it while we waited
                 os.replace(path, path + ".1")
             os.close(fd)
-            fd = -1
+            fd = -1  # closed: a reopen that fails must not close it twice
             fd = _locked(path, mode)
         view = memoryview(raw)
         while view:  # one write for any sane size; loop only on a short write
