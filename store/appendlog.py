@@ -4,13 +4,19 @@ the reads log, the receipts and the updates log.
 A record (whole lines) goes in with one write to a file opened O_APPEND, under an
 exclusive flock, so concurrent writers never interleave or tear a line. A log given
 `max_bytes` is rotated first, under the same lock, once it has reached that size: it
-becomes `<name>.1` (one older generation kept) and the record starts a new file. Only
-os and fcntl: the PreToolUse hook writes through it.
+becomes `<name>.1` (one older generation kept) and the record starts a new file. A log
+rewritten whole (`rewrite`: the reads log compacted) is replaced under the same lock,
+and a writer that waited for it writes to the new file, so no line is lost. Only os and
+fcntl: the PreToolUse hook writes through it.
 """
 from __future__ import annotations
 
 import fcntl
 import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 _FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT
 
@@ -26,8 +32,7 @@ def append(path: str | os.PathLike[str], data: str | bytes, *, max_bytes: int = 
     fd = _locked(path, mode)
     try:
         if max_bytes and os.fstat(fd).st_size >= max_bytes:
-            if _still_at(fd, path):  # else another writer rotated it while we waited
-                os.replace(path, path + ".1")
+            os.replace(path, path + ".1")  # ours to move: the lock holder's, at `path`
             os.close(fd)
             fd = -1  # closed: a reopen that fails must not close it twice
             fd = _locked(path, mode)
@@ -39,14 +44,49 @@ def append(path: str | os.PathLike[str], data: str | bytes, *, max_bytes: int = 
             os.close(fd)  # closing releases the lock
 
 
-def _locked(path: str, mode: int) -> int:
-    fd = os.open(path, _FLAGS, mode)
+def rewrite(path: str | os.PathLike[str], change: Callable[[bytes], bytes]) -> None:
+    """Replace the log at `path` with `change(its bytes)`, under its lock: what writers
+    append meanwhile waits, then goes into the new file. Raises OSError (FileNotFoundError
+    when there is no log)."""
+    path = os.fspath(path)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(path, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-    except OSError:
-        os.close(fd)
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, os.fstat(fd).st_mode & 0o777)
+        try:
+            view = memoryview(change(b"".join(chunks)))
+            while view:
+                view = view[os.write(out, view):]
+        finally:
+            os.close(out)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
         raise
-    return fd
+    finally:
+        os.close(fd)  # the writers waiting on the old file find it gone, and reopen
+
+
+def _locked(path: str, mode: int) -> int:
+    """The log opened for appending and locked: the file now at `path` (one rewritten or
+    rotated while we waited for its lock is opened again)."""
+    while True:
+        fd = os.open(path, _FLAGS, mode)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            os.close(fd)
+            raise
+        if _still_at(fd, path):
+            return fd
+        os.close(fd)
 
 
 def _still_at(fd: int, path: str) -> bool:

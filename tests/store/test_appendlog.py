@@ -82,3 +82,32 @@ def test_concurrent_processes_never_tear_a_line(tmp_path: Path) -> None:
              for ln in f.read_text().splitlines()]
     assert lines and all(ln.endswith(ln.split(" ", 1)[0] * 20000) for ln in lines)
     assert len(lines) == 400  # one rotation at most: nothing lost
+
+
+def test_a_read_noted_while_the_reads_log_is_compacted_is_kept(tmp_path: Path,
+                                                               monkeypatch) -> None:
+    """`cardmem maintain` compacts .cardmem/reads.log while a search notes what it showed:
+    the note waits for the compaction and lands in the new log (it once went into the old
+    file in the instant before the rename, and was lost)."""
+    from cardmem.store.maintain.reads import compact, last_read
+    from cardmem.store.root import StoreRoot
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".cardmem").mkdir()
+    (tmp_path / ".cardmem" / "reads.log").write_text("100 a\n200 a\n150 b\n")
+    real = os.replace
+    renaming = threading.Event()
+
+    def slow(a, b, *args, **kw):
+        renaming.set()
+        time.sleep(0.3)
+        return real(a, b, *args, **kw)
+
+    monkeypatch.setattr(os, "replace", slow)
+    t = threading.Thread(target=compact, args=(tmp_path,))
+    t.start()
+    assert renaming.wait(30)
+    StoreRoot(tmp_path).note_reads(["c"], now=300)
+    t.join()
+    assert last_read(tmp_path) == {"a": 200.0, "b": 150.0, "c": 300.0}
+    assert (tmp_path / ".cardmem" / "reads.log").read_text() == "200 a\n150 b\n300 c\n"
