@@ -27,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from gen_store import commit_store, generate, top_up_rules  # noqa: E402
+from results import write_section  # noqa: E402
 
 from cardmem.store.index.db import Index  # noqa: E402
 from cardmem.store.store import Store  # noqa: E402
@@ -82,8 +83,10 @@ def timed(args: list[str], stdin: str, cwd: Path) -> tuple[float, float, str]:
     return wall, cpu, proc.stdout
 
 
-def series(args: list[str], stdin: str, cwd: Path, runs: int,
-           before=lambda: None) -> dict[str, float]:
+def measured(args: list[str], stdin: str, cwd: Path, runs: int, before=lambda: None
+             ) -> tuple[list[float], list[float], str]:
+    """Two warm-up runs, then `runs` timed ones: their wall and CPU seconds, each sorted,
+    and the last run's output. `before` runs ahead of each."""
     for _ in range(2):
         before()
         timed(args, stdin, cwd)
@@ -93,7 +96,12 @@ def series(args: list[str], stdin: str, cwd: Path, runs: int,
         w, c, out = timed(args, stdin, cwd)
         walls.append(w)
         cpus.append(c)
-    walls.sort()
+    return sorted(walls), sorted(cpus), out
+
+
+def series(args: list[str], stdin: str, cwd: Path, runs: int,
+           before=lambda: None) -> dict[str, float]:
+    walls, cpus, out = measured(args, stdin, cwd, runs, before)
     return {"median_ms": statistics.median(walls) * 1000,
             "p90_ms": walls[int(0.9 * (len(walls) - 1))] * 1000,
             "cpu_ms": statistics.median(cpus) * 1000, "out": out}
@@ -188,15 +196,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if a.write:
-        old = a.write.read_text() if a.write.exists() else ""
-        if SECTION in old:
-            head, _, rest = old.partition(SECTION)
-            nxt = rest.find("\n## ")
-            tail = rest[nxt + 1:] if nxt >= 0 else ""
-            new = head + text + ("\n" + tail if tail else "")
-        else:
-            new = old + ("\n" if old and not old.endswith("\n\n") else "") + text
-        a.write.write_text(new)
+        write_section(a.write, SECTION, text)
 
 
 if __name__ == "__main__":

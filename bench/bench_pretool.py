@@ -32,8 +32,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_hook import ENV, machine, timed  # noqa: E402
+from bench_hook import ENV, machine, measured, timed  # noqa: E402
 from gen_store import commit_store, generate, top_up_rules  # noqa: E402
+from results import write_section  # noqa: E402
 
 from cardmem.hosts.claude_code.install import command  # noqa: E402
 from cardmem.store.rules import triggers  # noqa: E402
@@ -72,17 +73,7 @@ def prepare(root: Path, cards: int, rules: int) -> Store:
 
 
 def series(args: list[str], stdin: str, cwd: Path, runs: int, before=lambda: None) -> dict:
-    for _ in range(2):
-        before()
-        timed(args, stdin, cwd)
-    walls, cpus, out = [], [], ""
-    for _ in range(runs):
-        before()
-        w, c, out = timed(args, stdin, cwd)
-        walls.append(w)
-        cpus.append(c)
-    walls.sort()
-    cpus.sort()
+    walls, cpus, out = measured(args, stdin, cwd, runs, before)
     return {"p50": walls[len(walls) // 2] * 1000, "p95": walls[int(0.95 * (len(walls) - 1))] * 1000,
             "cpu": cpus[len(cpus) // 2] * 1000, "out": out}
 
@@ -204,15 +195,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if a.write:
-        old = a.write.read_text() if a.write.exists() else ""
-        if SECTION in old:
-            head, _, rest = old.partition(SECTION)
-            nxt = rest.find("\n## ")
-            tail = rest[nxt + 1:] if nxt >= 0 else ""
-            new = head + text + ("\n" + tail if tail else "")
-        else:
-            new = old + ("\n" if old and not old.endswith("\n\n") else "") + text
-        a.write.write_text(new)
+        write_section(a.write, SECTION, text)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from gen_store import generate  # noqa: E402
+from results import write_section  # noqa: E402
 
 from cardmem.store.index.db import Index  # noqa: E402
 from cardmem.store.search.query import search_index
@@ -327,17 +328,8 @@ def main() -> None:
         + " |" * len(modes), ""])
     print(text)
     if args.write:
-        write_section(args.write, text)
+        write_section(args.write, SECTION, text)
         print(f"written to {args.write}")
-
-
-def write_section(path: Path, text: str) -> None:
-    """Replace this benchmark's section in a shared results file, or add it at the end."""
-    old = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    new = pattern.sub(lambda _m: text, old) if pattern.search(old) else (
-        old.rstrip("\n") + "\n\n" + text)
-    path.write_text(new, encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -17,9 +17,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests" / "store"))
+sys.path.insert(0, str(HERE.parent / "tests" / "store" / "search"))
+sys.path.insert(0, str(HERE))
 
 from relevance_set import CALLS, RULES  # noqa: E402
+from results import write_section  # noqa: E402
 
 from cardmem.store.rules.match import decide  # noqa: E402
 from cardmem.store.rules.triggers import THRESHOLD, compile_rules  # noqa: E402
@@ -81,14 +83,7 @@ def main() -> None:
                 f"{chosen['recall']:.2f}; false positives: "
                 + ("; ".join(f"`{i.get('command') or i.get('file_path')}` -> {g}"
                              for i, g, _ in chosen["wrong"]) or "none") + ".\n")
-        old = args.write.read_text() if args.write.exists() else ""
-        if SECTION in old:
-            start = old.index(SECTION)
-            end = old.find("\n## ", start + len(SECTION))
-            old = old[:start] + text + (old[end + 1:] if end >= 0 else "")
-        else:
-            old = old.rstrip("\n") + "\n\n" + text
-        args.write.write_text(old)
+        write_section(args.write, SECTION, text)
 
 
 if __name__ == "__main__":

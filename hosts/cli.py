@@ -169,15 +169,21 @@ def uninstall(host: str, settings: Path | None, mcp_config: Path | None) -> None
         cardmem uninstall claude-code
     """
     if host != "claude-code":
-        from cardmem.hosts.install import uninstall as other
+        from cardmem.hosts.install import installed_store, uninstall as other
         from cardmem.hosts.mcp_install import unregister as remove_server
 
+        root = installed_store(host, settings)  # read before the hooks naming it go
         # The server first: Gemini's sits in the hooks' file, and each step gives back the
         # bytes it found, so undoing them in reverse order gives back the file's first bytes.
         m = remove_server(host, mcp_config, settings)
         r = other(host, settings)
         click.echo(f"{'removed cardmem hooks from' if r['changed'] else 'no cardmem hooks in'} {r['path']}")
         click.echo(f"{'removed the MCP server `cardmem` from' if m['changed'] else 'no cardmem MCP server in'} {m['path']}")
+        if root is not None:  # what `install HOST --export` wrote, kept current till now
+            from cardmem.store.rules.exports import withdraw
+
+            for path, _ in withdraw(root, f"install {host}"):
+                click.echo(f"took the rules out of {path}; no longer kept current")
         return
     from cardmem.hosts.claude_code.install import uninstall as do_uninstall
     from cardmem.hosts.claude_code.mcp_install import unregister
@@ -216,7 +222,7 @@ def _export_rules(host: str, folder: Path, home_wide: bool, root: Path) -> None:
     store = open_store(root)
     project = None if home_wide else project_for(store, folder)  # home-wide: no project's
     result = export(store, kind, folder, project)
-    remember(store, kind, folder, project)
+    remember(store, kind, folder, project, by=f"install {host}")
     left = f", {len(result.left_out)} left out to fit (named there)" if result.left_out else ""
     click.echo(f"rules: {plural(result.total, 'rule')} in {folder / FILES[kind].main}{left}; "
                "kept current as rules change")

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import time
 
+from cardmem.store.appendlog import append
+
 NAME = "rule-events.jsonl"
 MAX_BYTES = 4_000_000
 
@@ -18,23 +20,13 @@ def record(root: str, session: str | None, tool: str, fired: list[dict]) -> None
     if not fired:
         return
     try:
-        path = os.path.join(root, ".cardmem", NAME)
-        try:
-            if os.stat(path).st_size >= MAX_BYTES:
-                os.replace(path, path + ".1")
-        except FileNotFoundError:
-            pass
         now = round(time.time(), 3)
         from .hookjson import dumps  # not json: the PreToolUse hook writes these
 
         lines = "".join(dumps({"t": now, "session": (session or "")[:12], "rule": f["id"],
                                "action": f["action"], "kind": f["kind"], "tool": tool})
                         + "\n" for f in fired)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            os.write(fd, lines.encode("utf-8", "replace"))
-        finally:
-            os.close(fd)
+        append(os.path.join(root, ".cardmem", NAME), lines, max_bytes=MAX_BYTES)
     except OSError:
         pass
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import time
 
+from cardmem.store.appendlog import append
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -31,21 +33,11 @@ def write(store_root: Path | str | None, event: str, started: float, outcome: st
             if not is_repo(store_root):
                 return  # not a store: leave no trace in a random folder
             os.makedirs(state, exist_ok=True)
-        path = os.path.join(state, NAME)
-        try:
-            if os.stat(path).st_size >= MAX_BYTES:
-                os.replace(path, path + ".1")
-        except FileNotFoundError:
-            pass
         ms = (time.monotonic() - started) * 1000
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         sess = f" session={session[:12]}" if session else ""
-        line = f"{stamp} {event} {ms:.0f}ms{sess} {' '.join(outcome.split())}\n"
-        # O_APPEND: concurrent hooks each add whole lines.
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            os.write(fd, line.encode("utf-8", "replace"))
-        finally:
-            os.close(fd)
+        append(os.path.join(state, NAME),
+               f"{stamp} {event} {ms:.0f}ms{sess} {' '.join(outcome.split())}\n",
+               max_bytes=MAX_BYTES)
     except OSError:
         pass

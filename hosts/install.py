@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from cardmem.store.errors import CardmemError
-from cardmem.store.git.writer import atomic_write
 
-from .settings import backup, command_arg, read_hooks_file as _load, read_record, record_path, write_back, write_record
+from .settings import command_arg, json_text, read_hooks_file as _load, read_record, record_path, write_back, write_file, write_record
 
 HOOK_MODULE = "cardmem.hosts.hook"
 START = str(Path(__file__).resolve().parent / "pretool_start.py")
@@ -129,9 +128,7 @@ def install(host: str, settings: Path | None = None, store: Path | None = None) 
     record = _record(path)
     if not record:  # the first install: what the file was, to give it back on uninstall
         record = {"created": created, "original": original.decode("utf-8") if original else None}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    saved = backup(path)
-    atomic_write(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
+    saved = write_file(path, json_text(data))
     write_record(record_path(path), record)
     return {"changed": True, "path": str(path), "backup": str(saved) if saved else None}
 

@@ -17,16 +17,14 @@ that and gives the file back byte for byte when nothing else changed.
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 from cardmem.store.errors import CardmemError
-from cardmem.store.git.writer import atomic_write
 
 from .claude_code.mcp_install import NAME, _ours, remove_entry, server_entry
-from .settings import backup, backup_path, read_json_object, read_record, write_back, write_record
+from .settings import backup_path, json_text, read_json_object, read_record, write_back, write_file, write_record
 
 
 def record_path(path: Path) -> Path:
@@ -102,16 +100,14 @@ def register(host: str, config: Path | None = None, store: Path | None = None,
         if current == want:
             return {"changed": False, "path": str(path)}
         servers[NAME] = want
-        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        text = json_text(data)
     if dry_run:
         return {"changed": True, "path": str(path)}
     rec = _record(path) or {"created": created, "original": before}
-    path.parent.mkdir(parents=True, exist_ok=True)
     # The hooks' own file (Gemini's settings.json): their step keeps the backup of what the
     # person had; this step does not replace it with the file it just wrote.
     shared = _spec(host).get("in_settings") and backup_path(path).exists()
-    saved = None if shared else backup(path)
-    atomic_write(path, text.encode("utf-8"))
+    saved = write_file(path, text, keep_backup=not shared)
     write_record(record_path(path), rec)
     return {"changed": True, "path": str(path), "backup": str(saved) if saved else None}
 
@@ -140,8 +136,7 @@ def _unregister(host: str, path: Path, rec: dict[str, Any]) -> dict[str, Any]:
         if not new and "file" in created:
             path.unlink()
         else:
-            backup(path)
-            atomic_write(path, new.encode("utf-8"))
+            write_file(path, new)
         return {"changed": True, "path": str(path)}
     changed = remove_entry(path, read_json_object(path, "--mcp-config"), created,
                            lambda p, data: write_back(p, data, original))

@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 
 CHILD_ENV = "CARDMEM_HOOK_CHILD"  # as hosts/claude_code.py: idle inside our own claude -p
 SESSIONS = "pretool-sessions.json"  # in .cardmem/: session -> last relevance reminder
-MAX_SESSIONS = 200
 MAX_TEXT = 8000  # the host shows 10,000 characters of a hook's text whole
 
 
@@ -52,33 +51,19 @@ def _root(store_path: str | None) -> str:
 
 
 def _last(root: str, session: str) -> str | None:
-    try:
-        with open(os.path.join(root, ".cardmem", SESSIONS), encoding="utf-8") as f:
-            return (hookjson.loads(f.read()).get(session) or [None])[0]
-    except (OSError, ValueError, AttributeError, TypeError, IndexError):
-        return None
+    from . import session_notes
+
+    note = session_notes.load(os.path.join(root, ".cardmem", SESSIONS)).get(session)
+    return note[0] if isinstance(note, list) and note and isinstance(note[0], str) else None
 
 
 def _remember_last(root: str, session: str, rule: str) -> None:
+    from . import session_notes
+
     path = os.path.join(root, ".cardmem", SESSIONS)
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = hookjson.loads(f.read())
-        if not isinstance(data, dict):
-            data = {}
-    except (OSError, ValueError):
-        data = {}
+    data = session_notes.load(path)
     data[session] = [rule, time.time()]
-    if len(data) > MAX_SESSIONS:
-        data = dict(sorted(data.items(), key=lambda kv: kv[1][1] if isinstance(kv[1], list)
-                           and len(kv[1]) > 1 else 0)[-MAX_SESSIONS:])
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(hookjson.dumps(data))
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    session_notes.save(path, data, lambda note: note[1])
 
 
 def _block(root: str, f: dict) -> str:
@@ -100,22 +85,17 @@ def respond(root: str, fired: list[dict]) -> dict:
     remind = [f for f in fired if f["action"] == "remind"]
     out: dict = {"decision": "", "reason": "", "context": "", "user": ""}
     if deny:
-        names = ", ".join(f"`{f['id']}`" for f in deny)
-        why = "; ".join(f"{f['id']}: {f['why']}" for f in deny)
         out["decision"] = "deny"
-        out["reason"] = _fit(
-            f"cardmem memory: refused by the user's rule {names} ({why}). The command did not "
-            "run, not even the parts before the match. Do not work around the rule: if this "
-            "step is needed, tell the user and let them run it or change the rule "
-            f"(`cardmem edit {deny[0]['id']}`).\n\n" + "\n".join(_block(root, f) for f in deny))
+        out["reason"] = _decided(root, deny, lambda names, why: (
+            f"refused by the user's rule {names} ({why}). The command did not run, not even "
+            "the parts before the match. Do not work around the rule: if this step is needed, "
+            f"tell the user and let them run it or change the rule (`cardmem edit "
+            f"{deny[0]['id']}`)."))
         out["user"] = "cardmem: refused by rule " + ", ".join(f["id"] for f in deny)
     elif ask:
-        names = ", ".join(f"`{f['id']}`" for f in ask)
-        why = "; ".join(f"{f['id']}: {f['why']}" for f in ask)
         out["decision"] = "ask"
-        out["reason"] = _fit(
-            f"cardmem memory: the user's rule {names} asks for confirmation before this call "
-            f"({why}).\n\n" + "\n".join(_block(root, f) for f in ask))
+        out["reason"] = _decided(root, ask, lambda names, why: (
+            f"the user's rule {names} asks for confirmation before this call ({why})."))
     if remind and not deny:
         lines = []
         for f in remind:
@@ -125,6 +105,15 @@ def respond(root: str, fired: list[dict]) -> dict:
                          f"(`{f['id']}`; {f['why']}):\n" + _block(root, f))
         out["context"] = _fit("\n".join(lines))
     return out
+
+
+def _decided(root: str, rules: list[dict], said) -> str:
+    """A refusal's or a question's reason: what `said(names, why)` says of the rules,
+    then each rule's text."""
+    names = ", ".join(f"`{f['id']}`" for f in rules)
+    why = "; ".join(f"{f['id']}: {f['why']}" for f in rules)
+    return _fit(f"cardmem memory: {said(names, why)}\n\n"
+                + "\n".join(_block(root, f) for f in rules))
 
 
 def _fit(text: str) -> str:

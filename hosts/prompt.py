@@ -12,13 +12,10 @@ prompt's to wait for.
 """
 from __future__ import annotations
 
-import json
-import os
 import time
 from pathlib import Path
 
 SHOWN = "shown-sessions.json"
-MAX_SESSIONS = 200
 BUDGET = 1_500  # characters per prompt: a few cards' gist, never a second session start
 LIMIT = 4  # cards per prompt at most
 
@@ -28,11 +25,9 @@ def _path(root: Path) -> Path:
 
 
 def _load(root: Path) -> dict:
-    try:
-        data = json.loads(_path(root).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    from . import session_notes
+
+    return session_notes.load(str(_path(root)))
 
 
 def shown(root: Path, session: str) -> set[str]:
@@ -48,17 +43,9 @@ def note_shown(root: Path, session: str, ids: list[str]) -> None:
     data = _load(root)
     entry = data.get(session) if isinstance(data.get(session), dict) else {}
     data[session] = {"ids": sorted(set(entry.get("ids", [])) | set(ids)), "at": time.time()}
-    if len(data) > MAX_SESSIONS:
-        newest = sorted(data.items(), key=lambda kv: kv[1].get("at", 0)
-                        if isinstance(kv[1], dict) else 0)[-MAX_SESSIONS:]
-        data = dict(newest)
-    path = _path(root)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
+    from . import session_notes
+
+    session_notes.save(str(_path(root)), data, lambda note: note["at"])
 
 
 def own_context_out(prompt: str) -> str:

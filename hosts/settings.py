@@ -10,6 +10,7 @@ exactly what was added and give the file back byte for byte.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,28 @@ def backup(path: Path) -> Path | None:
     return backup_path(path)
 
 
+def json_text(data: dict[str, Any]) -> str:
+    """A host's JSON file as cardmem writes it."""
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_file(path: Path, text: str, *, keep_backup: bool = True,
+               private: bool = False) -> Path | None:
+    """The one way cardmem writes a host's file: its folder made, the file as it was copied
+    aside (`backup`; keep_backup=False when an earlier step of the same install took it),
+    then replaced atomically. A new file is made 0600 when private (it may come to hold
+    keys). Returns the backup (None: there was no file, or none was taken)."""
+    from cardmem.store.git.writer import atomic_write
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    new = not path.exists()
+    saved = backup(path) if keep_backup else None
+    atomic_write(path, text.encode("utf-8"))
+    if new and private:
+        os.chmod(path, 0o600)
+    return saved
+
+
 def original(path: Path) -> str | None:
     """The file's text before cardmem's first install, as recorded (None: none kept)."""
     try:
@@ -108,8 +131,6 @@ def original(path: Path) -> str | None:
 def write_back(path: Path, data: dict[str, Any], before: str | None) -> None:
     """Write what is left after uninstall: the very bytes of `before` (the file before
     install) when nothing else changed since, else the data as JSON."""
-    from cardmem.store.git.writer import atomic_write
-
     text = None
     if before is not None:
         try:
@@ -117,6 +138,4 @@ def write_back(path: Path, data: dict[str, Any], before: str | None) -> None:
                 text = before
         except ValueError:
             pass
-    backup(path)
-    atomic_write(path, (text if text is not None else
-                        json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    write_file(path, text if text is not None else json_text(data))

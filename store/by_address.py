@@ -43,13 +43,22 @@ class MemoryMap:
                 "left_out": self.total - len(self.entries), "unreadable": self.problems}
 
 
+def cards_at(store: Store, card_type: str | None = None, project: str | None = None
+             ) -> tuple[list[Card], list[Any]]:
+    """The cards of a type and a project (either may be None; a project by its name or its
+    key, as --project takes it), in id order, and the files that did not parse (all of
+    them: their type is not known)."""
+    cards, problems = store.scan()
+    key = paths.project_key(project)
+    picked = [c for c in cards if (card_type is None or c.type == card_type)
+              and (key is None or c.project == key)]
+    return sorted(picked, key=lambda c: c.id), problems
+
+
 def memory_map(store: Store, card_type: str | None = None, project: str | None = None,
                limit: int = MAP_COUNT) -> MemoryMap:
-    """Every card's id, type, title and description, in id order, count-capped."""
-    cards, problems = store.scan()
-    picked = [c for c in cards if (card_type is None or c.type == card_type)
-              and (project is None or c.project == project)]
-    picked.sort(key=lambda c: c.id)
+    """Every card's id, type, title and description (`cards_at`), count-capped."""
+    picked, problems = cards_at(store, card_type, project)
     return MemoryMap([c.brief() for c in picked[:limit]], len(picked), len(problems))
 
 

@@ -17,6 +17,7 @@ TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
 if TYPE_CHECKING:
     from typing import Any, Self
 
+from .appendlog import append
 from .cards import paths
 from .git.head_file import require_store
 
@@ -91,12 +92,7 @@ class StoreRoot:
         if not data:
             return
         try:
-            fd = os.open(self.state_dir / READS_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT,
-                         0o644)
-            try:
-                os.write(fd, data.encode())
-            finally:
-                os.close(fd)
+            append(self.state_dir / READS_LOG, data)
         except OSError:
             pass
 

@@ -73,10 +73,6 @@ class Store(StoreRoot):
             except OSError:
                 raise exc from None
 
-    def map(self) -> tuple[list[dict[str, str]], list[Problem]]:
-        cards, problems = self.scan()
-        return [c.brief() for c in cards], problems
-
     def log(self, card_id: str | None = None, limit: int | None = None) -> list[git.Commit]:
         return git.log(self.root, None if card_id is None else [self.rel(card_id)], limit=limit)
 

@@ -403,6 +403,25 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+def claude_on_path(script: str, bindir: Any, monkeypatch: Any, log: Any) -> Any:
+    """A fake `claude` CLI (`script`, a Python program: `{python}` is this interpreter)
+    first on PATH, writing what it was given to `log` (FAKE_CLAUDE_LOG), and no API key,
+    so the model's auto route takes the Claude Code login. The script's path."""
+    import os
+    import sys
+    from pathlib import Path
+
+    bindir = Path(bindir)
+    bindir.mkdir(exist_ok=True)
+    exe = bindir / "claude"
+    exe.write_text(script.format(python=sys.executable))
+    exe.chmod(exe.stat().st_mode | 0o100)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(log))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    return exe
+
+
 if __name__ == "__main__":  # a standalone fake for manual runs: answers every call with the fallback
     import argparse
 

@@ -194,8 +194,8 @@ def test_every_writer_goes_through_store_commit() -> None:
 # below search, which reads its stale marks; the Store itself (store.py, and derived.py:
 # what every write brings up to date) above the rooms it composes, and the Store's own
 # operations (reads by address, rm and mv) right above it.
-STORE_ORDER = ("errors", "config", "progress", "where", "wording", "cards", "git", "root",
-               "maintain_record", "index", "search", "rules", "derived", "store",
+STORE_ORDER = ("appendlog", "errors", "config", "progress", "where", "wording", "cards", "git",
+               "root", "maintain_record", "index", "search", "rules", "derived", "store",
                "by_address", "moves", "learning", "maintain", "context", "watch", "sharing")
 
 

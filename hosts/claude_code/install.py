@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from cardmem.store.errors import CardmemError
-from cardmem.store.git.writer import atomic_write
 
-from ..settings import backup, command_arg, original, read_hooks_file as _load, record_path, recorded, write_back
+from ..settings import command_arg, json_text, original, read_hooks_file as _load, record_path, recorded, write_back, write_file, write_record
 
 MODULE = "cardmem.hosts.claude_code"
 # ... the PreToolUse hook started as a script without `site`: see hosts/pretool_start.py.
@@ -81,13 +80,6 @@ def _ours(entry: Any) -> bool:
     return isinstance(entry, dict) and any(m in str(entry.get("command", "")) for m in MODULES)
 
 
-def _write(path: Path, data: dict[str, Any]) -> Path | None:
-    """Write a host's JSON file; returns its backup (None: there was no file to back up)."""
-    saved = backup(path)
-    atomic_write(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
-    return saved
-
-
 def install(settings: Path | None = None, store: Path | None = None) -> dict[str, Any]:
     """Merge our hooks into settings; returns what it did (changed, backup, path)."""
     path = Path(settings or default_settings()).expanduser()
@@ -125,12 +117,10 @@ def install(settings: Path | None = None, store: Path | None = None) -> dict[str
                 {**({"matcher": matcher} if matcher else {}), "hooks": [entry]})
     if json.dumps(data, sort_keys=True) == before:
         return {"changed": False, "path": str(path), "backup": None}
-    path.parent.mkdir(parents=True, exist_ok=True)
     kept = original(path) if record_path(path).exists() else (
         path.read_text(encoding="utf-8") if path.exists() else None)
-    saved = _write(path, data)
-    atomic_write(record_path(path), json.dumps({"created": sorted(set(created)),
-                                                "original": kept}).encode())
+    saved = write_file(path, json_text(data))
+    write_record(record_path(path), {"created": sorted(set(created)), "original": kept})
     # The MCP server (`cardmem mcp`) is registered next to this call, by its own module:
     # Claude Code keeps user-scope MCP servers in ~/.claude.json ("mcpServers"), not here.
     return {"changed": True, "path": str(path), "backup": str(saved) if saved else None}

@@ -11,16 +11,14 @@ in `<file>.cardmem.json`, as the hooks installer does, so uninstall removes exac
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from cardmem.store.errors import CardmemError
-from cardmem.store.git.writer import atomic_write
 
-from ..settings import backup, read_json_object, record_path, recorded
+from ..settings import json_text, read_json_object, record_path, recorded, write_file, write_record
 
 NAME = "cardmem"
 MODULE = "cardmem.tools.cli"
@@ -55,11 +53,7 @@ def _load(path: Path) -> dict[str, Any]:
 
 def _write(path: Path, data: dict[str, Any]) -> Path | None:
     """Write the host's JSON file (a new one 0600); returns its backup, None if it was new."""
-    saved = backup(path)
-    atomic_write(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
-    if saved is None:
-        os.chmod(path, 0o600)
-    return saved
+    return write_file(path, json_text(data), private=True)
 
 
 def register(config: Path | None = None, store: Path | None = None) -> dict[str, Any]:
@@ -81,9 +75,8 @@ def register(config: Path | None = None, store: Path | None = None) -> dict[str,
         data["mcpServers"] = servers = {}
         created.append("mcpServers")
     servers[NAME] = entry
-    path.parent.mkdir(parents=True, exist_ok=True)
     saved = _write(path, data)
-    atomic_write(record_path(path), json.dumps({"created": sorted(set(created))}).encode())
+    write_record(record_path(path), {"created": sorted(set(created))})
     return {"changed": True, "path": str(path), **({"backup": str(saved)} if saved else {})}
 
 

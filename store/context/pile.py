@@ -30,7 +30,6 @@ CHANGED_RULES_SHARE = 0.4  # rules changed since the host loaded its rules file,
 RECENT_DAYS = 14
 RECENT_COMMITS = 8
 MAP_RECENT_TITLES = 5
-MAP_COUNT = 200  # question_context: memory-map entries, at most
 HOW_TO_REACH = ("Reach them with the search tool (`cardmem search QUERY`, MCP `search`) "
                 "and read one by id (`cardmem show ID`, MCP `read_card`).")
 

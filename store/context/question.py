@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from ..index.pile_view import catalog, is_active
 from ..wording import plural
-from .pile import (MAP_COUNT, Pile, _add_cards, _add_rules, _budget, _Builder, _described,
+from .pile import (Pile, _add_cards, _add_rules, _budget, _Builder, _described,
                    _footer, _footer_room, _one_line, _type_counts)
 
 if TYPE_CHECKING:  # a session's pile never imports the card parser (YAML) or the writer
@@ -77,6 +77,8 @@ def question_context(store: Store, question: str, asker: str | None = None,
     types = _type_counts(Counter(c.type or "untyped" for c in entries))
     if b.add(f"## Memory map ({plural(len(entries), 'card')}: {types})"):
         shown = 0
+        from ..by_address import MAP_COUNT  # the walk's memory map's cap: one map
+
         for c in entries[:MAP_COUNT]:
             if not b.add(f"- `{c.id}` [{c.type or '?'}] {_one_line(c.title)}"
                          + (f" — {_one_line(c.description)}" if c.description else "")):

@@ -8,16 +8,22 @@ store/index/freshness.py.)
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-from . import runner
+TYPE_CHECKING = False  # the index's freshness check imports this before pathlib
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
 
 ARGS = ("status", "--porcelain=v1", "-z", "--no-renames")
 
 
 def parse(out: str) -> dict[str, str]:
     """path -> its two-letter status code (`??` untracked, ` M`, `D `, `A `, ...)."""
-    return {entry[3:]: entry[:2] for entry in out.split("\0") if len(entry) > 3}
+    return entries(out.split("\0"))
+
+
+def entries(records: Iterable[str]) -> dict[str, str]:
+    """The same, from the output already split at its NULs."""
+    return {entry[3:]: entry[:2] for entry in records if len(entry) > 3}
 
 
 def changes(root: Path, paths: list[str] | None = None, *, untracked: str = "all",
@@ -29,6 +35,8 @@ def changes(root: Path, paths: list[str] | None = None, *, untracked: str = "all
     args = [*ARGS, f"--untracked-files={untracked}"]
     if paths is not None:
         args += ["--", *paths]
+    from . import runner  # not at load: the index's freshness check reads `entries` os-only
+
     return parse(runner.run(root, *args, check=check))
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import os  # and only time at load: the search command spawns git before loading more
 import time
 
+from ..git import status as git_status
 from ..git.head_file import head, is_repo
 from ..git.spawn import Git
 
@@ -57,7 +58,7 @@ SUSPECTS_MIN = 256  # suspects allowed: max(SUSPECTS_MIN, cards // 10), then wal
 # they save here). A walk's status lists untracked and ignored paths too; a check's
 # only tracked ones: new files show in their folder's mtime (check_dirs), which spares
 # git a read of every folder.
-_STATUS = ["-c", "core.preloadIndex=false", "status", "--porcelain=v1", "-z", "--no-renames"]
+_STATUS = ["-c", "core.preloadIndex=false", *git_status.ARGS]
 _FULL = ["--untracked-files=all", "--ignored=matching"]
 _TRACKED = ["--untracked-files=no"]
 
@@ -93,7 +94,7 @@ class Status:
         if not self._read and self._git is not None:
             self._read = True
             out = self._git.paths()
-            self._listed = None if out is None else [e[3:] for e in out if len(e) > 3]
+            self._listed = None if out is None else list(git_status.entries(out))
         return self._listed
 
     def hidden(self) -> list[str] | None:

@@ -1,7 +1,7 @@
 """When each card was last read: `.cardmem/reads.log` (not in git), what `stale` weighs
 beside git's last change.
 
-Readers append `epoch id` lines (StoreRoot.note_reads, one O_APPEND write, no lock): a
+Readers append `epoch id` lines (StoreRoot.note_reads, through store/appendlog.py): a
 card shown by `cardmem show`, read by MCP `read_card`, among a search's top
 SEARCH_READS results (CLI and MCP), or delivered whole (not cut to a title or
 description) in the session-start context.
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 
+from ..appendlog import rewrite
 from ..root import READS_LOG
 
 
@@ -42,27 +43,16 @@ def last_read(root: str | os.PathLike[str]) -> dict[str, float]:
 
 
 def compact(root: str | os.PathLike[str], keep: "set[str] | None" = None) -> None:
-    """Rewrite the log with one line per card (of `keep`, when given); lines appended
-    while it runs are carried over, but for any in the instant between the second read
-    and the rename: a lost read stamp makes a card look older, nothing worse, so no
-    lock is taken on the readers' path. Never raises."""
-    path = _path(root)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
+    """Rewrite the log with one line per card (of `keep`, when given), under the readers'
+    own lock (store/appendlog.py): a read noted meanwhile waits, then goes into the new
+    log. Never raises."""
+    def one_line_a_card(data: bytes) -> bytes:
         seen: dict[str, float] = {}
         _parse(data, seen)
-        lines = "".join(f"{int(t)} {cid}\n" for cid, t in sorted(seen.items())
-                        if keep is None or cid in keep).encode()
-        with open(tmp, "wb") as out:
-            out.write(lines)
-            with open(path, "rb") as f:  # what readers appended since the read above
-                f.seek(len(data))
-                out.write(f.read())
-        os.replace(tmp, path)
+        return "".join(f"{int(t)} {cid}\n" for cid, t in sorted(seen.items())
+                       if keep is None or cid in keep).encode()
+
+    try:
+        rewrite(_path(root), one_line_a_card)
     except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        pass

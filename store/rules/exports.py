@@ -282,20 +282,31 @@ def _remove_stale(folder: Path, suffix: str, keep: set[Path]) -> list[tuple[Path
     if not folder.is_dir():
         return out
     for path in sorted(folder.glob(f"{PREFIX}*{suffix}")):
-        if path in keep or not _BEGIN.search(text := _read(path)):
-            continue
-        begin, end = _BEGIN.search(text), _END.search(text)
-        after = text[end.end():] if end else ""
-        rest = text[:begin.start()] + after[after.startswith("\n"):]  # that newline is ours
-        if rest.startswith("---\n"):
-            cut = rest.find("\n---\n", 3)
-            rest = rest[cut + 5:] if cut >= 0 else rest
-        if rest.strip():
-            _write(path, rest)
-        else:
-            path.unlink()
-        out.append((path, "removed"))
+        if path not in keep:
+            out += _take_out(path, ours_front=True)
     return out
+
+
+def _take_out(path: Path, ours_front: bool) -> list[tuple[Path, str]]:
+    """The block out of a file (and the frontmatter, when ours_front: Cursor's, Copilot's),
+    the file with it unless a person wrote something of their own in it."""
+    begin = _BEGIN.search(text := _read(path))
+    if not begin:
+        return []
+    end = _END.search(text)
+    after = text[end.end():] if end else ""
+    after = after[after.startswith("\n"):]  # that newline is ours
+    rest = text[:begin.start()] + after
+    if ours_front and rest.startswith("---\n"):
+        cut = rest.find("\n---\n", 3)
+        rest = rest[cut + 5:] if cut >= 0 else rest
+    if not after.strip():  # and the blank line export put before the block
+        rest = rest.rstrip("\n") + "\n"
+    if rest.strip():
+        _write(path, rest)
+    else:
+        path.unlink()
+    return [(path, "removed")]
 
 
 TARGETS = "exports.json"  # in .cardmem/: the exports this machine keeps current
@@ -324,11 +335,30 @@ def _save(root: Any, items: list[dict[str, Any]]) -> None:
     write_cache(path, json.dumps({"v": 1, "targets": items}, indent=1).encode())
 
 
-def remember(store: Any, host_name: str, folder: Path, project: str | None) -> None:
-    """Keep this export current from now on (after an export that wrote it)."""
+def remember(store: Any, host_name: str, folder: Path, project: str | None,
+             by: str | None = None) -> None:
+    """Keep this export current from now on (after an export that wrote it); `by`: what
+    made it, when that can end it (`install codex`: `uninstall codex` does)."""
     where = str(Path(folder).resolve())
     items = [t for t in targets(store.root) if (t["host"], t["folder"]) != (host_name, where)]
-    _save(store.root, [*items, {"host": host_name, "folder": where, "project": project}])
+    _save(store.root, [*items, {"host": host_name, "folder": where, "project": project,
+                                **({"by": by} if by else {})}])
+
+
+def withdraw(root: Any, by: str) -> list[tuple[Path, str]]:
+    """End the exports `by` made: forgotten, and their blocks taken out of the files (a
+    file cardmem wrote alone goes). The files changed."""
+    mine = [t for t in targets(root) if t.get("by") == by]
+    if not mine:
+        return []
+    _save(root, [t for t in targets(root) if t not in mine])
+    out: list[tuple[Path, str]] = []
+    for t in mine:
+        host, folder = HOSTS[t["host"]], Path(t["folder"])
+        out += _take_out(folder / host.main, ours_front=bool(host.frontmatter(None)))
+        if host.scoped:
+            out += _remove_stale(folder / host.scoped, host.suffix, set())
+    return out
 
 
 def refresh(store: Any) -> list[tuple[dict[str, Any], str, str]]:

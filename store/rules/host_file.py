@@ -226,12 +226,9 @@ def _sync(root: Path, rules: list[Any], path: Path, d: Delivery, dry_run: bool,
     rendered, d.listed = render(root, rules, limit)
     text = rendered.encode("utf-8", "surrogatepass")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # a dot file: no host loads it
-    try:
-        tmp.write_bytes(text)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    from ..root import write_cache  # its temp file is a dot file: no host loads it
+
+    write_cache(path, text)
     d.wrote = True
     state[key] = {"sha": hashlib.sha1(text).hexdigest(), "rules": now, "limit": limit,
                   "listed": d.listed}

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
+from ..appendlog import append
 from ..git import runner as git
 from ..git import status as git_status
 from ..errors import CardmemError
@@ -164,8 +165,7 @@ def record(root: Path, state: Path, kind: str, old: str, new: str, *, ref: str,
     line = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "kind": kind,
             "branch": git.branch(root), "old": old, "new": new, "remote": remote,
             "forced": forced}
-    with open(state / LOG_FILE, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(line) + "\n")
+    append(state / LOG_FILE, json.dumps(line) + "\n")
 
 
 def history(state: Path) -> list[dict]:
@@ -203,9 +203,8 @@ def recorded_move(root: Path, state: Path, kind: str, old: str, new: str, *, ref
     try:
         move_to(root, new, ff=ff)
     except CardmemError as exc:
-        with open(state / LOG_FILE, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"kind": kind, "old": old, "new": new,
-                                 "failed": exc.why}) + "\n")
+        append(state / LOG_FILE, json.dumps({"kind": kind, "old": old, "new": new,
+                                              "failed": exc.why}) + "\n")
         raise
 
 

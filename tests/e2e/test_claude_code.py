@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 from hostkit import cardmem, learners_done
-from hostworld import RULE_MARK, SIGNAL, base_world
+from hostworld import RULE_MARK, SIGNAL, base_world, wait_for_commit
 from fakeapi import FakeAPI, reply
 
 from cardmem.store.git import runner as git
@@ -73,11 +72,7 @@ def test_claude_code_session_reads_and_writes_memory(world, claude_code: Path):
         assert "## Project widgets" in body and "projects/widgets/layout" in body
 
         # 2. After the session, the learning hook files the signal as one commit.
-        deadline = time.monotonic() + 90
-        while git.head(store) == before and time.monotonic() < deadline:
-            time.sleep(0.25)
-        log_text = (store / ".cardmem" / "hooks.log").read_text()
-        assert git.head(store) != before, f"no commit after the session; hook log:\n{log_text}"
+        log_text = wait_for_commit(store, before, timeout=90)
         learners_done(store)  # a second learner (Stop and SessionEnd) must not add a commit
     commits = git.log(store)
     # Stop or SessionEnd, whichever learner got there first, each naming its own hook

@@ -15,13 +15,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from fakeapi import FakeAPI, reply
 from hostkit import cardmem, host_env, learners_done
-from hostworld import SIGNAL
+from hostworld import SIGNAL, wait_for_commit
 
 from cardmem.store.git import runner as git
 from cardmem.tools.learning.extract import SYSTEM as EXTRACT_SYSTEM
@@ -132,20 +131,31 @@ def test_extract_returns_signals_through_the_claude_code_route(subscriber: dict,
     assert "haiku" in req.body["model"]
 
 
+def _project(tmp_path: Path) -> Path:
+    """The project a session runs in: a git repository named widgets."""
+    proj = tmp_path / "work" / "widgets"
+    proj.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(proj)], check=True)
+    return proj
+
+
+def _answers(lesson: str, said: str):
+    """The fake API's answers: `lesson` to the learner's extraction, `said` (long) to the
+    session."""
+    def answer(body: dict) -> object:
+        return reply(lesson if EXTRACT_SYSTEM in _system_text(body) else said * 30)
+
+    return answer
+
+
 def test_a_real_session_is_learned_from_with_no_api_key(subscriber: dict, claude_code: Path,
                                                         tmp_path: Path) -> None:
     """The whole loop a subscriber gets: Claude Code runs a session on the helper's key,
     its Stop hook detaches, and the learner's own `claude -p` (nested in a Claude Code
     session's environment) extracts and files the signal."""
     store, marks = subscriber["store"], subscriber["marks"]
-    proj = tmp_path / "work" / "widgets"
-    proj.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(proj)], check=True)
-
-    def answer(body: dict) -> object:
-        if EXTRACT_SYSTEM in _system_text(body):
-            return reply(SIGNAL)
-        return reply("Done: the frobnicator retries widget jobs five times now. " * 30)
+    proj = _project(tmp_path)
+    answer = _answers(SIGNAL, "Done: the frobnicator retries widget jobs five times now. ")
 
     with FakeAPI(handler=answer) as api:
         env = {**subscriber["env"], "ANTHROPIC_BASE_URL": api.base_url}
@@ -154,11 +164,7 @@ def test_a_real_session_is_learned_from_with_no_api_key(subscriber: dict, claude
                                "widget jobs to five. " * 20, "--output-format", "json"],
                               cwd=proj, env=env, capture_output=True, text=True, timeout=180)
         assert proc.returncode == 0, proc.stderr[-2000:]
-        deadline = time.monotonic() + 90
-        while git.head(store) == before and time.monotonic() < deadline:
-            time.sleep(0.25)
-        log_text = (store / ".cardmem" / "hooks.log").read_text()
-        assert git.head(store) != before, f"nothing learned; hook log:\n{log_text}"
+        log_text = wait_for_commit(store, before, timeout=90)
         learners_done(store)  # a second learner (Stop and SessionEnd) must not call the model
         extraction = [r for r in api.messages_requests()
                       if EXTRACT_SYSTEM in _system_text(r.body)]
@@ -186,14 +192,8 @@ def test_the_next_session_of_the_project_starts_with_the_lesson(subscriber: dict
     that belongs to no card; it is filed for its project; session two in the same project
     has it in its first request."""
     store = subscriber["store"]
-    proj = tmp_path / "work" / "widgets"
-    proj.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(proj)], check=True)
-
-    def answer(body: dict) -> object:
-        if EXTRACT_SYSTEM in _system_text(body):
-            return reply(LESSON)
-        return reply("Exported ZORBLAT_SEED=7 and the zorblat fixtures load now. " * 30)
+    proj = _project(tmp_path)
+    answer = _answers(LESSON, "Exported ZORBLAT_SEED=7 and the zorblat fixtures load now. ")
 
     def session(api: FakeAPI, prompt: str) -> None:
         env = {**subscriber["env"], "ANTHROPIC_BASE_URL": api.base_url}
@@ -204,11 +204,7 @@ def test_the_next_session_of_the_project_starts_with_the_lesson(subscriber: dict
     with FakeAPI(handler=answer) as api:
         before = git.head(store)
         session(api, "Why do the zorblat fixtures fail to load? " * 30)
-        deadline = time.monotonic() + 90
-        while git.head(store) == before and time.monotonic() < deadline:
-            time.sleep(0.25)
-        log_text = (store / ".cardmem" / "hooks.log").read_text()
-        assert git.head(store) != before, f"nothing learned; hook log:\n{log_text}"
+        log_text = wait_for_commit(store, before, timeout=90)
     lessons = store / "projects" / "widgets" / "signals.md"
     assert LESSON in lessons.read_text(), log_text
     learners_done(store)  # the second learner (SessionEnd) is done before the next session

@@ -54,6 +54,18 @@ def test_install_merges_and_keeps_everything_else(tmp_path):
     assert pre[1]["matcher"] == MATCHERS["PreToolUse"] and len(pre) == 2
 
 
+def test_the_record_of_their_settings_is_theirs_alone(tmp_path):
+    """The record beside settings.json keeps the file as it was (its `env` keys and all):
+    owner only, as every host's record is (hosts/settings.write_record)."""
+    from cardmem.hosts.settings import record_path
+
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps(USER_SETTINGS))
+    install(path)
+    assert "FOO" in record_path(path).read_text()
+    assert record_path(path).stat().st_mode & 0o077 == 0
+
+
 def test_install_is_idempotent(tmp_path):
     path = tmp_path / "settings.json"
     path.write_text(json.dumps(USER_SETTINGS))

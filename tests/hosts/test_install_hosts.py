@@ -139,6 +139,48 @@ def test_install_export_writes_the_hosts_rules_file_and_keeps_it_current(
     assert "Indent with tabs." in (proj / file).read_text()
 
 
+@pytest.mark.parametrize("host,folder,file", [
+    ("codex", ".codex", "AGENTS.md"), ("cursor", ".cursor", ".cursor/rules/cardmem.mdc")])
+def test_uninstall_ends_the_export_install_made(host, folder, file, store, tmp_path):
+    """`uninstall HOST` takes out what `install HOST --export` wrote and forgets it: the
+    next rule change writes nothing there; a person's own text around the block stays, and
+    an export made by hand (`cardmem export`) is not install's to end."""
+    from clikit import run as cardmem
+
+    from cardmem.store.rules.exports import targets
+
+    rule_card(store, "small-prs", "Keep PRs under 400 lines.")
+    (store.root / "feedback" / "tests.md").write_text(
+        "---\ntitle: Tests\ntype: feedback\napplies_to: ['src/**/*.py']\n---\nRun pytest.\n")
+    proj, other = tmp_path / "acme", tmp_path / "other"
+    other.mkdir()
+    hooks = proj / folder / "hooks.json"
+    theirs = "# Our project\n\nBuild with make.\n"
+    if host == "codex":
+        proj.mkdir()
+        (proj / file).write_text(theirs)
+    run(install, host, "--settings", str(hooks), "--store", str(store.root), "--export")
+    kind = "agents-md" if host == "codex" else "cursor-rules"
+    r = cardmem("export", kind, str(other), "--store", str(store.root))
+    assert r.returncode == 0, r.stderr
+    assert "Keep PRs under 400 lines." in (proj / file).read_text()
+    if host == "cursor":  # the rule with path globs, in a file of its own
+        assert list((proj / ".cursor" / "rules").glob("cardmem-*"))
+    out = run(uninstall, host, "--settings", str(hooks))
+    assert f"took the rules out of {proj / file}; no longer kept current" in out
+    if host == "codex":
+        assert (proj / file).read_text() == theirs
+    else:
+        assert not (proj / file).exists()
+        assert not list((proj / ".cursor" / "rules").glob("cardmem-*"))
+    assert [t["folder"] for t in targets(store.root)] == [str(other.resolve())]
+    r = cardmem("new", "feedback/tabs", "--title", "Tabs", "--body", "Indent with tabs.",
+                "--store", str(store.root))
+    assert r.returncode == 0, r.stderr
+    assert not (proj / file).exists() or "Indent with tabs." not in (proj / file).read_text()
+    assert "Indent with tabs." in (other / ("AGENTS.md" if host == "codex" else file)).read_text()
+
+
 def test_install_export_at_user_scope_and_its_refusals(store, tmp_path):
     rule_card(store, "small-prs", "Keep PRs under 400 lines.")
     run(install, "codex", "--store", str(store.root), "--export")  # Codex's own AGENTS.md

@@ -498,7 +498,7 @@ def test_append_section_only_adds_lines(card: Generated, heading: str, body: str
     after = parse(new, "r/x")
     assert after.meta == before.meta
     assert cardlib.history(after.text) == cardlib.history(before.text)
-    heads = [h[2] for h in cardlib._headings(new) if h[1] == 2]
+    heads = [h[2] for h in cardlib.headings(new) if h[1] == 2]
     if "History" in heads:
         assert heads.index(heading) < heads.index("History")
     if "\r\n" in card.text:

@@ -106,6 +106,9 @@ def test_recent_lists_changed_cards_newest_first_deleted_too(store) -> None:
         "reference/newer  [reference]  newer")
     code, _, err = c(store, "recent", "--since", "yesterday")
     assert code == 2 and err.startswith("cardmem: --since: expected like")
+    # one check for every --since: receipts says it in the same words, with the same exit
+    assert c(store, "receipts", "--since", "yesterday")[::2] == (code, err)
+    assert c(store, "recent", "--since", " ")[0] == 2
 
 
 def test_show_by_title_or_alias_with_a_did_you_mean(store) -> None:

@@ -110,3 +110,32 @@ def test_a_vault_item_named_in_1password_is_no_secret():
 
     text = 'e.g. `<STRIPE_SECRET_KEY in 1Password: "Stripe live – billing">`'
     assert redact(text) == text
+
+
+def test_every_door_for_outside_text_screens_it_as_the_cli_does(store, tmp_path):
+    """The CLI's `new`, an import, an agent's remember (MCP, Slack) and the memory tool all
+    write a secret as the same marker, and the CLI's import says so in `new`'s words."""
+    from cardmem.tools.agents.memory_tool import memory_tool
+    from cardmem.tools.agents.remember import remember
+
+    body = f"Deploy with {TOKEN}\n{PASSWORD_LINE}\n"
+    res = run(store, "new", "reference/by-cli", "--title", "Deploy", "--body", body,
+              env={"CARDMEM_AGENT": None})
+    assert res.exit_code == 0, res.output
+    said = res.stderr
+    assert said == ("cardmem: redacted 2 secrets before writing: github-token, password "
+                    "(--keep-secrets keeps them)\n")
+    screened = card_text(store, "reference/by-cli").split("---\n", 2)[2]
+    assert TOKEN not in screened and "[REDACTED:github-token]" in screened
+    got = remember(store, "Deploy by agent", body, by="mcp")
+    assert got["redacted"] == {"github-token": 1, "password": 1}
+    memory_tool(store).call({"command": "create", "path": "/memories/deploy.md",
+                             "file_text": body})
+    md = tmp_path / "CLAUDE.md"
+    md.write_text(f"## Deploy\n\n{body}")
+    res = run(store, "import", "claude-md", str(md), "--project", "acme",
+              env={"CARDMEM_AGENT": None})
+    assert res.exit_code == 0, res.output
+    assert res.stderr == said
+    for cid in (got["id"], "memories/deploy", "projects/acme/deploy"):
+        assert screened.strip() in card_text(store, cid), cid

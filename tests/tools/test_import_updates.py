@@ -131,7 +131,7 @@ def test_secrets_are_redacted_unless_kept(person, tmp_path) -> None:
     md.write_text(f"## Deploy\n\nPush with `GITHUB_TOKEN={secret}` set.\n")
     code, _, err = imp(person, "claude-md", md)
     assert code == 0
-    assert "redacted secrets: github" in err and secret not in err
+    assert "redacted 1 secret before writing: github-token" in err and secret not in err
     text = person.read("projects/acme-api/deploy").text
     assert secret not in text and "[REDACTED:" in text
     code, out, err = imp(person, "claude-md", md)  # redacting again gives the same card
@@ -140,7 +140,8 @@ def test_secrets_are_redacted_unless_kept(person, tmp_path) -> None:
     code, _, err = cli("import", "claude-md", str(md), "--store", str(other.root),
                        "--project", "acme-api", "--keep-secrets")
     assert code == 0
-    assert "warning: kept secrets as written: github" in err and secret not in err
+    assert "warning: keeping 1 secret as written, in git history too: github-token" in err
+    assert secret not in err
     assert secret in other.read("projects/acme-api/deploy").text
 
 

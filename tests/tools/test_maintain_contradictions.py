@@ -3,13 +3,10 @@ and a fake `claude` for the Claude Code route), authority decides the loser."""
 from __future__ import annotations
 
 import json
-import os
-import stat
-import sys
 import textwrap
 
 import pytest
-from fakeapi import error
+from fakeapi import claude_on_path, error
 from maintainkit import commit_as_person, corpus_store, git
 
 from cardmem.store.maintain import Survey
@@ -167,14 +164,7 @@ FAKE_CLAUDE = textwrap.dedent("""\
 
 @pytest.mark.corpus
 def test_the_claude_code_route_judges_too(planted, tmp_path, monkeypatch) -> None:
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    exe = bindir / "claude"
-    exe.write_text(FAKE_CLAUDE.format(python=sys.executable))
-    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
-    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(tmp_path / "calls"))
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    claude_on_path(FAKE_CLAUDE, tmp_path / "bin", monkeypatch, tmp_path / "calls")
     found, note = judge_all(Survey.of(planted), limit=50)
     assert note is None and [f.ids for f in found] == [[CHANGESETS, PLANTED]]
     argv = json.loads((tmp_path / "calls").read_text().splitlines()[0])

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
-from fakeapi import FakeAPI
+from fakeapi import FakeAPI, claude_on_path
 
 from cardmem.store import config
 from cardmem.store.errors import CardmemError
@@ -56,14 +55,7 @@ FAKE_CLAUDE = textwrap.dedent("""\
 @pytest.fixture
 def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fake `claude` first on PATH, and no API key: auto picks the claude-code route."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    exe = bindir / "claude"
-    exe.write_text(FAKE_CLAUDE.format(python=sys.executable))
-    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
-    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(tmp_path / "call.json"))
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    exe = claude_on_path(FAKE_CLAUDE, tmp_path / "bin", monkeypatch, tmp_path / "call.json")
     monkeypatch.delenv(model.CHILD_ENV, raising=False)
     return exe
 

@@ -74,10 +74,10 @@ class CardMemory(MemoryFolder):
         return data
 
     def _redact(self, text: str) -> tuple[str, int]:
-        from cardmem.tools.secrets.redact import redact_with_counts
+        from cardmem.tools.secrets.redact import screen
 
-        out, counts = redact_with_counts(text)
-        return out, sum(counts.values())
+        out, counts = screen([text])
+        return out[0] or "", sum(counts.values())
 
     @staticmethod
     def _said(result: str, redacted: int) -> str:

@@ -20,7 +20,7 @@ BODY_MAX_CHARS = 16_000  # one remembered note; a card read back is capped at 8,
 def remember(store: Store, title: str, body: str, type: str = "reference",
              project: str | None = None, *, by: str) -> dict[str, Any]:
     """File a memory as agent `by` (the commits' source and the proposals' author)."""
-    from cardmem.tools.secrets.redact import redact_with_counts
+    from cardmem.tools.secrets.redact import screen
 
     title = (title or "").strip()
     if not title:
@@ -34,9 +34,7 @@ def remember(store: Store, title: str, body: str, type: str = "reference",
         raise ValueError(f"body: too large ({len(body)} characters; the limit is "
                          f"{BODY_MAX_CHARS}); remember a shorter summary")
     # Secrets never reach a card (nor git history): redact before anything is written.
-    title, t_counts = redact_with_counts(title)
-    body, b_counts = redact_with_counts(body)
-    redacted = {k: t_counts.get(k, 0) + b_counts.get(k, 0) for k in {*t_counts, *b_counts}}
+    (title, body), redacted = screen([title, body])
     out: dict[str, Any]
     from cardmem.store.learning.proposals import protected_types
 

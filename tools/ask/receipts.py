@@ -10,9 +10,7 @@ into the receipt as `judge`, a list, oldest first (a re-judge adds to it).
 """
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import re
 import secrets
 from collections.abc import Iterator
@@ -20,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from cardmem.store import appendlog
 from cardmem.store.errors import CardmemError, NotFound
 from cardmem.store.store import Store
 
@@ -56,15 +55,7 @@ def append_judge(store: Store, receipt_id: str, verdict: dict[str, Any]) -> Path
 
 
 def _write(path: Path, obj: dict[str, Any]) -> Path:
-    line = (json.dumps(obj, ensure_ascii=False, default=str) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        view = memoryview(line)
-        while view:  # one write for any sane size; loop only on a short write
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)  # closing releases the lock
+    appendlog.append(path, json.dumps(obj, ensure_ascii=False, default=str) + "\n", mode=0o600)
     return path
 
 

@@ -14,7 +14,7 @@ import click
 
 from cardmem.store.errors import CardmemError
 
-from .options import emit_json, json_option, open_store, store_option
+from .options import emit_json, json_option, open_store, since_option, store_option
 
 NO_ANSWER_EXIT = 3
 UNGRADED_EXIT = 4
@@ -95,8 +95,7 @@ def ask(question: str, asker: str | None, progress: bool | None, as_json: bool,
               help="Totals over every receipt: outcomes, floors, the judge's pass rate and "
                    "its most common failure reasons; ack and reply latency (p50/p90/p99, "
                    "with a chart), walk calls, deadlines missed, tokens and cost per reply.")
-@click.option("--since", "since_", metavar="WHEN",
-              help="Only receipts written since WHEN: like 7d, 12h, 2w or an ISO date.")
+@since_option("Only receipts written", dest="since_")
 @json_option
 @store_option
 def receipts(n: int, last: int | None, show_stats: bool, since_: str | None, as_json: bool,
@@ -118,12 +117,7 @@ def receipts(n: int, last: int | None, show_stats: bool, since_: str | None, as_
 
         from ..ask.receipt_stats import since
 
-        try:
-            after = parse_since(since_) if since_.strip() else parse_since("x")
-        except ValueError:
-            raise CardmemError("--since", f"expected like 7d, 12h, 2w or an ISO date, got "
-                                          f"{since_[:60]!r}", exit_code=2) from None
-        recs = since(recs, after)
+        recs = since(recs, parse_since(since_))
     if show_stats:
         from ..ask.receipt_stats import distribution
 

@@ -32,14 +32,20 @@ def screen_secrets(texts: list[str | None], keep: bool) -> list[str | None]:
 
     keep = keep and os.environ.get(AGENT_ENV) != "1"
     out, kinds = screen(texts, keep)
+    say_secrets(kinds, keep)
+    return out
+
+
+def say_secrets(kinds: dict[str, int], kept: bool) -> None:
+    """The secrets a write found, by kind (never the secret), on stderr: one line for every
+    command that writes outside text (new, remember, import)."""
     if kinds:
         what = ", ".join(sorted(kinds))
         n = sum(kinds.values())
         click.echo(f"cardmem: warning: keeping {plural(n, 'secret')} as written, in git history "
-                   f"too: {what}" if keep else
+                   f"too: {what}" if kept else
                    f"cardmem: redacted {plural(n, 'secret')} before writing: {what} "
                    "(--keep-secrets keeps them)", err=True)
-    return out
 
 
 def secrets_options(f):

@@ -47,6 +47,7 @@ def import_(kind: str, path: Path, project: str | None, dry_run: bool, keep_secr
     `source:`. Run it again after the source changed: cards follow it, edits you made
     since are kept and named. Input it cannot read is named and skipped (exit 1).
     """
+    from cardmem.tools.cli.cards import say_secrets
     from cardmem.tools.importers import run
 
     # An agent shelling out (hooks, MCP set CARDMEM_AGENT=1) gets proposals, never rules.
@@ -57,10 +58,7 @@ def import_(kind: str, path: Path, project: str | None, dry_run: bool, keep_secr
         report = run(open_store(store_path), kind, str(path), project=project, dry_run=dry_run,
                      keep_secrets=keep_secrets, as_proposals=as_proposals, agent=agent,
                      progress=drawn)
-    if report.secrets:
-        what = ", ".join(f"{k} ({n})" for k, n in sorted(report.secrets.items()))
-        click.echo(f"cardmem: warning: kept secrets as written: {what}" if report.kept_secrets else
-                   f"cardmem: redacted secrets: {what} (--keep-secrets keeps them)", err=True)
+    say_secrets(report.secrets, report.kept_secrets)
     for s in report.skipped[:SHOWN]:
         click.echo(f"cardmem: {s.where}: skipped: {s.why}", err=True)
     if len(report.skipped) > SHOWN:

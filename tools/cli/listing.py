@@ -11,20 +11,14 @@ from pathlib import Path
 import click
 
 from cardmem.tools.cli.options import (emit_json, json_option, open_store, project_option,
-                                       store_option, type_option)
+                                       since_option, store_option, type_option)
 from cardmem.tools.cli.terminal import page
 
 
 def _cards(store, card_type: str | None, project: str | None):
-    """The cards of a type and project (either may be None), in id order, and the files
-    that did not parse (shown whatever the filter: their type is not known)."""
-    from cardmem.store.cards.paths import project_key
+    from cardmem.store.by_address import cards_at
 
-    cards, problems = store.scan()
-    key = project_key(project)
-    picked = [c for c in cards if (card_type is None or c.type == card_type)
-              and (key is None or c.project == key)]
-    return sorted(picked, key=lambda c: c.id), problems
+    return cards_at(store, card_type, project)
 
 
 def _say_problems(problems) -> None:
@@ -93,8 +87,7 @@ def list_(card_type: str | None, project: str | None, as_json: bool,
 
 
 @click.command()
-@click.option("--since", metavar="WHEN", default="7d", show_default=True,
-              help="Changed since WHEN: like 12h, 7d, 2w or an ISO date.")
+@since_option("Changed", default="7d")
 @type_option()
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True,
               help="At most this many cards.")
@@ -109,14 +102,8 @@ def recent(since: str, card_type: str | None, limit: int, as_json: bool,
         cardmem recent
         cardmem recent --since 2w --type rule --json
     """
-    from cardmem.store.by_address import list_recent, parse_since
-    from cardmem.store.errors import CardmemError
+    from cardmem.store.by_address import list_recent
 
-    try:
-        parse_since(since) if since.strip() else parse_since("x")
-    except ValueError:
-        raise CardmemError("--since", f"expected like 12h, 7d, 2w or an ISO date, got "
-                                      f"{since[:60]!r}", exit_code=2) from None
     found = list_recent(open_store(store_path), card_type, since, limit)
     if as_json:
         emit_json(found)

@@ -36,6 +36,25 @@ def store_option(f):
                         callback=store_value, help=STORE_HELP)(f)
 
 
+def since_option(help: str, default: str | None = None, dest: str = "since"):
+    """--since WHEN (12h, 7d, 2w or an ISO date), checked as it is read: a value no reader
+    of time takes is one clear error naming the option, exit 2."""
+    def check(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+        if value is not None:
+            from cardmem.store.by_address import parse_since
+
+            try:
+                parse_since(value if value.strip() else "x")
+            except ValueError:
+                raise CardmemError("--since", "expected like 7d, 12h, 2w or an ISO date, got "
+                                              f"{value[:60]!r}", exit_code=2) from None
+        return value
+
+    return click.option("--since", dest, metavar="WHEN", default=default,
+                        show_default=default is not None, callback=check,
+                        help=f"{help} since WHEN: like 12h, 7d, 2w or an ISO date.")
+
+
 def json_option(f):
     return click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")(f)
 

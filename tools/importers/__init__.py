@@ -95,33 +95,19 @@ def _drop_oversized(parsed: Parsed) -> None:
                                       f"most {room:,}"))
 
 
-def redact_drafts(drafts: list[Draft]) -> dict[str, int]:
-    """Replace secrets in every draft's text by markers; how many of each kind."""
-    from cardmem.tools.secrets.redact import redact_with_counts
+def screen_drafts(drafts: list[Draft], keep: bool = False) -> dict[str, int]:
+    """Every draft's text screened for secrets as every write is (redact.screen): replaced
+    by markers unless keep; how many of each kind."""
+    from cardmem.tools.secrets.redact import screen
 
     kinds: Counter[str] = Counter()
-
-    def clean(text: str) -> str:
-        out, counts = redact_with_counts(text)
-        kinds.update(counts)
-        return out
-
     for d in drafts:
-        d.title, d.body = clean(d.title), clean(d.body)
-        d.description = clean(d.description) if d.description else d.description
-        d.aliases = [clean(a) for a in d.aliases]
-        d.tags = [clean(t) for t in d.tags]
+        n = len(d.aliases)
+        (d.title, d.body, d.description, *names), found = screen(
+            [d.title, d.body, d.description, *d.aliases, *d.tags], keep)
+        d.aliases, d.tags = names[:n], names[n:]
+        kinds.update(found)
     return dict(kinds)
-
-
-def secret_kinds(drafts: list[Draft]) -> dict[str, int]:
-    from cardmem.tools.secrets.redact import secret_kinds as kinds_in
-
-    total: Counter[str] = Counter()
-    for d in drafts:
-        for text in (d.title, d.body, d.description or "", *d.aliases, *d.tags):
-            total.update(kinds_in(text))
-    return dict(total)
 
 
 def run(store: Store, kind: str, path: str | Path, *, project: str | None = None,
@@ -144,10 +130,7 @@ def run(store: Store, kind: str, path: str | Path, *, project: str | None = None
     report = Report(kind, where, project, dry_run, skipped=parsed.skipped,
                     unresolved=parsed.unresolved, kept_secrets=keep_secrets)
     _drop_oversized(parsed)
-    if keep_secrets:
-        report.secrets = secret_kinds(parsed.drafts)
-    else:
-        report.secrets = redact_drafts(parsed.drafts)
+    report.secrets = screen_drafts(parsed.drafts, keep_secrets)
     progress("looking for secrets", n, n)
     if not parsed.drafts:
         return report

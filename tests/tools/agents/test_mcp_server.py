@@ -238,6 +238,19 @@ def test_memory_map_filters_by_project(store) -> None:
     assert [e["id"] for e in got["entries"]] == ["projects/acme/deploy"]
 
 
+def test_memory_map_takes_a_project_by_its_name_as_the_cli_does(store) -> None:
+    """"Acme API" is the project acme-api, for the agent's map as for `cardmem map`."""
+    from click.testing import CliRunner
+
+    from cardmem.tools.cli.group import cli
+
+    seed(store, {"projects/acme-api/deploy.md": "---\ntitle: Deploy\n---\nx\n"})
+    got = ok(call(store, "memory_map", {"project": "Acme API"}))
+    assert [e["id"] for e in got["entries"]] == ["projects/acme-api/deploy"]
+    r = CliRunner().invoke(cli, ["map", "--json", "--project", "Acme API", "--store", str(store.root)])
+    assert [e["id"] for e in json.loads(r.output)] == ["projects/acme-api/deploy"]
+
+
 def test_list_recent_reads_git_newest_first(store) -> None:
     seed(store, {"reference/old.md": "# Old\n"})
     seed(store, {"feedback/new.md": "# New\n"})
