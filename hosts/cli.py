@@ -1,5 +1,5 @@
-"""The hooks' commands for the cardmem CLI (entry points of the `cardmem.commands` group):
-`cardmem hook claude-code EVENT`, `cardmem install claude-code`, `cardmem uninstall claude-code`.
+"""The hosts' commands for the cardmem CLI (entry points of the `cardmem.commands` group):
+`cardmem hook EVENT --host HOST`, `cardmem install HOST`, `cardmem uninstall HOST`.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`cardmem doctor`'s checks of the Claude Code installation (an entry point of the
-`cardmem.checks` group: tools/ may not import hooks/).
+`cardmem.checks` group: tools/ may not import hosts/).
 
 Each check returns (ok, line), like tools/cli/doctor.py's: whether Claude Code's settings run
 our hooks with a Python that still exists and this store, whether the rules file the

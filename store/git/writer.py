@@ -61,8 +61,8 @@ def write_lock(root: Path, timeout_s: float = 10.0,
     progress.py's) is told a wait past WAIT_SAID_S, naming the holder, in seconds of timeout_s.
 
     On POSIX this is flock(2) on .cardmem/write.lock, the same lock filelock's UnixFileLock
-    takes (so the two exclude each other), without filelock's import: 40-140 ms of CPU on
-    every CLI write and hook, most of a write's cost. Elsewhere, filelock itself.
+    takes (so the two exclude each other), without filelock's import, which was most of
+    the CPU of a CLI write or a hook (bench/RESULTS.md, "Figures from comments"). Elsewhere, filelock itself.
     """
     lock_path = root / LOCK_FILE
     lock_path.parent.mkdir(exist_ok=True)

@@ -1,7 +1,7 @@
 """Freshness from git: which cards may differ from the index, without a stat of each card.
 
-A walk stats every card before each search (10k cards: ~100 ms here, nearly all of it
-system calls). In a store, git already knows which files differ from HEAD, and
+A walk stats every card before each search (at 10k cards most of a search's time, nearly
+all of it system calls; bench/RESULTS.md, "Figures from comments"). In a store, git already knows which files differ from HEAD, and
 `git status` can run in a separate process while the search process starts up. So the
 index keeps an *anchor* in its meta table: a commit H and a set S of card ids
 ("suspects"), with the claim
@@ -41,7 +41,7 @@ import time
 from ..git.head_file import head, is_repo
 from ..git.spawn import Git
 
-TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
+TYPE_CHECKING = False  # typing costs a search to import (bench/RESULTS.md); annotations only
 if TYPE_CHECKING:
     import sqlite3
     from typing import Iterable
