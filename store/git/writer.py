@@ -13,6 +13,7 @@ import glob
 import os
 import tempfile
 import time
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,8 +45,6 @@ def _holder(lock_path: Path) -> str:
 
 def _mark_holder(fd: int) -> None:
     """Write who holds the lock into the lock file, for a writer that waits on it."""
-    import sys
-
     what = " ".join(["cardmem", *sys.argv[1:2]]) if sys.argv[1:2] else "cardmem"
     try:
         os.ftruncate(fd, 0)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import os  # and only time at load: the search command spawns git before loading more
 import time
+import stat as statmod
 
 from ..git.head_file import head, is_repo
 from ..git.spawn import Git
@@ -189,8 +190,6 @@ def check_dirs(root: str, conn: sqlite3.Connection, dirs: dict[str, int],
     git status's business (tracked) or already suspects (untracked at the walk, or new
     since: returned here when they appeared). Returns (ids, folder mtimes to keep).
     """
-    import stat as statmod
-
     from .files import walk
     from ..cards.paths import id_of_path
 

@@ -33,6 +33,7 @@ import os
 import sys
 
 from .match import THRESHOLD  # noqa: F401 - the relevance threshold's one home
+from .match import classify, words
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -207,8 +208,6 @@ def _governs(e: dict[str, Any]) -> bool:
 
 def compile_rules(root: Path, rules: list[Any], projects: dict[str, str]) -> dict[str, Any]:
     """The table for these active rules (cards with id, title, aliases, tags, project)."""
-    from .match import classify, words
-
     problems: list[str] = []
     pairs: list[tuple[dict[str, Any], Any]] = []  # (entry, card)
     enforcing: list[str] = []
