@@ -27,11 +27,11 @@ import threading
 import time
 from pathlib import Path
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, TypeVar, Annotated
 
 import click
 
-from cardmem.store.errors import CardmemError
+from cardmem.store.errors import CardmemError, NotFound
 from cardmem.store.root import SEARCH_READS
 from cardmem.tools.cli.options import open_store, store_option
 
@@ -188,7 +188,6 @@ class CardTools:
                 self._live = None
 
     def read_card(self, id: str, base: str | None = None) -> dict[str, Any]:
-        from cardmem.store.errors import NotFound
         from cardmem.store.cards.by_address import CARD_CHARS, read_card
 
         if base:
@@ -233,7 +232,6 @@ def build_server(store: "Store", warm: bool = False,
     """
     # No `from __future__ import annotations` in this module: the SDK reads these
     # tools' annotations as objects, and the aliases below are local to this function.
-    from typing import Annotated
 
     from mcp.server.mcpserver import MCPServer
     from mcp_types import ToolAnnotations

@@ -13,13 +13,13 @@ import click
 from cardmem.tools.cli.options import (emit_json, json_option, open_store, project_option,
                                        store_option, type_option)
 from cardmem.tools.cli.terminal import page
+from cardmem.store.cards.paths import project_key
+from cardmem.store.errors import CardmemError
 
 
 def _cards(store, card_type: str | None, project: str | None):
     """The cards of a type and project (either may be None), in id order, and the files
     that did not parse (shown whatever the filter: their type is not known)."""
-    from cardmem.store.cards.paths import project_key
-
     cards, problems = store.scan()
     key = project_key(project)
     picked = [c for c in cards if (card_type is None or c.type == card_type)
@@ -110,7 +110,6 @@ def recent(since: str, card_type: str | None, limit: int, as_json: bool,
         cardmem recent --since 2w --type rule --json
     """
     from cardmem.store.cards.by_address import list_recent, parse_since
-    from cardmem.store.errors import CardmemError
 
     try:
         parse_since(since) if since.strip() else parse_since("x")
