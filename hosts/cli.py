@@ -11,6 +11,7 @@ import click
 from cardmem.store.wording import plural
 from cardmem.tools.cli.options import store_value, open_store
 from cardmem.store.errors import CardmemError
+# Imports inside the commands: `cardmem hook` loads the hook alone, not install's machinery.
 
 HOSTS = ["claude-code", "codex", "gemini", "cursor", "copilot"]
 HOOK_HOSTS = ["claude", "claude-code", "codex", "gemini", "cursor", "copilot"]

@@ -16,6 +16,7 @@ import json
 import os
 import time
 from pathlib import Path
+# Imports inside functions: a prompt with no store, or no words to search, opens no index.
 
 SHOWN = "shown-sessions.json"
 MAX_SESSIONS = 200

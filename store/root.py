@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from typing import Any, Self
 
 from .cards import paths
+# config (tomllib) and the card scan are imported where used: a hook that finds the
+# settings cached loads neither.
 
 CONFIG_FILE = "cardmem.toml"  # config.FILE; config itself imports tomllib
 

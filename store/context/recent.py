@@ -16,6 +16,8 @@ from .pile import MAP_RECENT_TITLES, RECENT_COMMITS, RECENT_DAYS, _Builder
 if TYPE_CHECKING:
     from ..store import Store
 
+# Imports inside functions: a session start that finds today's cache loads no git runner.
+
 RECENT_CACHE = "recent-changes.json"  # in .cardmem/: the window's commits, per HEAD and day
 _KEEP_IDS = MAP_RECENT_TITLES * 4  # card ids kept per commit (the lines show 3)
 

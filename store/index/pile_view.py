@@ -20,6 +20,7 @@ from ..cards.status import INACTIVE, PROPOSED, is_active, status_of  # noqa: F40
 
 if TYPE_CHECKING:  # the pile reads a StoreRoot: no card parser (YAML), no writer, no cycle
     from ..root import StoreRoot
+# Imports inside functions: a session start that finds the summary current opens no Index.
 
 
 def active_rules(cards: Iterable[Any]) -> list[Any]:

@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+# The PreToolUse hook reads the table with os and marshal only: what building it needs
+# (the card parser, git, the index's view) is imported inside the functions that build.
+
 NAME = "triggers.bin"  # in .cardmem/
 VERSION = 3  # of the layout: another one is rebuilt, never misread
 # The file starts with this line, then the hot blob's length (4 bytes), then the blobs.

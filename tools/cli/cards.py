@@ -18,6 +18,7 @@ from cardmem.tools.cli.options import (AGENT_ENV, emit_json, given_path, json_op
 from cardmem.store.cards.paths import project_key, default_store, id_of_path, check_new_id
 from cardmem.store.errors import BadId, CardmemError, NotFound
 from cardmem.store.cards import paths
+# Imports inside the commands: each card command (a `cardmem new` per write) loads only its own.
 
 
 def read_body(body: str | None, piped: bool = False) -> str:
