@@ -90,6 +90,7 @@ def install(host: str, settings: Path | None, store_path: Path | None, init_stor
     """
     from cardmem.hosts.claude_code.install import install as do_install, rules_path
     from cardmem.store.cards import paths
+    from cardmem.store.git.head_file import require_store
 
     if export_to is not None and host == "claude-code":
         raise CardmemError("--export", "Claude Code loads every rule whole from its rules file "
@@ -99,7 +100,7 @@ def install(host: str, settings: Path | None, store_path: Path | None, init_stor
     root = Path(store_path).expanduser().absolute() if store_path else \
         paths.default_store().absolute()
     try:
-        paths.require_store(root)
+        require_store(root)
     except CardmemError as exc:
         if not init_store:
             raise CardmemError(f"store {root}", f"{exc.why.split(';')[0]}; run `cardmem init "

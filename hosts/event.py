@@ -38,7 +38,7 @@ class Event:
         raise AttributeError("an Event is frozen")
 
     def learner_payload(self) -> dict:
-        """What the detached learner reads (hosts/learning.py speaks Claude Code's names)."""
+        """What the detached learner reads (tools/learning/session_end.py speaks Claude Code's names)."""
         return {"session_id": self.session, "cwd": self.cwd,
                 "transcript_path": self.transcript, "host": self.host}
 

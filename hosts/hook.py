@@ -14,7 +14,7 @@ prompt         the cards this prompt is about, not yet shown this session (hosts
 pre-tool-use   the rules that govern the call (hosts/pretool.py)
 stop, session-end
                hand the session to a detached learner and return at once: learning never
-               runs inside a host's short end-of-session budget (hosts/learning.py)
+               runs inside a host's short end-of-session budget (hosts/learn.py, tools/learning/)
 
 It never breaks the host's session: a payload that is not JSON, not an object, or has a
 field of the wrong type gets one line on stderr, nothing on stdout the host could misread
@@ -141,7 +141,7 @@ def _step(kind: str, ev, root, store_path, rules_file, adapter) -> tuple[dict | 
     except OSError:  # a note for the person; never a reason not to learn
         pass
     if os.environ.get(FOREGROUND_ENV) == "1":
-        from .learning import learn_logged
+        from .learn import learn_logged
 
         learn_logged(kind, ev.learner_payload(), store_path)  # its own log line: {kind}/learn
         return None, ""
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
             payload = json.loads(args[2])
         except ValueError:
             payload = {}
-        from .learning import learn_logged
+        from .learn import learn_logged
 
         return learn_logged(args[1], payload if isinstance(payload, dict) else {}, store_path)
     if len(args) != 1:

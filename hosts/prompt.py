@@ -77,7 +77,7 @@ def prompt_context(root: Path, session: str, prompt: str,
     prompt = own_context_out(prompt)
     if not prompt.strip():
         return "", "nothing: empty prompt"
-    from cardmem.store.cards.paths import require_store
+    from cardmem.store.git.head_file import require_store
     from cardmem.store.index.db import Index
     from cardmem.store.search.query import search_index
 

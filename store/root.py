@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from typing import Any, Self
 
 from .cards import paths
+from .git.head_file import require_store
 # config (tomllib) and the card scan are imported where used: a hook that finds the
 # settings cached loads neither.
 
@@ -43,7 +44,7 @@ class StoreRoot:
     def open(cls, root: Path | str | None = None) -> Self:
         """The store at root (or the default one): it must exist and be a git repo."""
         store = cls(root if root is not None else paths.default_store())
-        paths.require_store(store.root)
+        require_store(store.root)
         return store
 
     @cached_property

@@ -16,7 +16,7 @@ from .cards import scan as cardscan
 from .cards.scan import Problem
 from .errors import CardmemError, NotFound
 from .root import StoreRoot
-from .git.head_file import dot_git, is_repo
+from .git.head_file import dot_git, is_repo, require_store
 from .git.writer import Message, check_writable, commit_changes, write_lock
 
 if TYPE_CHECKING:
@@ -247,7 +247,7 @@ class Store(StoreRoot):
 
     def revert(self, commit: str) -> str:
         """Undo one commit with a new commit (git revert)."""
-        paths.require_store(self.root)
+        require_store(self.root)
         sha = git.run(self.root, "rev-parse", "--verify", "-q", f"{commit}^{{commit}}",
                       check=False).strip()
         if not sha:

@@ -55,7 +55,7 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
                 ["tests/store/sharing/test_updates.py", "tests/store/sharing/test_sync.py"]),
     "judge": (["tools/ask/judge.py", "tools/ask/completeness.py"],
               ["tests/tools/ask/test_judge.py", "tests/tools/test_cli_judge.py"]),
-    "learning": (["hosts/learning.py", "hosts/backlog.py"],
+    "learning": (["tools/learning/session_end.py", "tools/learning/backlog.py"],
                  ["tests/hosts/test_backlog.py"]),
 }
 

@@ -189,25 +189,14 @@ def test_every_writer_goes_through_store_commit() -> None:
 
 # store's rooms in one order, lowest first: a room imports only rooms before it (and its
 # own modules), type-only imports counted. store/'s own modules are rooms of their own,
-# placed by what they import: the base (errors, config, progress, where, wording) first,
-# the Store itself (store.py, and derived.py: what every write brings up to date) above
-# the rooms it composes.
-STORE_ORDER = ("errors", "config", "progress", "where", "wording", "cards", "root", "git",
-               "index", "search", "rules", "derived", "store", "learning", "maintain",
-               "context", "watch", "sharing")
-# Back edges still to remove (issue 29 phase 2), each "module -> module"; the test fails
-# on any edge not listed here and on any listed edge that is gone, so the list only shrinks.
-KNOWN_BACK_EDGES = {
-    # by_address and moves are the Store's operations more than one card's: a room above it
-    "cards.by_address -> store",
-    "cards.by_address -> git.runner",
-    "cards.moves -> store",
-    "cards.moves -> git.writer",
-    "cards.moves -> maintain.links",  # links' parser belongs to cards
-    "cards.paths -> git.head_file",  # the default store's git check
-    "learning.proposals -> maintain.distinct",  # learning <-> maintain: one of them is lower
-    "search.search -> maintain.record",  # the stale marks: record belongs below search
-}
+# placed by what they import: the base (errors, config, progress, where, wording) first;
+# the root (a store opened for reading) on git's `.git` check; the maintain passes' record
+# below search, which reads its stale marks; the Store itself (store.py, and derived.py:
+# what every write brings up to date) above the rooms it composes, and the Store's own
+# operations (reads by address, rm and mv) right above it.
+STORE_ORDER = ("errors", "config", "progress", "where", "wording", "cards", "git", "root",
+               "maintain_record", "index", "search", "rules", "derived", "store",
+               "by_address", "moves", "learning", "maintain", "context", "watch", "sharing")
 
 
 def store_room(name: str) -> str | None:
@@ -236,8 +225,7 @@ def test_store_rooms_are_all_in_the_order() -> None:
 def test_store_rooms_import_only_rooms_before_them() -> None:
     g = graph_with_types()
     assert "cardmem.store.search.search" in g  # the check sees the real rooms
-    assert sorted(back_edges(g) - KNOWN_BACK_EDGES) == []  # a new back edge
-    assert sorted(KNOWN_BACK_EDGES - back_edges(g)) == []  # gone: take it off the list
+    assert sorted(back_edges(g)) == []
 
 
 def test_no_import_cycles_even_through_types() -> None:

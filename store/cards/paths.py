@@ -12,7 +12,6 @@ import unicodedata
 from pathlib import Path
 
 from .. import where
-from ..git.head_file import is_repo
 from ..errors import BadId, CardmemError
 
 MAX_ID_LEN = 200
@@ -22,33 +21,13 @@ NAME_MAX = 255
 # Folders a store owns that are never cards.
 HIDDEN_PREFIX = "."
 # Top-level files that document the store rather than remember anything.
-NOT_CARDS = {"README.md", "DISTINCT.md"}  # DISTINCT.md: store/maintain/distinct.py
+NOT_CARDS = {"README.md", "DISTINCT.md"}  # DISTINCT.md: store/cards/distinct.py
 
 
 def default_store() -> Path:
     """where.default_store() as a Path: $CARDMEM_STORE, else the store the current folder
     is in, else $XDG_DATA_HOME/cardmem, else ~/.local/share/cardmem."""
     return Path(where.default_store())
-
-
-def require_store(root: Path) -> Path:
-    """Refuse, with what to do, a folder that is not a store (no git call: cheap)."""
-    if not root.is_dir():
-        raise CardmemError(f"store {root}", f"does not exist; run `cardmem init {root}`")
-    if not is_repo(root):
-        raise CardmemError(f"store {root}", f"is not a git repository; run `cardmem init {root}`")
-    return root
-
-
-def require_card_store(root: Path) -> Path:
-    """require_store, and a cardmem.toml: before a card is written. Writing cards into an
-    empty clone (and `sync` pushing a new unrelated branch) is never what was meant;
-    `init` adopts the repository's notes and makes it a store. (A base need not be one.)"""
-    require_store(root)
-    if not (root / "cardmem.toml").is_file():
-        raise CardmemError(f"store {root}", "is a git repository but no cardmem store (no "
-                                            f"cardmem.toml); run `cardmem init {root}`")
-    return root
 
 
 def id_of_path(rel: str) -> str | None:

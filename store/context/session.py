@@ -78,7 +78,7 @@ def _stale(store: Store, cards: list[Card]) -> set[str]:
     """The cards the last `cardmem maintain` found stale (and unchanged since)."""
     if not cards:
         return set()
-    from ..maintain.record import stale
+    from ..maintain_record import stale
 
     return stale(store.root, {c.id for c in cards})
 

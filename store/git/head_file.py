@@ -1,10 +1,11 @@
 """What `.git` says without starting git: whether a folder is a repository's top
-(is_repo), the nearest one at or above a folder (enclosing_repo), HEAD's commit.
+(is_repo) and a store (require_store), the nearest one at or above a folder
+(enclosing_repo), HEAD's commit.
 
 Speed trick: HEAD's commit read from files here, not by `git rev-parse HEAD`, a process
 on every search (bench/bench_tricks.py; bench/RESULTS.md, "Speed tricks, each against its
 plain alternative").
-Only os is imported: the search command reads HEAD before it loads anything else
+Only os (and the one-line error type) is imported: the search command reads HEAD before it loads anything else
 (store/index/freshness.py), and a write reads the new HEAD right after its commit
 (store/git/runner.py). store/where.py and the PreToolUse hook's match.py inline the
 `.git` test rather than import this: each loads as few modules as it can (the lean
@@ -13,6 +14,12 @@ search entry, and the hook run on every tool call).
 from __future__ import annotations
 
 import os
+
+from ..errors import CardmemError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 DOT_GIT = ".git"
 
@@ -87,3 +94,23 @@ def _packed(git: str, ref: str) -> str | None:
 
 def _is_oid(s: str) -> bool:
     return len(s) in (40, 64) and all(c in "0123456789abcdef" for c in s)
+
+
+def require_store(root: Path) -> Path:
+    """Refuse, with what to do, a folder that is not a store (no git call: cheap)."""
+    if not root.is_dir():
+        raise CardmemError(f"store {root}", f"does not exist; run `cardmem init {root}`")
+    if not is_repo(root):
+        raise CardmemError(f"store {root}", f"is not a git repository; run `cardmem init {root}`")
+    return root
+
+
+def require_card_store(root: Path) -> Path:
+    """require_store, and a cardmem.toml: before a card is written. Writing cards into an
+    empty clone (and `sync` pushing a new unrelated branch) is never what was meant;
+    `init` adopts the repository's notes and makes it a store. (A base need not be one.)"""
+    require_store(root)
+    if not (root / "cardmem.toml").is_file():
+        raise CardmemError(f"store {root}", "is a git repository but no cardmem store (no "
+                                            f"cardmem.toml); run `cardmem init {root}`")
+    return root

@@ -23,6 +23,7 @@ from . import runner as git
 from ..cards import paths
 from ..cards.card import MAX_CARD_BYTES
 from ..errors import CardmemError, StoreBusy
+from .head_file import require_card_store, require_store
 
 if TYPE_CHECKING:
     from ..progress import Progress
@@ -184,7 +185,7 @@ def check_writable(root: Path) -> None:
     Call it holding the write lock: another cardmem writer's git holds index.lock while it
     commits, so outside the lock a live lock would look stale.
     """
-    paths.require_store(root)
+    require_store(root)
     locks = git.commit_locks(root)
     deadline = time.monotonic() + INDEX_LOCK_WAIT_S
     for lock in locks:
@@ -219,7 +220,7 @@ def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", messa
     `after(paths)` runs once a commit is made, still under the lock (it must not raise).
     Returns the new commit's sha, or None when nothing differs from HEAD.
     """
-    paths.require_card_store(root)  # before write_lock makes .cardmem/ in a non-store
+    require_card_store(root)  # before write_lock makes .cardmem/ in a non-store
     with write_lock(root, lock_timeout_s, progress):
         check_writable(root)
         recover(root)

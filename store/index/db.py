@@ -17,8 +17,9 @@ read-only folder of docs, frontmatter optional) gets its own file with
 and `files=` may replace the default walk with any callable returning (id, path) pairs.
 The store's own index is `Index(store)` (root = store.root, db = .cardmem/index.sqlite).
 
-Here: the file and its connection, rebuild and verify, and reading; the refresh half is
-refresh.py (Index's base class), a card's rows rows.py, the tables' columns schema.py.
+Here: the file and its connection, rebuild and verify, and reading; keeping the rows
+fresh is the Refresher it holds (refresh.py), a card's rows rows.py, the tables' columns
+schema.py.
 This module imports no YAML or rapidfuzz at load time: a search process that finds the
 index fresh never pays for them.
 """
@@ -31,7 +32,7 @@ TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable
 
-from .refresh import Refreshing
+from .refresh import Refresher
 from .schema import COLUMNS, TOKENIZE, WEIGHTS
 
 SCHEMA = 5  # 5: the project column holds the project key (paths.project_key)
@@ -60,7 +61,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS names USING fts5(
 CREATE TABLE IF NOT EXISTS terms(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 """
 
-class Index(Refreshing):
+class Index:
     """The lexical index of one folder of cards.
 
     Index(store) or Index.open(store) for a store's own index; Index(root=..., db_path=...)
@@ -78,14 +79,7 @@ class Index(Refreshing):
         if db_path is None:
             db_path = self.root / ".cardmem" / DB_NAME
         self.db_path = Path(db_path)
-        self._files = files
-        # A base's documents are not cards: one whose frontmatter does not parse is indexed
-        # as plain text, and as_text(path, why) told so (each time the file is read anew).
-        self._as_text = as_text
-        self._links: set[str] | None = None  # symlinked ids seen by the last walk
-        self._dirs: dict[str, int] = {}  # folder -> mtime_ns, of the last walk
-        self._touched: list[str] = []  # ids the last _refresh re-read or found gone
-        self._gone: list[str] = []  # of those, the ones found gone
+        self.refresher = Refresher(self, files, as_text)
         self._conn: sqlite3.Connection | None = None
         self._ino: int | None = None
 
@@ -94,6 +88,14 @@ class Index(Refreshing):
         idx = cls(store, **kw)
         idx.conn  # noqa: B018 - open (and repair) now, not at first use
         return idx
+
+    def refresh(self, walk: bool = False, status: Any = None) -> dict[str, int]:
+        """Bring the index up to date with the folder (Refresher.refresh)."""
+        return self.refresher.refresh(walk, status)
+
+    def refresh_ids(self, ids: Iterable[str]) -> dict[str, int]:
+        """Re-index just these ids, changed, new or gone (Refresher.refresh_ids)."""
+        return self.refresher.refresh_ids(ids)
 
     # --- the connection --------------------------------------------------------------
 
@@ -205,11 +207,12 @@ class Index(Refreshing):
             kept = []
         tmp = self.db_path.with_name(f"{self.db_path.name}.new-{os.getpid()}")
         _remove_db(tmp)
-        fresh = Index(root=self.root, db_path=tmp, files=self._files, as_text=self._as_text)
+        fresh = Index(root=self.root, db_path=tmp, files=self.refresher.files,
+                      as_text=self.refresher.as_text)
         try:
             fresh._conn = self._connect_file(tmp, wal=False)
             fresh._ino = os.stat(tmp).st_ino
-            counts = fresh._refresh(None)
+            counts = fresh.refresher.update(None)
             try:
                 live = self.conn
                 fresh._conn.backup(live)

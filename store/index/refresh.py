@@ -1,4 +1,4 @@
-"""Keeping the index fresh: the refresh half of Index (store/index/db.py).
+"""Keeping the index fresh: the Refresher each Index (store/index/db.py) holds.
 
 A refresh stats files (a walk, git's word on what changed, or given ids), compares
 (mtime_ns, size) with the rows, reads only the changed files (store/index/rows.py) and
@@ -12,7 +12,7 @@ TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
 if TYPE_CHECKING:
     import sqlite3
     from pathlib import Path
-    from typing import Any, Iterable, Iterator
+    from typing import Any, Callable, Iterable, Iterator
 
 from ..cards.paths import id_of_path, target_problem
 from .files import walk
@@ -22,17 +22,35 @@ from .files import walk
 PIPELINE_MIN, BATCH = 1000, 500
 
 
-class Refreshing:
-    """Index's refresh methods; Index (db.py) supplies conn, repairing and the state
-    its __init__ sets (root, _files, _as_text, _links, _dirs, _touched, _gone)."""
+class Refresher:
+    """Brings one Index's rows up to date with its folder. It keeps what a refresh learns
+    (the last walk's symlinks and folders, the ids it touched) and asks the index only
+    for its connection and its repair-and-retry."""
+
+    def __init__(self, index: Any, files: Callable[[], Iterable[tuple[str, Path | str]]] | None,
+                 as_text: Callable[[str, str], None] | None) -> None:
+        self.index = index
+        self.root = index.root
+        self.files = files  # None: the store's own walk
+        # A base's documents are not cards: one whose frontmatter does not parse is indexed
+        # as plain text, and as_text(path, why) told so (each time the file is read anew).
+        self.as_text = as_text
+        self._links: set[str] | None = None  # symlinked ids seen by the last walk
+        self._dirs: dict[str, int] = {}  # folder -> mtime_ns, of the last walk
+        self.touched: list[str] = []  # ids the last refresh re-read or found gone
+        self._gone: list[str] = []  # of those, the ones found gone
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        return self.index.conn
 
     def _stat_files(self) -> Iterator[tuple[str, str, os.stat_result]]:
-        if self._files is None:
+        if self.files is None:
             self._links, self._dirs = set(), {}
             yield from walk(self.root, self._links, self._dirs)
             return
         self._links = None  # unknown: each changed file is checked with lstat
-        for cid, path in self._files():
+        for cid, path in self.files():
             try:
                 st = os.stat(path)
             except OSError:
@@ -69,7 +87,7 @@ class Refreshing:
         card is. `status`: an anchor.Status started earlier, to use (and close).
         """
         try:
-            return self.repairing(lambda: self._fresh(walk, status))
+            return self.index.repairing(lambda: self._fresh(walk, status))
         finally:
             if status is not None:
                 status.close()
@@ -77,20 +95,20 @@ class Refreshing:
     def refresh_ids(self, ids: Iterable[str]) -> dict[str, int]:
         """Re-index just these ids (the watcher's call): changed, new or gone."""
         wanted = set(ids)
-        counts = self.repairing(lambda: self._refresh(wanted))
-        if self._touched and self._files is None:
+        counts = self.index.repairing(lambda: self.update(wanted))
+        if self.touched and self.files is None:
             # rows changed outside a walk: git must not vouch for them
             from . import freshness as anchor
 
-            anchor.settle(self.conn, None, None, self._touched, 0)
+            anchor.settle(self.conn, None, None, self.touched, 0)
         return counts
 
     def _fresh(self, walk: bool, status: Any) -> dict[str, int]:
         from . import freshness as anchors  # os and time only, until git is asked
 
         root = str(self.root)
-        if self._files is not None or not anchors.usable(root):
-            return self._refresh(None)
+        if self.files is not None or not anchors.usable(root):
+            return self.update(None)
         c = self.conn
         base = anchors.Anchor.load(c)
         if base is not None and base.current() and not walk:
@@ -98,9 +116,9 @@ class Refreshing:
             found = anchors.check(root, c, self._rows(), base, status)
             if found is not None:
                 ids, moved = found
-                counts = self._refresh(ids)
+                counts = self.update(ids)
                 counts["unchanged"] = self._rows() - counts["added"] - counts["updated"]
-                anchors.settle(c, base, moved, self._touched, 0)
+                anchors.settle(c, base, moved, self.touched, 0)
                 return counts
         if status is None or not status.full:  # a walk anchors on a full status, read first
             if status is not None:
@@ -108,7 +126,7 @@ class Refreshing:
             status = anchors.Status(root, full=True)
             status.paths()
         try:
-            counts = self._refresh(None)
+            counts = self.update(None)
             made = anchors.after_walk(root, status, self._links or (), self._dirs)
             anchors.settle(c, base, made, self._gone, self._rows(), since_ns=status.started_ns)
         finally:
@@ -120,7 +138,9 @@ class Refreshing:
         return self.conn.execute("SELECT (SELECT count(*) FROM cards)"
                                  " + (SELECT count(*) FROM problems)").fetchone()[0]
 
-    def _refresh(self, only: set[str] | None) -> dict[str, int]:
+    def update(self, only: set[str] | None) -> dict[str, int]:
+        """Stat the files (all, or `only` these ids), re-read the changed ones, drop the
+        gone ones; no word from git asked or given (refresh() does that)."""
         counts = dict(added=0, updated=0, removed=0, unchanged=0, problems=0)
         if only is None:
             stamps = self._stamps()
@@ -136,7 +156,7 @@ class Refreshing:
             if pop(cid, None) != f"{st.st_mtime_ns}:{st.st_size}":
                 todo.append((cid, path, st))
         gone = list(left)
-        self._touched, self._gone = [cid for cid, _, _ in todo] + gone, gone
+        self.touched, self._gone = [cid for cid, _, _ in todo] + gone, gone
         if todo or gone:
             known = self._known({cid for cid, _, _ in todo} | set(gone))
             self._apply(todo, gone, known, counts)
@@ -274,9 +294,9 @@ class Refreshing:
             text = cardlib.decode(raw)
             return "card", st, digest, rows.text_row(cardlib, fastmeta, text, cid)
         except cardlib.CardProblem as exc:
-            if self._as_text is None:
+            if self.as_text is None:
                 return "problem", st, digest, (path, str(exc))
-            self._as_text(path, str(exc))
+            self.as_text(path, str(exc))
             text = cardlib.decode(raw)
             return "card", st, digest, rows.card_row(cardlib.from_meta(cid, {}, text, 0, None))
 

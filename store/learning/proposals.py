@@ -360,7 +360,7 @@ def _accept_change(store: Store, card: cardlib.Card, msg: Message) -> dict[str, 
 def reject(store: Store, cid: str) -> Decision:
     """Remove a proposal, as a person's commit. A part of a merge `maintain` proposed
     (MERGE_KEY) takes the whole merge with it: every proposal of it is removed and its
-    cards are remembered as distinct (store/maintain/distinct.py), so it is not proposed
+    cards are remembered as distinct (store/cards/distinct.py), so it is not proposed
     again while they are unchanged."""
     cid = paths.normalize_id(cid)
     msg = Message(f"review: reject {cid}", [], SOURCE)
@@ -379,7 +379,7 @@ def reject(store: Store, cid: str) -> Decision:
 
 def _reject_merge(store: Store, card: cardlib.Card, merge: str,
                   lines: list[str]) -> dict[str, bytes | None]:
-    from ..maintain import distinct
+    from ..cards import distinct
 
     parts = [card] + [store.read(p.id) for p in proposals(store)
                       if p.id != card.id and p.changes]

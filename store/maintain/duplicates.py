@@ -29,8 +29,9 @@ from ..cards import card as cardlib
 from ..index.porter import stem
 from ..learning.matching import entry_line, is_duplicate, keywords
 from ..learning.proposals import digest
+from ..cards import distinct
 from ..progress import quiet
-from . import distinct, kept, lsh
+from . import kept, lsh
 from .facts import facts, looked_up, tokens
 from .survey import Finding, Survey
 

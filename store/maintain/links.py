@@ -1,38 +1,16 @@
 """`broken-link`: a `[[target]]` that resolves to no card by id, title or alias.
 
-Links inside code (fenced blocks, `inline code`) are not links: `[[tool.uv.index]]` in a
-TOML example is no wikilink. A broken link's fix is unambiguous when git saw the card it
-named renamed (`git log -M`): then --apply rewrites the link. A close title or id
-(rapidfuzz) is only suggested, never applied.
+Links are read, and keyed, by store/cards/links.py (code is no link there). A broken
+link's fix is unambiguous when git saw the card it named renamed (`git log -M`): then
+--apply rewrites the link. A close title or id (rapidfuzz) is only suggested, never
+applied.
 """
 from __future__ import annotations
 
-import re
-from typing import Iterator
-
+from ..cards.links import key, links
 from .survey import Finding, Survey
 
-LINK = re.compile(r"\[\[([^\[\]|#\n]+)(#[^\[\]|\n]*)?(\|[^\[\]\n]*)?\]\]")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,}).*?^ {0,3}\1[ \t]*$", re.M | re.S)
-_INLINE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.S)
 CLOSE = 88  # rapidfuzz WRatio at or above: a name worth suggesting
-
-
-def _blank(m: re.Match[str]) -> str:
-    return re.sub(r"[^\n]", " ", m.group(0))
-
-
-def links(text: str) -> Iterator[tuple[str, int]]:
-    """(target, offset) of each wikilink outside code; offsets are into `text`."""
-    if "[[" not in text:  # most cards: no blanking of their code for nothing
-        return
-    plain = _INLINE.sub(_blank, _FENCE.sub(_blank, text))
-    for m in LINK.finditer(plain):
-        yield m.group(1).strip(), m.start(1)
-
-
-def _key(name: str) -> str:
-    return " ".join(name.casefold().split())
 
 
 class Resolver:
@@ -42,7 +20,7 @@ class Resolver:
         self.names: dict[str, set[str]] = {}
         for c in survey.cards.values():
             for name in (c.id, c.title, *c.aliases):
-                self.names.setdefault(_key(name), set()).add(c.id)
+                self.names.setdefault(key(name), set()).add(c.id)
         self.survey = survey
 
     @property
@@ -50,17 +28,17 @@ class Resolver:
         return self.survey.renames  # a git log, asked only once a link names no card
 
     def resolves(self, target: str) -> bool:
-        return _key(target.removesuffix(".md")) in self.names
+        return key(target) in self.names
 
     def renamed_to(self, target: str) -> str | None:
         new = self.renames.get(target.removesuffix(".md").strip("/"))
-        return new if new is not None and _key(new) in self.names else None
+        return new if new is not None and key(new) in self.names else None
 
     def closest(self, target: str) -> str | None:
         """The one name that comes close to target, or None (none, or several)."""
         from rapidfuzz import fuzz, process
 
-        hits = process.extract(_key(target), list(self.names), scorer=fuzz.WRatio,
+        hits = process.extract(key(target), list(self.names), scorer=fuzz.WRatio,
                                score_cutoff=CLOSE, limit=2)
         if len(hits) == 1 or (len(hits) == 2 and hits[0][1] - hits[1][1] >= 5):
             ids = self.names[hits[0][0]]
@@ -88,15 +66,3 @@ def find(survey: Survey) -> list[Finding]:
                                f"did you mean [[{near}]]? edit the card" if near else
                                "create the card, or remove or fix the link"))
     return out
-
-
-def relink(text: str, target: str, new: str) -> str:
-    """text with every link to `target` (outside code) pointing at `new`, label and
-    section kept; every other byte as it was."""
-    plain = _INLINE.sub(_blank, _FENCE.sub(_blank, text))
-    out, last = [], 0
-    for m in LINK.finditer(plain):
-        if m.group(1).strip() == target:
-            out.append(text[last:m.start(1)] + new)
-            last = m.end(1)
-    return "".join(out) + text[last:]

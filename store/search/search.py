@@ -158,7 +158,7 @@ def mark_stale(idx: "Index", results: list[dict[str, Any]]) -> None:
     """Mark the results `cardmem maintain` found stale (and unchanged since): they rank lower."""
     if not results:
         return
-    from ..maintain.record import stale
+    from ..maintain_record import stale
 
     found = stale(idx.root, {r["id"] for r in results})
     for r in results:

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from ..git import runner as git
 from ..git import status as git_status
-from ..cards import paths
 from ..errors import CardmemError
+from ..git.head_file import require_store
 from ..git.writer import check_writable, write_lock
 
 if TYPE_CHECKING:
@@ -304,7 +304,7 @@ def refresh_index(store: "Store") -> None:
 @contextmanager
 def _locked(store: "Store") -> Iterator[None]:
     """The store's write lock; git's own state is checked under it, as every writer does."""
-    paths.require_store(store.root)
+    require_store(store.root)
     with write_lock(store.root, store.lock_timeout()):
         check_writable(store.root)
         yield

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from fakeapi import error, reply
 
-from cardmem.hosts.learning import learn_logged
+from cardmem.hosts.learn import learn_logged
 from cardmem.store.git import runner as git
 from cardmem.store.learning import retry
 from cardmem.store.cards.card import history
@@ -300,7 +300,7 @@ def test_the_backlog_stops_at_its_first_failure(example_store, tmp_path, model_e
 
 
 def test_merged_excerpts_drop_repeats_and_keep_the_newest_turns():
-    from cardmem.hosts.backlog import merge_turns
+    from cardmem.tools.learning.backlog import merge_turns
 
     def turns(*words):
         return [{"role": "user", "text": w} for w in words]

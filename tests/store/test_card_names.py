@@ -37,7 +37,7 @@ def test_the_rule_itself(tricky) -> None:
 
 
 def test_recent_lists_only_cards(tricky) -> None:
-    from cardmem.store.cards.by_address import list_recent
+    from cardmem.store.by_address import list_recent
 
     assert sorted(e["id"] for e in list_recent(tricky, since="1d")) == sorted(CARDS)
 

@@ -56,7 +56,7 @@ def test_a_commit_of_a_thousand_cards_has_a_capped_message() -> None:
 
 def test_the_session_end_hook_commits_say_session_end(example_store, tmp_path, fake_api,
                                                       monkeypatch) -> None:
-    from cardmem.hosts import learning
+    from cardmem.hosts import learn as learning
 
     turns = [("user", "The billing-service workers keep hitting the KEDA ceiling. " * 5),
              ("assistant", "I raised KEDA maxReplicaCount for billing-service to 16. " * 5),

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from maintainkit import commit_as_person, corpus_store
 
 from cardmem.store.cards import card as cardlib
+from cardmem.store.cards import links as cardlinks
 from cardmem.store.index.porter import stem
 from cardmem.store.learning.matching import keywords
 from cardmem.store.maintain import Survey, duplicates, facts as factlib, findings, kept, links
@@ -54,8 +55,8 @@ def plain_stems(text: str, toks: object = None) -> set[str]:
 
 
 def plain_links(text: str):
-    plain = links._INLINE.sub(links._blank, links._FENCE.sub(links._blank, text))
-    for m in links.LINK.finditer(plain):
+    plain = cardlinks._INLINE.sub(cardlinks._blank, cardlinks._FENCE.sub(cardlinks._blank, text))
+    for m in cardlinks.LINK.finditer(plain):
         yield m.group(1).strip(), m.start(1)
 
 

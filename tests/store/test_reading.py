@@ -1,7 +1,7 @@
 """Address-only reads: list_recent lists cards only, newest change first."""
 from __future__ import annotations
 
-from cardmem.store.cards.by_address import list_recent
+from cardmem.store.by_address import list_recent
 from cardmem.store.store import Store
 from cardmem.store.git.writer import Message
 

@@ -5,7 +5,7 @@ import pytest
 from maintainkit import corpus_store
 
 from cardmem.store.maintain import MODEL_FREE, within
-from cardmem.store.maintain import record
+from cardmem.store import maintain_record as record
 from cardmem.tools.maintain import run
 
 

@@ -14,7 +14,7 @@ from maintainkit import AGED, aged_store, commit_as_person, corpus_store, git
 import cardmem.store.search.search as search
 from cardmem.store.context import session_context
 from cardmem.store.index.db import Index
-from cardmem.store.maintain import record
+from cardmem.store import maintain_record as record
 from cardmem.tools.maintain import run
 
 STALE = AGED

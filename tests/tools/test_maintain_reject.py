@@ -9,7 +9,7 @@ import pytest
 from gitremote import cli
 from maintainkit import CORPUS, commit_as_person, corpus_store, git
 
-from cardmem.store.maintain import distinct
+from cardmem.store.cards import distinct
 from cardmem.store.maintain import findings
 from cardmem.tools.maintain import run
 

@@ -1,7 +1,7 @@
 """`cardmem mcp`: the store as an MCP server on stdio (official `mcp` SDK).
 
 Thin by design: each tool checks its arguments, calls the same store function the CLI
-and the walk use (the reads by address in store/cards/by_address.py, the search in
+and the walk use (the reads by address in store/by_address.py, the search in
 store/search/query.py, agents' `remember` in tools/agents/remember.py), and hands back JSON.
 Every failure a model can cause or meet (bad id, no such card, store busy, card too
 large, bad `since`) comes back as a ToolError the model can read; nothing else of the
@@ -188,7 +188,7 @@ class CardTools:
                 self._live = None
 
     def read_card(self, id: str, base: str | None = None) -> dict[str, Any]:
-        from cardmem.store.cards.by_address import CARD_CHARS, read_card
+        from cardmem.store.by_address import CARD_CHARS, read_card
 
         if base:
             from cardmem.store.sharing.bases import read_document
@@ -205,12 +205,12 @@ class CardTools:
         return card
 
     def memory_map(self, type: str | None = None, project: str | None = None) -> dict[str, Any]:
-        from cardmem.store.cards.by_address import memory_map
+        from cardmem.store.by_address import memory_map
 
         return memory_map(self.store, card_type=type or None, project=project or None).as_dict()
 
     def list_recent(self, type: str | None = None, since: str | None = None) -> dict[str, Any]:
-        from cardmem.store.cards.by_address import list_recent, parse_since
+        from cardmem.store.by_address import list_recent, parse_since
 
         after = parse_since(since)  # ValueError on a bad value, before any git work
         changes = list_recent(self.store, card_type=type or None, since=since)

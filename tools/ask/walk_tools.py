@@ -1,7 +1,8 @@
 """The walk's three address-only tools (DESIGN §5): their schemas and thin runners.
 
-Each delegates to store/cards/by_address.py, the same reads the MCP server and the CLI
-use, with the same caps; the loop that offers them to the model and meters their cost is tools/ask/walk.py.
+Each delegates to store/by_address.py, the same reads the MCP server and the CLI use,
+with the same caps; the loop that offers them to the model and meters their cost is
+tools/ask/walk.py.
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from cardmem.store.cards import by_address
+from cardmem.store import by_address
 from cardmem.store.errors import CardmemError
 from cardmem.store.store import Store
 

@@ -19,7 +19,7 @@ from .. import model
 from ..ask.answer import ask as run_ask
 from ..ask import receipts as rc
 from ..ask.receipt_stats import chart, since, distribution
-from cardmem.store.cards.by_address import parse_since
+from cardmem.store.by_address import parse_since
 
 NO_ANSWER_EXIT = 3
 UNGRADED_EXIT = 4

@@ -26,7 +26,7 @@ from cardmem.store.learning.retry import retry_backlog
 from cardmem.store.learning.spool import SPOOL
 from .. import model
 from cardmem.tools.secrets.redact import secret_kinds
-from cardmem.store.maintain import record
+from cardmem.store import maintain_record as record
 from .progress import bar
 
 Check = Callable[[Store], list[tuple[bool, str]]]

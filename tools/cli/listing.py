@@ -1,6 +1,6 @@
 """`cardmem map`, `cardmem list`, `cardmem recent`: what the store holds, and what changed.
 
-Thin shells over the store's address reads (store/cards/by_address.py): no ranking. A card
+Thin shells over the store's address reads (store/by_address.py): no ranking. A card
 that does not parse is named on stderr with its reason by map and list, never skipped in
 silence.
 """
@@ -109,7 +109,7 @@ def recent(since: str, card_type: str | None, limit: int, as_json: bool,
         cardmem recent
         cardmem recent --since 2w --type rule --json
     """
-    from cardmem.store.cards.by_address import list_recent, parse_since
+    from cardmem.store.by_address import list_recent, parse_since
 
     try:
         parse_since(since) if since.strip() else parse_since("x")

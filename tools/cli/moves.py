@@ -1,4 +1,4 @@
-"""`cardmem rm ID` and `cardmem mv OLD NEW`: thin shells over store/cards/moves.py, one
+"""`cardmem rm ID` and `cardmem mv OLD NEW`: thin shells over store/moves.py, one
 commit each (`cardmem revert` undoes either)."""
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def rm(card_id: str, as_json: bool, store_path: Path | None) -> None:
         cardmem rm reference/old-deploy
         cardmem rm reference/old-deploy --json
     """
-    from cardmem.store.cards.moves import remove
+    from cardmem.store.moves import remove
 
     done = remove(open_store(store_path), card_id, agent=os.environ.get(AGENT_ENV) == "1")
     if as_json:
@@ -50,7 +50,7 @@ def mv(old: str, new: str, as_json: bool, store_path: Path | None) -> None:
         cardmem mv reference/deploy reference/deploy-steps
         cardmem mv notes/Todo reference/todo --json
     """
-    from cardmem.store.cards.moves import rename
+    from cardmem.store.moves import rename
     from cardmem.store.cards.paths import check_new_id
 
     check_new_id(new)

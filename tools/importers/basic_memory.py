@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cardmem.store.maintain.links import links
+from cardmem.store.cards.links import key, links
 from cardmem.store.cards.paths import slugify
 
 from .model import Draft, Parsed, Skipped, as_list, read_notes, shown
@@ -58,10 +58,10 @@ def parse(path: Path, project: str | None) -> Parsed:
                 aliases.append(name)
         out.drafts.append(Draft(rel, title, kind, body.strip("\n") + "\n", aliases=aliases,
                                 tags=as_list(meta.get("tags")), project=scoped))
-        names.update(n.casefold() for n in (title, *aliases))
+        names.update(key(n) for n in (title, *aliases))
     for d in out.drafts:
         for target, _ in links(d.body):
-            if target.casefold().removesuffix(".md") not in names:
+            if key(target) not in names:
                 out.unresolved.append(f"{d.key}: [[{target}]]")
     return out
 

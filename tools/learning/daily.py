@@ -3,7 +3,7 @@ links, duplicates, drift, stale cards, long Histories), at most once a day per s
 
 It runs in the detached learner process the Stop / SessionEnd hook starts, after the
 learning, so the hook itself stays as lean as before. It writes no card: it records its
-findings (store/maintain/record.py) for doctor, search and the session-start context.
+findings (store/maintain_record.py) for doctor, search and the session-start context.
 Off with `[maintain] daily = false`; at most `[maintain] daily_cpu_s` seconds of CPU
 (then it stops cleanly, recording the kinds it finished).
 """

@@ -34,7 +34,7 @@ class Report:
 def run(store, only: set[str] | None = None, *, apply: bool = False, record: bool = True,
         progress: Progress | None = None, cpu_s: float | None = None) -> Report:
     """The findings of the kinds in `only` (all when None); with apply, consolidated.
-    What stays open is recorded for doctor, search and context (store/maintain/record.py).
+    What stays open is recorded for doctor, search and context (store/maintain_record.py).
     With cpu_s, the pass stops cleanly once it has used that much CPU: the kinds checked
     by then are recorded, the rest are not, nothing is applied, and a note says so."""
     report_to = within(cpu_s, progress) if cpu_s is not None else progress
@@ -73,7 +73,7 @@ def run(store, only: set[str] | None = None, *, apply: bool = False, record: boo
         report.applied = consolidate(survey, report.findings, report.notes)
     if record:
         from cardmem.store.maintain import reads
-        from cardmem.store.maintain import record as rec
+        from cardmem.store import maintain_record as rec
 
         rec.save(store.root, {k: [f.as_dict() for f in report.findings
                                   if f.kind == k and not f.applied] for k in kinds}, survey.now)
@@ -84,12 +84,13 @@ def run(store, only: set[str] | None = None, *, apply: bool = False, record: boo
 
 def reject(store, key: str):
     """A person says the cards of duplicate finding `key` are different: they are
-    remembered as distinct (store/maintain/distinct.py) in one commit of theirs, and not
+    remembered as distinct (store/cards/distinct.py) in one commit of theirs, and not
     found again while each is unchanged."""
     from cardmem.store.errors import CardmemError
     from cardmem.store.git.writer import Message
     from cardmem.store.learning.proposals import Decision, digest
-    from cardmem.store.maintain import distinct, duplicates
+    from cardmem.store.cards import distinct
+    from cardmem.store.maintain import duplicates
 
     survey = Survey.of(store)
     found = [f for f in duplicates.find(survey) if f.key == key.strip()]

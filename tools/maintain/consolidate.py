@@ -16,7 +16,7 @@ A live protected card (`[extract] protected_types`: feedback, user) is never cha
 when a change would touch one, every card of that change gets a change proposal instead
 (store/learning/proposals.py), in one commit, for `cardmem review`; a merge's proposals
 carry its finding's name, so rejecting one rejects them all and remembers the cards as
-distinct (store/maintain/distinct.py). A card changed once in a run
+distinct (store/cards/distinct.py). A card changed once in a run
 is not changed again in it: that finding waits for the next run, and the notes say so.
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ from cardmem.store.errors import CardmemError, StoreBusy
 from cardmem.store.maintain import Finding, Survey
 from cardmem.store.maintain import history as hist
 from cardmem.store.maintain.facts import sentences
-from cardmem.store.maintain.links import relink
+from cardmem.store.cards.links import relink
 from cardmem.store.git.writer import Message
 from cardmem.tools import model
 

@@ -339,7 +339,7 @@ def test_body_words_the_vectors_see_as_unrelated_are_not_vouched_for(cards) -> N
 def test_a_card_only_the_vectors_find_is_marked_stale_and_ranked_lower(cards) -> None:
     import time
 
-    from cardmem.store.maintain import record
+    from cardmem.store import maintain_record as record
 
     q = "Antworte kurz, ohne Einleitung"
     write(cards.root, "feedback/brief-replies", "Brief replies",

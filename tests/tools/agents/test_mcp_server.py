@@ -163,7 +163,7 @@ def test_search_refuses_bad_arguments_readably(store, args, why) -> None:
 # --- read_card ----------------------------------------------------------------------
 
 def test_read_card_is_the_whole_card_with_its_last_history(store) -> None:
-    from cardmem.store.cards.by_address import read_card
+    from cardmem.store.by_address import read_card
 
     history = "".join(f"- 2026-11-{d:02d} · session {d} · Knowledge: item {d}\n" for d in range(1, 9))
     seed(store, {"entities/billing.md": "---\ntitle: Billing service\ntype: entity\n---\n"
@@ -205,7 +205,7 @@ def test_read_card_refuses_a_link_out_and_a_card_too_large(tmp_path: Path, store
 
 
 def test_an_unexpected_failure_leaves_no_trace_for_the_model(store, monkeypatch) -> None:
-    import cardmem.store.cards.by_address as reading
+    import cardmem.store.by_address as reading
 
     def boom(*a, **k):
         raise RuntimeError("internal detail /home/user/secret")
@@ -218,7 +218,7 @@ def test_an_unexpected_failure_leaves_no_trace_for_the_model(store, monkeypatch)
 # --- memory_map and list_recent ------------------------------------------------------
 
 def test_memory_map_is_count_capped_with_the_total(store) -> None:
-    from cardmem.store.cards.by_address import MAP_COUNT
+    from cardmem.store.by_address import MAP_COUNT
 
     n = MAP_COUNT + 7
     seed(store, {f"reference/r{i:04d}.md": f"---\ntitle: R {i}\ndescription: d{i}\n---\nx\n"

@@ -146,7 +146,7 @@ def test_each_change_is_one_agent_commit_with_a_readable_message(pair) -> None:
 
 
 def test_memories_are_cards_of_the_store(pair) -> None:
-    from cardmem.store.cards.by_address import memory_map, read_card
+    from cardmem.store.by_address import memory_map, read_card
 
     _, ours, _, _ = pair
     store = ours.backend.store

@@ -14,7 +14,7 @@ from fakeapi import FakeAPI, drop, error, reply, text, tool_use
 from walkkit import (CHAIN, FAST, HONEST, OVERCLAIM, QUESTION, check_spiral, is_compose,
                      run_spiral, tool_results)
 
-from cardmem.store.cards import by_address as reading
+from cardmem.store import by_address as reading
 from cardmem.store.errors import CardmemError
 from cardmem.tools import model
 from cardmem.tools.ask import receipts

@@ -12,7 +12,7 @@ import time
 from maintainkit import aged_store, commit_as_person, git
 
 from cardmem.tools.learning.daily import maybe_maintain
-from cardmem.store.maintain import record
+from cardmem.store import maintain_record as record
 
 pytestmark = pytest.mark.corpus  # every test here reads the corpus
 

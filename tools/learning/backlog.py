@@ -7,10 +7,10 @@ commit, filed exactly as a fresh extraction would have filed them.
 """
 from __future__ import annotations
 
-import time
 from typing import Any, Callable
 
-from . import hooklog
+# Told each entry the queue gave up (a host writes it to its hook log): never silently.
+GiveUp = Callable[[list[dict[str, Any]]], None]
 
 # At most this many backlog entries per run: each is one model call, in the background.
 RETRY_PER_RUN = 8
@@ -40,11 +40,11 @@ def merge_turns(old: list[Any], new: list[dict[str, str]], limit: int) -> list[A
     return (kept + new)[-limit:] if limit > 0 else kept + new
 
 
-def retry_due(store: Any, lock_path: Callable[[str], str]) -> str:
+def retry_due(store: Any, lock_path: Callable[[str], str], given_up: GiveUp | None = None) -> str:
     """Re-extract the queue's due entries, oldest first, into the spool. Stops at the first
     failure (the model is likely down for all of them). `lock_path(session)` is the
-    session's learner lock: an entry whose session is busy is left to that learner.
-    Returns a note for the log ("" when there was nothing due)."""
+    session's learner lock: an entry whose session is busy is left to that learner;
+    `given_up` hears of each entry the queue gives up. Returns a note for the log ("" when there was nothing due)."""
     from cardmem.store.learning import retry
 
     entries = retry.due(store.root)
@@ -69,8 +69,9 @@ def retry_due(store: Any, lock_path: Callable[[str], str]) -> str:
                 continue  # filed, given up or rescheduled since it was listed
             signals, why, counts = extract_or_why(entry["turns"], store.config)
             if signals is None:
-                log_given_up(store, retry.fail(store.root, session, entry["turns"], why,
-                                               counts=counts))
+                gone = retry.fail(store.root, session, entry["turns"], why, counts=counts)
+                if given_up is not None:
+                    given_up(gone)
                 failed = f"; retry failed: {why}"
                 break
             lines = [redact(s.line) for s in signals]
@@ -85,12 +86,3 @@ def retry_due(store: Any, lock_path: Callable[[str], str]) -> str:
         return ""
     left = retry.retry_backlog(store.root)["waiting"]
     return f"; backlog: {done} session(s) re-extracted, {left} waiting{failed}"
-
-
-def log_given_up(store: Any, gone: list[dict[str, Any]]) -> None:
-    """One hooks.log line for each entry the queue gave up: never silently."""
-    for e in gone:
-        hooklog.write(store.root, "retry/give-up", time.monotonic(),
-                      f"gave up on session {e.get('session')}: {e.get('given_up_why')}; "
-                      f"last error: {e.get('last_error')}; excerpt kept in "
-                      ".cardmem/retry/given-up/", e.get("session"))

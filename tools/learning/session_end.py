@@ -2,10 +2,12 @@
 
 hosts/hook.py answers stop and session-end at once and starts
 `python -m cardmem.hosts.hook _learn EVENT PAYLOAD` in the background; that
-process runs `learn_logged` here: the transcript is read and redacted, signals are
-extracted (one model call) and filed (one commit), or spooled if the store is busy. A
-failed extraction keeps the redacted excerpt in .cardmem/retry/; each later run
-re-extracts the due ones first, into the same commit.
+process runs hosts/learn.py, which runs `learn` here: the transcript is read and
+redacted, signals are extracted (one model call) and filed (one commit), or spooled if
+the store is busy. A failed extraction keeps the redacted excerpt in .cardmem/retry/;
+each later run re-extracts the due ones first, into the same commit (backlog.py).
+Nothing here knows a host: the host's side finds the store, a transcript its payload
+does not name, and logs.
 """
 from __future__ import annotations
 
@@ -13,10 +15,9 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from . import hooklog
-from .which_store import store_root
+from . import backlog
 
 
 # A Stop hook fires after every reply; learn again only once the transcript grew this much.
@@ -31,31 +32,29 @@ def _mark_path(store: Any, session: str) -> Path:
     return d / session_file_name(session)
 
 
-def learn(event: str, payload: dict[str, Any], store_path: str | None = None) -> str:
+def learn(event: str, payload: dict[str, Any], root: Path | str, *,
+          transcript_of: Callable[[str], str] | None = None,
+          given_up: backlog.GiveUp | None = None) -> str:
     """Transcript -> redacted excerpt -> signals -> one commit. Returns the log outcome.
 
     The retry backlog's due sessions go first, into the same commit. A failed
     extraction keeps the excerpt in the retry queue (store/learning/retry.py): nothing is lost.
+    `transcript_of(session)`: where the host keeps a transcript its payload does not name;
+    `given_up`: told of each retry entry given up.
     """
     from cardmem.store.errors import CardmemError
     from cardmem.store.store import Store
 
     try:
-        store = Store.open(store_root(store_path))
+        store = Store.open(Path(root))
     except CardmemError as exc:
         return f"no store: {exc.why}"
     session = str(payload.get("session_id") or "")
     source = f"{event}-hook"  # the commit's Cardmem-Source: stop-hook, session-end-hook
     transcript = payload.get("transcript_path")
-    from cardmem.hosts import backlog
-
-    retried = backlog.retry_due(store, lambda s: str(_mark_path(store, s)) + ".lock")
+    retried = backlog.retry_due(store, lambda s: str(_mark_path(store, s)) + ".lock", given_up)
     if not transcript:  # a host whose end-of-session payload names none may keep it where known
-        from .adapters import MODULES, load
-
-        host = str(payload.get("host") or "claude")
-        finder = getattr(load(host), "transcript_of", None) if host in MODULES else None
-        transcript = finder(session) if finder is not None else ""
+        transcript = transcript_of(session) if transcript_of is not None else ""
     if not transcript:
         return _file_pending(store, session, source, "skipped: no transcript_path", retried)
     from cardmem.tools.learning.transcript import read_excerpt, should_skip
@@ -101,7 +100,8 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
             gone = retry.fail(store.root, session, turns, why, counts=counts, project=project,
                               cwd=payload.get("cwd"), size=size)
             _write_mark(mark, size)  # queued: the backlog retries it, the next run does not
-            backlog.log_given_up(store, gone)
+            if given_up is not None:
+                given_up(gone)
             what = "extraction failed" if counts else "no model"
             return _file_pending(store, session, source, f"{what}: {why}; kept for retry", retried)
         lines = [redact(s.line) for s in signals]
@@ -158,18 +158,3 @@ def _file(store: Any, lines: list[str], session: str, project: str | None = None
             f"{f', {len(r.duplicates)} duplicate(s) skipped' if r.duplicates else ''}"
             f"{f', {r.from_spool} from the spool' if r.from_spool else ''}"
             f"{f', commit {r.commit[:10]}' if r.commit else ''}")
-
-
-def learn_logged(event: str, payload: dict[str, Any], store_path: str | None) -> int:
-    """learn(), then the daily maintenance; the outcome goes to the hook log, never raised."""
-    started = time.monotonic()
-    try:
-        outcome = learn(event, payload, store_path)
-    except Exception as exc:  # noqa: BLE001 - logged, never raised into the host
-        outcome = f"error: {type(exc).__name__}: {' '.join(str(exc).split())}"
-    from cardmem.tools.learning.daily import maybe_maintain  # at most once a day, after the learning
-
-    outcome += maybe_maintain(store_root(store_path))
-    hooklog.write(store_root(store_path), f"{event}/learn", started, outcome,
-                  payload.get("session_id"))
-    return 0

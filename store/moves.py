@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import CardmemError, NotFound
-from ..git.writer import Message
-from . import paths
+from .cards import paths
+from .cards.links import key, links, relink
+from .errors import CardmemError, NotFound
+from .git.writer import Message
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..store import Store
+    from .store import Store
 
 
 @dataclass
@@ -41,10 +42,6 @@ class Removed:
                 "linked_from": self.linked_from}
 
 
-def _key(name: str) -> str:
-    return " ".join(name.removesuffix(".md").strip("/").casefold().split())
-
-
 def _texts(store: "Store") -> dict[str, str]:
     """Every card file's text (id -> text), broken ones included: a link is a link."""
     out = {}
@@ -58,9 +55,7 @@ def _texts(store: "Store") -> dict[str, str]:
 
 def _targets(text: str, names: set[str]) -> set[str]:
     """The link targets in text (as written) that name one of `names` (keys)."""
-    from ..maintain.links import links
-
-    return {t for t, _ in links(text) if _key(t) in names}
+    return {t for t, _ in links(text) if key(t) in names}
 
 
 def _existing(store: "Store", card_id: str) -> str:
@@ -79,8 +74,6 @@ def _refuse_protected(store: "Store", cid: str, agent: bool) -> None:
 def rename(store: "Store", old_id: str, new_id: str, *, agent: bool = False,
            source: str = "cli") -> Moved:
     """Move a card to a new id and point every link to the old id at the new one."""
-    from ..maintain.links import relink
-
     old = _existing(store, old_id)
     new = paths.normalize_id(new_id)
     if new == old:
@@ -95,7 +88,7 @@ def rename(store: "Store", old_id: str, new_id: str, *, agent: bool = False,
         texts = _texts(store)
         if old not in texts:
             raise CardmemError(f"card {old}", "cannot be read as text; nothing moved")
-        names = {_key(old)}
+        names = {key(old)}
         changes: dict[str, bytes | None] = {store.rel(old): None}
         moved.relinked.clear()
         for cid, text in texts.items():
@@ -118,10 +111,10 @@ def remove(store: "Store", card_id: str, *, agent: bool = False, source: str = "
     """Delete a card (one commit; `cardmem revert` brings it back)."""
     cid = _existing(store, card_id)
     _refuse_protected(store, cid, agent)
-    names = {_key(cid)}
+    names = {key(cid)}
     try:
         card = store.read(cid)
-        names |= {_key(n) for n in (card.title, *card.aliases) if n}
+        names |= {key(n) for n in (card.title, *card.aliases) if n}
     except CardmemError:
         pass  # a broken card is removed all the same; links by id are still found
     done = Removed(cid, None)

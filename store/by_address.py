@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from ..git import runner as git
-from . import paths
-from .card import Card, CardProblem, history, load
-from ..store import Store
+from .git import runner as git
+from .cards import paths
+from .cards.card import Card, CardProblem, history, load
+from .store import Store
 
 CARD_CHARS = 8000  # one card handed to a model, whole up to this
 MAP_COUNT = 200  # entries of the memory map handed to a model

@@ -8,7 +8,8 @@ A pass records only the kinds it checked, each replacing that kind's earlier rec
 The stale cards' ids also go to `.cardmem/stale.json` (`{"at", "ids"}`), small, so that
 search and the session start never read a large record (thousands of duplicates). A
 card changed after the pass (file newer than `at`) is no longer taken as stale. Cheap to
-import: json and os only.
+import: json and os only. Kept below search (and the session-start context), which read
+the stale marks; `cardmem maintain` (store/maintain, tools/maintain) writes it.
 """
 from __future__ import annotations
 
@@ -39,8 +40,7 @@ def save(root: str | os.PathLike[str], kinds: dict[str, list[dict]], at: float) 
     """Record the findings of each kind checked (others keep their record); never raises."""
     from pathlib import Path
 
-    from ..root import write_cache  # derived, rebuildable: no fsync; and root
-    # imports nothing of the index, so search -> record stays free of cycles
+    from .root import write_cache  # derived, rebuildable: no fsync
 
     data = load(root)
     for kind, found in kinds.items():
