@@ -90,6 +90,23 @@ def test_the_timing_check_can_fail() -> None:
     assert timing_figures("hosts/codex/install.py", "# SessionEnd is capped at 3 s\n") == []
 
 
+# A file of this repository named by its path: `store/index/db.py`, `docs/hosts.md`.
+NAMED_FILE = re.compile(r"(?<![\w/.])((?:store|tools|hosts|hooks|tests|bench|docs)/[\w./-]*\w\.(?:py|md))")
+
+
+def test_every_file_a_comment_names_is_there() -> None:
+    """A module moved or renamed leaves no comment, docstring or doc page pointing at its\n    old path."""
+    gone = [f"{p.relative_to(REPO)}:{line}: {name}" for p in modules()
+            for line, text in texts(p.read_text()) for name in NAMED_FILE.findall(text)
+            if not (REPO / name).exists()]
+    pages = [REPO / "README.md", REPO / "tests" / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    gone += [f"{page.relative_to(REPO)}:{i}: {name}" for page in pages
+             for i, line in enumerate(page.read_text().splitlines(), 1)
+             for name in NAMED_FILE.findall(line)
+             if not (REPO / name).exists() and not (page.parent / name).exists()]
+    assert gone == []
+
+
 def _map() -> str:
     return (REPO / "docs" / "architecture.md").read_text()
 

@@ -248,7 +248,7 @@ def relevance(table: dict, text: str,
 # --- the decision -----------------------------------------------------------------
 
 def project_of(cwd: str | None, mapping: dict[str, str]) -> str | None:
-    """The session's project as store/context.py's project_for finds it (the nearest
+    """The session's project as store/context/session.py's project_for finds it (the nearest
     folder holding `.git`, else cwd; named through [projects]), with stat calls only."""
     if not cwd:
         return None
