@@ -26,7 +26,7 @@ sees the same answers. What differs is what a store needs:
   rename leaves it and proposes the copy in its place, and a delete is refused
   (store/learning/proposals.py; a person decides with `cardmem review`).
 
-`CardMemory` holds the logic and imports nothing heavy; `memory_tool(store)` wraps it in
+`CardMemory` holds the logic and never imports anthropic; `memory_tool(store)` wraps it in
 the SDK's `BetaAbstractMemoryTool` (anthropic is imported only then), ready for
 `client.beta.messages.tool_runner(tools=[...])` or for your own loop (`.call(input)`).
 """
