@@ -90,6 +90,46 @@ def test_the_timing_check_can_fail() -> None:
     assert timing_figures("hosts/codex/install.py", "# SessionEnd is capped at 3 s\n") == []
 
 
+# Aliases that name a module by something else it is not: allowed with their reason.
+ALIASES_ALLOWED = {("cardmem.store.git.runner", "git")}  # git's runner: `git.run(...)` reads as git
+
+
+def _subsequence(short: str, long: str) -> bool:
+    it = iter(long)
+    return all(ch in it for ch in short)
+
+
+def module_aliases(path: Path) -> list[tuple[str, str]]:
+    """(module, alias) for every cardmem module this file imports under another name."""
+    package = ".".join(["cardmem", *path.relative_to(REPO).parent.parts])
+    if path.name != "__init__.py" and path.parent == REPO:
+        package = "cardmem"
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = package.split(".")[:len(package.split(".")) - (node.level - 1)] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            for a in node.names:
+                full = f"{module}.{a.name}"
+                folder = REPO.joinpath(*full.split(".")[1:])
+                if a.asname and (folder.with_suffix(".py").exists() or folder.is_dir()):
+                    out.append((full, a.asname))
+        elif isinstance(node, ast.Import):
+            out += [(a.name, a.asname) for a in node.names
+                    if a.asname and a.name.startswith("cardmem.")]
+    return out
+
+
+def test_a_module_imported_under_another_name_keeps_its_name() -> None:
+    """`freshness as anchor`, `by_address as reading`, `db as index`: a reader looks for a
+    module that does not exist. An alias may shorten the name or add to it, not replace it."""
+    renamed = [f"{p.relative_to(REPO)}: {m} as {alias}" for p in modules()
+               for m, alias in module_aliases(p)
+               if (m, alias) not in ALIASES_ALLOWED
+               and not _subsequence(alias, m.rpartition(".")[2]) and m.rpartition(".")[2] not in alias]
+    assert renamed == []
+
+
 # A file of this repository named by its path: `store/index/db.py`, `docs/hosts.md`.
 NAMED_FILE = re.compile(r"(?<![\w/.])((?:store|tools|hosts|hooks|tests|bench|docs)/[\w./-]*\w\.(?:py|md))")
 
