@@ -9,8 +9,8 @@ Two routes, chosen by `[model] route`:
 - auto (the default): api when ANTHROPIC_API_KEY is set, else claude-code when the
   `claude` binary is found, else ModelUnavailable naming both.
 
-`anthropic` costs seconds to import (bench/RESULTS.md, "Figures from comments"), so it is imported inside the functions that
-need it, never at module load.
+`anthropic` costs seconds to import (bench/RESULTS.md, "Figures from comments"), so it is
+imported inside the functions that need it, never at module load.
 """
 from __future__ import annotations
 

@@ -62,7 +62,8 @@ def write_lock(root: Path, timeout_s: float = 10.0,
 
     On POSIX this is flock(2) on .cardmem/write.lock, the same lock filelock's UnixFileLock
     takes (so the two exclude each other), without filelock's import, which was most of
-    the CPU of a CLI write or a hook (bench/RESULTS.md, "Figures from comments"). Elsewhere, filelock itself.
+    the CPU of a CLI write or a hook (bench/RESULTS.md, "Figures from comments").
+    Elsewhere, filelock itself.
     """
     lock_path = root / LOCK_FILE
     lock_path.parent.mkdir(exist_ok=True)

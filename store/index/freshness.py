@@ -1,10 +1,10 @@
 """Freshness from git: which cards may differ from the index, without a stat of each card.
 
 A walk stats every card before each search (at 10k cards most of a search's time, nearly
-all of it system calls; bench/RESULTS.md, "Figures from comments"). In a store, git already knows which files differ from HEAD, and
-`git status` can run in a separate process while the search process starts up. So the
-index keeps an *anchor* in its meta table: a commit H and a set S of card ids
-("suspects"), with the claim
+all of it system calls; bench/RESULTS.md, "Figures from comments"). In a store, git already
+knows which files differ from HEAD, and `git status` can run in a separate process while
+the search process starts up. So the index keeps an *anchor* in its meta table: a commit H
+and a set S of card ids ("suspects"), with the claim
 
     every card file outside S has the content it has in H, and the index holds it.
 

@@ -2,7 +2,8 @@
 
 Speed trick: a query's ASCII words stem here rather than through FTS5 scratch tables,
 cheaper for a one-shot search (its import included) and far cheaper per query in a
-long-lived process (bench/bench_tricks.py; bench/RESULTS.md, "Speed tricks, each against its plain alternative").
+long-lived process (bench/bench_tricks.py; bench/RESULTS.md, "Speed tricks, each against
+its plain alternative").
 
 Search stems the ASCII words of a query to match the index (tokenize='porter unicode61
 remove_diacritics 2'); asking FTS5 costs three SQL statements per new query, this costs

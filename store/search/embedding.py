@@ -57,7 +57,8 @@ def dim_of(model_stamp: str) -> int:
 def _version() -> str:
     """The installed package's version, from its .dist-info folder's name on sys.path:
     importlib.metadata (and the email parser it loads) cost a shell search more than the
-    rest of asking (bench/RESULTS.md, "A whole `cardmem search` process beside `grep -ril`"); it is asked only where no such folder is found."""
+    rest of asking (bench/RESULTS.md, "Vectors after words", the search process beside
+    grep); it is asked only where no such folder is found."""
     import sys
 
     prefix = PACKAGE.replace("-", "_") + "-"
@@ -293,7 +294,8 @@ class Embedder:
 class _Prefixes:
     """The tokenizer's prefix table (piece or piece-prefix -> piece id + 1, or 0), read
     from the cache's SQLite file a key at a time and remembered: a query touches a few
-    hundred keys, where loading all 250k of them costs more than a search (bench/RESULTS.md, "Figures from comments")."""
+    hundred keys, where loading all 250k of them costs more than a search
+    (bench/RESULTS.md, "Figures from comments")."""
 
     _MISS = object()
 

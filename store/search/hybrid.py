@@ -36,8 +36,9 @@ SIM_FLOOR = 0.4
 # unique token, a rare name), stays first (confidence.UNIQUE_DF).
 PIN_UNIQUE = True
 POOL = 20  # candidates taken from each side before fusing
-# Cards a search embeds at most (each costs the search CPU: bench/RESULTS.md, "Figures from comments"): a store new to the model is embedded
-# by `cardmem index`, the watcher or the MCP server, not by one shell search.
+# Cards a search embeds at most (each costs the search CPU: bench/RESULTS.md, "Figures from
+# comments"): a store new to the model is embedded by `cardmem index`, the watcher or the
+# MCP server, not by one shell search.
 SYNC_MAX = 50
 
 

@@ -194,9 +194,10 @@ def vocabulary(idx: Index, force: bool = False) -> str | None:
     """Materialise fts_vocab (every indexed stem, with its document count) into `terms`.
 
     Reading fts5vocab walks every doclist, longer than a whole search at 10k cards and far
-    longer at 100k (bench/RESULTS.md, "Figures from comments"), so it is not done per query. `cardmem index` builds it; a search rebuilds it only when it
-    is missing or more than a few percent of the cards changed since (a stale table
-    still corrects every word it knows; words new since then wait for the next build).
+    longer at 100k (bench/RESULTS.md, "Figures from comments"), so it is not done per
+    query. `cardmem index` builds it; a search rebuilds it only when it is missing or more
+    than a few percent of the cards changed since (a stale table still corrects every word
+    it knows; words new since then wait for the next build).
     Returns the generation the table was built at.
     """
     c = idx.conn

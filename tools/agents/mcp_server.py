@@ -7,15 +7,15 @@ Every failure a model can cause or meet (bad id, no such card, store busy, card 
 large, bad `since`) comes back as a ToolError the model can read; nothing else of the
 exception (no stack trace) leaves the server. Logs go to stderr; stdout is the wire.
 
-Start-up (bench/bench_mcp.py; bench/RESULTS.md, "Figures from comments"): importing the
-SDK is most of it, more than half of that pydantic building ~550 model classes (the protocol models of both versions in
-`mcp_types` alone are about half the import); every `mcp.*` module pays all of it, as
-`mcp/__init__.py` imports the client, server and HTTP stacks (so the low-level server is
-no cheaper). It is imported only after the store is found, with the cyclic GC paused
-(see _sdk_import_gc). Nothing is indexed at start-up: once the server is built, a
-background thread only opens the existing index and loads the search code
-(CardTools.warm) while the client's handshake runs; the first search still checks
-freshness itself, like every search.
+Start-up (bench/bench_mcp.py; bench/RESULTS.md, "Figures from comments"): importing the SDK
+is most of it, more than half of that pydantic building ~550 model classes (the protocol
+models of both versions in `mcp_types` alone are about half the import); every `mcp.*`
+module pays all of it, as `mcp/__init__.py` imports the client, server and HTTP stacks (so
+the low-level server is no cheaper). It is imported only after the store is found, with the
+cyclic GC paused (see _sdk_import_gc). Nothing is indexed at start-up: once the server is
+built, a background thread only opens the existing index and loads the search code
+(CardTools.warm) while the client's handshake runs; the first search still checks freshness
+itself, like every search.
 """
 import functools
 import gc
