@@ -8,7 +8,8 @@ adapters.py       which module speaks which host's protocol
 session_start.py  the rung-1 pile at session start, fitted to the host's cap
 prompt.py         per-prompt cards, not shown twice in a session
 pretool.py        rules at the point of action (started without site: pretool_start.py)
-learning.py       the detached learner (transcript.py, backlog.py, daily.py)
+learn.py          the learner's host side, in its detached process (the learning itself:
+                  tools/learning/)
 install.py        install/uninstall for hosts that keep hooks in a JSON file (settings.py)
 checks.py         what `cardmem doctor` checks of the installed hosts
 cli.py            `cardmem hook|install|uninstall`; rules_cli.py `cardmem rules`

@@ -14,13 +14,15 @@ from cardmem.store.git.head_file import is_repo
 from .claude_code.checks import _interpreter_ok
 from .settings import command_arg
 from .install import installed, installed_events, settings_path, spec
+from .adapters import load
+from .mcp_install import config_path, registered
+from .hook import NO_TRANSCRIPT
+from cardmem.store.rules.exports import HOSTS, refresh
 
 OTHERS = ("codex", "gemini", "cursor", "copilot")
 
 
 def check_host(host: str, store: Any, settings: Path | None = None) -> list[tuple[bool | None, str]]:
-    from .adapters import load
-
     label, path, sp = load(host).LABEL, settings_path(host, settings), spec(host)
     ours = installed(host, path)
     if not ours:
@@ -64,8 +66,6 @@ def check_host(host: str, store: Any, settings: Path | None = None) -> list[tupl
 
 def _check_server(host: str, label: str, settings: Path | None) -> list[tuple[bool | None, str]]:
     """The MCP server install registered beside the hooks: there, and able to start."""
-    from .mcp_install import config_path, registered
-
     entry = registered(host, settings=settings)
     if entry is None:
         return [(None, f"{label}: no cardmem MCP server in {config_path(host, settings=settings)}; "
@@ -79,9 +79,6 @@ def _check_server(host: str, label: str, settings: Path | None) -> list[tuple[bo
 
 def no_transcript(store: Any, host: str) -> str:
     """What doctor says when the host's last end-of-session hook named no transcript."""
-    from .adapters import load
-    from .hook import NO_TRANSCRIPT
-
     if not (Path(store.root) / ".cardmem" / NO_TRANSCRIPT.format(host)).exists():
         return ""
     return (f"{load(host).LABEL}: its end-of-session hook sends no transcript path, so "
@@ -91,8 +88,6 @@ def no_transcript(store: Any, host: str) -> str:
 def check_exports(store: Any) -> list[tuple[bool | None, str]]:
     """The exports kept current (`cardmem export`, `install HOST --export`): each written
     again now, so a rule edited by hand and not yet committed reaches it too."""
-    from cardmem.store.rules.exports import HOSTS, refresh
-
     out: list[tuple[bool | None, str]] = []
     for t, action, why in refresh(store):
         where = Path(t["folder"]) / HOSTS[t["host"]].main

@@ -1,5 +1,5 @@
-"""The hooks' commands for the cardmem CLI (entry points of the `cardmem.commands` group):
-`cardmem hook claude-code EVENT`, `cardmem install claude-code`, `cardmem uninstall claude-code`.
+"""The hosts' commands for the cardmem CLI (entry points of the `cardmem.commands` group):
+`cardmem hook EVENT --host HOST`, `cardmem install HOST`, `cardmem uninstall HOST`.
 """
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from pathlib import Path
 import click
 
 from cardmem.store.wording import plural
-from cardmem.tools.cli.options import store_value
+from cardmem.tools.cli.options import store_value, open_store
+from cardmem.store.errors import CardmemError
+# Imports inside the commands: `cardmem hook` loads the hook alone, not install's machinery.
 
 HOSTS = ["claude-code", "codex", "gemini", "cursor", "copilot"]
 HOOK_HOSTS = ["claude", "claude-code", "codex", "gemini", "cursor", "copilot"]
@@ -89,7 +91,6 @@ def install(host: str, settings: Path | None, store_path: Path | None, init_stor
     from cardmem.hosts.claude_code.install import install as do_install, rules_path
     from cardmem.store.cards import paths
     from cardmem.store.git.head_file import require_store
-    from cardmem.store.errors import CardmemError
 
     if export_to is not None and host == "claude-code":
         raise CardmemError("--export", "Claude Code loads every rule whole from its rules file "
@@ -198,7 +199,6 @@ def _export_target(host: str, settings: Path | None, export_to: str) -> tuple[Pa
     """(the folder `--export [DIR]` writes in, whether it is the host's home-wide one),
     checked before install writes anything."""
     from cardmem.hosts.install import export_folder
-    from cardmem.store.errors import CardmemError
 
     if not export_to:
         return export_folder(host, settings)
@@ -215,7 +215,6 @@ def _export_rules(host: str, folder: Path, home_wide: bool, root: Path) -> None:
     from cardmem.hosts.install import spec
     from cardmem.store.context.session import project_for
     from cardmem.store.rules.exports import HOSTS as FILES, export, remember
-    from cardmem.tools.cli.options import open_store
 
     kind = spec(host)["export"][0]
     folder.mkdir(parents=True, exist_ok=True)  # the host's own folder may not exist yet

@@ -10,12 +10,13 @@ from typing import Any, Callable
 
 from . import hooklog
 from .which_store import store_root
+from cardmem.tools.learning.session_end import learn as learn_session
+from .adapters import MODULES, load
+from cardmem.tools.learning.daily import maybe_maintain
 
 
 def learn(event: str, payload: dict[str, Any], store_path: str | None = None) -> str:
     """tools/learning/session_end.learn for this host's payload; returns the log outcome."""
-    from cardmem.tools.learning.session_end import learn as learn_session
-
     root = store_root(store_path)
     return learn_session(event, payload, root, transcript_of=_transcript_finder(payload),
                          given_up=lambda gone: log_given_up(root, gone))
@@ -23,8 +24,6 @@ def learn(event: str, payload: dict[str, Any], store_path: str | None = None) ->
 
 def _transcript_finder(payload: dict[str, Any]) -> Callable[[str], str] | None:
     """The host's transcript_of(session), if its adapter has one."""
-    from .adapters import MODULES, load
-
     host = str(payload.get("host") or "claude")
     return getattr(load(host), "transcript_of", None) if host in MODULES else None
 
@@ -45,7 +44,6 @@ def learn_logged(event: str, payload: dict[str, Any], store_path: str | None) ->
         outcome = learn(event, payload, store_path)
     except Exception as exc:  # noqa: BLE001 - logged, never raised into the host
         outcome = f"error: {type(exc).__name__}: {' '.join(str(exc).split())}"
-    from cardmem.tools.learning.daily import maybe_maintain  # at most once a day, after the learning
 
     outcome += maybe_maintain(store_root(store_path))
     hooklog.write(store_root(store_path), f"{event}/learn", started, outcome,

@@ -37,7 +37,7 @@ TYPE_CHECKING = False  # typing's own constant would cost the hook the typing mo
 if TYPE_CHECKING:
     from .event import Event
 
-CHILD_ENV = "CARDMEM_HOOK_CHILD"  # as hosts/claude_code.py: idle inside our own claude -p
+CHILD_ENV = "CARDMEM_HOOK_CHILD"  # as hosts/hook.py: idle inside our own claude -p
 SESSIONS = "pretool-sessions.json"  # in .cardmem/: session -> last relevance reminder
 MAX_TEXT = 8000  # the host shows 10,000 characters of a hook's text whole
 

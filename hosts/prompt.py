@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+# Imports inside functions: a prompt with no store, or no words to search, opens no index.
 
 SHOWN = "shown-sessions.json"
 BUDGET = 1_500  # characters per prompt: a few cards' gist, never a second session start

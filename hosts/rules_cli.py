@@ -10,6 +10,11 @@ from pathlib import Path
 import click
 
 from cardmem.tools.cli.options import emit_json, json_option, store_option
+from cardmem.store.rules import triggers
+from cardmem.store.root import StoreRoot
+from cardmem.store.rules.match import THRESHOLD, call_text, command_strings, decide, relevance
+from cardmem.store.rules.shellsplit import simple_commands
+from . import firings
 
 
 @click.group()
@@ -24,9 +29,6 @@ def rules() -> None:
 
 
 def _table(store_path: Path | None) -> tuple[str, dict]:
-    from cardmem.store.rules import triggers
-    from cardmem.store.root import StoreRoot
-
     root = str(StoreRoot.open(store_path).root)
     return root, triggers.ensure(root)[0]
 
@@ -53,10 +55,6 @@ def test_cmd(call: str, tool: str | None, as_path: bool, cwd: Path | None, as_js
         cardmem rules test --path db/migrations/0042_add_index.py
         cardmem rules test "touch x && sudo git push -f" --json
     """
-    from cardmem.store.rules.match import (THRESHOLD, call_text, command_strings, decide,
-                                          relevance)
-    from cardmem.store.rules.shellsplit import simple_commands
-
     root, table = _table(store_path)
     tool = tool or ("Edit" if as_path else "Bash")
     here = str((cwd or Path.cwd()).absolute())
@@ -102,8 +100,6 @@ def stats(days: int, as_json: bool, store_path: Path | None) -> None:
         cardmem rules stats
         cardmem rules stats --days 7 --json
     """
-    from . import firings
-
     root, table = _table(store_path)
     counts = firings.counts(root, time.time() - days * 86400)
     gov = [r["id"] for r in table["rules"] if any(k in r for k in ("bash", "paths", "tools"))]

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from cardmem.store.wording import plural
+# Imports inside functions: the SessionStart hook loads only what this start needs (with no
+# store, or an empty retry queue, less).
 
 MAX_CONTEXT = 9_500  # Claude Code shows the model at most 10,000 characters
 

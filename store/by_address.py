@@ -1,4 +1,4 @@
-"""Address-only reads, shared by rung 1, the walk, the MCP server and the CLI.
+"""Address-only reads, shared by the walk, the MCP server and the CLI.
 
 None of these rank or reorder: they return what sits at an address, in a fixed order,
 cut only by size and count caps that are reported, never silent.

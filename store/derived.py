@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-from .cards.paths import id_of_path
+from .cards.paths import id_of_path, type_from_id
 
 RULE_TYPE = "feedback"
 
@@ -112,7 +112,6 @@ def _is_rule(store: Any, cid: str) -> bool:
     has none and its folder's type is the rule type (read without YAML: a write stays
     lean)."""
     from .cards.frontmatter import split
-    from .cards.paths import type_from_id
 
     try:
         text = store.path(cid).read_bytes().decode("utf-8", "replace")

@@ -1,7 +1,9 @@
 """A store opened for reading the pile, without the card parser, the writer or git.
 
 The SessionStart hook runs as a new process before every coding session; importing
-`store.store` brings YAML, tempfile and subprocess with it (~50 ms of a ~150 ms budget).
+`store.store` brings the card parser (dataclasses, inspect, typing), the writer (tempfile,
+subprocess) and git's runner with it, a third of the hook's budget (bench/RESULTS.md,
+"Figures from comments"); YAML waits until a card is parsed, in either.
 `StoreRoot` offers what the pile reads (root, settings, state folder, card paths, and a
 scan of every card, whose parser is imported only then); `store.Store` builds on it.
 """
@@ -13,13 +15,15 @@ import time
 from functools import cached_property
 from pathlib import Path
 
-TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
+TYPE_CHECKING = False  # typing costs a search to import (bench/RESULTS.md); annotations only
 if TYPE_CHECKING:
     from typing import Any, Self
 
 from .appendlog import append
 from .cards import paths
 from .git.head_file import require_store
+# config (tomllib) and the card scan are imported where used: a hook that finds the
+# settings cached loads neither.
 
 CONFIG_FILE = "cardmem.toml"  # config.FILE; config itself imports tomllib
 
@@ -46,8 +50,9 @@ class StoreRoot:
 
     @cached_property
     def config(self) -> dict[str, dict[str, Any]]:
-        """The store's settings; parsed once per version of cardmem.toml (tomllib costs
-        ~15 ms to import), then read back from .cardmem/settings.json."""
+        """The store's settings; parsed once per version of cardmem.toml (tomllib's import
+        is dear for a hook: bench/RESULTS.md, "Figures from comments"), then read back
+        from .cardmem/settings.json."""
         try:
             st = (self.root / CONFIG_FILE).stat()
             stamp = [st.st_mtime_ns, st.st_size]

@@ -22,6 +22,9 @@ from .git.writer import Message, check_writable, commit_changes, write_lock
 if TYPE_CHECKING:
     from .progress import Progress
 
+# The derived-state step and the index are imported where used: a command that only reads
+# (show, map, log) loads neither.
+
 GITIGNORE = ".cardmem/\n"
 
 

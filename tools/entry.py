@@ -1,7 +1,8 @@
 """The `cardmem` console script: `cardmem search` without click, everything else with it.
 
 An agent host may run `cardmem search` for every prompt, so it must be a quick process
-(issue 3: 150 ms at 10k cards). Importing click alone costs ~45 ms here. This entry
+(issue 3's target: bench/RESULTS.md, "Search and index"), and importing click alone is
+a large share of it (bench/RESULTS.md, "Figures from comments"). This entry
 parses the common forms of `cardmem search` itself, starts `git status` before its own
 imports (the freshness check, store/index/freshness.py, then runs on the other CPU while Python
 loads), and prints what the click command prints. Before any of that it asks a running

@@ -1,4 +1,5 @@
-"""The one module that talks to the model (DESIGN §9): the only importer of `anthropic`.
+"""The one module that talks to the model (DESIGN §9), and so the importer of `anthropic`
+(tools/agents/memory_tool.py imports it too, only to subclass the SDK's memory tool).
 
 Two routes, chosen by `[model] route`:
 - api: the anthropic SDK; the key and base URL come from the environment
@@ -8,8 +9,8 @@ Two routes, chosen by `[model] route`:
 - auto (the default): api when ANTHROPIC_API_KEY is set, else claude-code when the
   `claude` binary is found, else ModelUnavailable naming both.
 
-`anthropic` costs ~2.6 s to import, so it is imported inside the functions that need it,
-never at module load.
+`anthropic` costs seconds to import (bench/RESULTS.md, "Figures from comments"), so it is
+imported inside the functions that need it, never at module load.
 """
 from __future__ import annotations
 

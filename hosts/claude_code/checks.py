@@ -1,5 +1,5 @@
 """`cardmem doctor`'s checks of the Claude Code installation (an entry point of the
-`cardmem.checks` group: tools/ may not import hooks/).
+`cardmem.checks` group: tools/ may not import hosts/).
 
 Each check returns (ok, line), like tools/cli/doctor.py's: whether Claude Code's settings run
 our hooks with a Python that still exists and this store, whether the rules file the
@@ -18,9 +18,11 @@ from cardmem.store.errors import CardmemError
 from cardmem.store.git.head_file import is_repo
 from cardmem.store.wording import plural
 
-from .. import hooklog
+from .. import hooklog, firings
 from ..settings import command_arg
 from .install import HOOKS, _load, _ours, default_settings
+from cardmem.store.rules.host_file import deliver
+from cardmem.store.rules import triggers
 
 RECENT_DAYS = 7
 # Outcomes in the hook log that mean memory was not loaded or not learned.
@@ -97,7 +99,6 @@ def check_rules_file(store: Any, command: str | None, settings: Path) -> list[tu
     own = command_arg(command or "", "--store")
     if own and Path(own).resolve() != Path(store.root).resolve():
         return []  # another store's file: that store's doctor checks it
-    from cardmem.store.rules.host_file import deliver
 
     d = deliver(store, Path(target), dry_run=True)
     if not d.ok:
@@ -158,10 +159,6 @@ def check_hook_log(store: Any) -> list[tuple[bool, str]]:
 def check_point_of_action(store: Any, days: int = 30) -> list[tuple[bool, str]]:
     """The trigger table (rules with applies_to, what was downgraded or is malformed) and
     what fired at tool calls in the last `days` days."""
-    from cardmem.store.rules import triggers
-
-    from .. import firings
-
     out: list[tuple[bool, str]] = []
     try:
         table, rebuilt = triggers.ensure(str(store.root))

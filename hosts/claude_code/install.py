@@ -22,6 +22,7 @@ from typing import Any
 from cardmem.store.errors import CardmemError
 
 from ..settings import command_arg, json_text, original, read_hooks_file as _load, record_path, recorded, write_back, write_file, write_record
+from cardmem.store.rules.host_file import remove
 
 MODULE = "cardmem.hosts.claude_code"
 # ... the PreToolUse hook started as a script without `site`: see hosts/pretool_start.py.
@@ -151,7 +152,6 @@ def uninstall(settings: Path | None = None) -> dict[str, Any]:
     """Remove exactly our hook entries (and the containers install created), and the rules
     file they kept (only if cardmem wrote it)."""
     path = Path(settings or default_settings()).expanduser()
-    from cardmem.store.rules.host_file import remove
 
     rules_gone = remove(installed_store(path), rules_path(path))
     if not path.exists():

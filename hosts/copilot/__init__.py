@@ -1,0 +1,1 @@
+"""GitHub Copilot CLI: its hook protocol (protocol.py) and where it keeps hooks (install.py)."""

@@ -1,0 +1,1 @@
+"""Gemini CLI: its hook protocol (protocol.py) and where it keeps hooks (install.py)."""

@@ -27,7 +27,8 @@ TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 @cache
 def _loader() -> type:
     """The YAML loader, built on first use: `cardmem new` and other writes of simple
-    cards never import yaml (30-50 ms of every CLI call and hook)."""
+    cards never import yaml (its import is a large share of a CLI call or a hook:
+    bench/RESULTS.md, "Figures from comments")."""
     import yaml
 
     class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]

@@ -37,7 +37,8 @@ HOW_TO_REACH = ("Reach them with the search tool (`cardmem search QUERY`, MCP `s
 class Pile:
     """A rendered pile: its Markdown, the card ids in it (in order) and what was cut.
 
-    (A plain class: `dataclasses` pulls in `inspect`, 15 ms of every session start.)
+    (A plain class: `dataclasses` pulls in `inspect`, which every session start would pay
+    for; bench/RESULTS.md, "Figures from comments".)
     """
 
     __slots__ = ("text", "addresses", "left_out", "budget", "notices", "delivered",

@@ -1,7 +1,8 @@
 """Recent changes for the pile, read from git: the last commits of a 14-day window.
 
-Speed trick, measured Dec 1 (bench/bench_tricks.py, a 10k-card store adopted in one
-commit): kept per HEAD and day, they cost a session start ~0.3 ms against ~77 ms from git.
+Speed trick: kept per HEAD and day, so a session start reads a file instead of running
+git (bench/bench_tricks.py; bench/RESULTS.md, "Speed tricks, each against its plain
+alternative").
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from .pile import MAP_RECENT_TITLES, RECENT_COMMITS, RECENT_DAYS, _Builder
 
 if TYPE_CHECKING:
     from ..store import Store
+
+# Imports inside functions: a session start that finds today's cache loads no git runner.
 
 RECENT_CACHE = "recent-changes.json"  # in .cardmem/: the window's commits, per HEAD and day
 _KEEP_IDS = MAP_RECENT_TITLES * 4  # card ids kept per commit (the lines show 3)

@@ -1,1 +1,2 @@
-"""git: one runner, HEAD read without git, the one write door, updates, sync."""
+"""git: one runner (and the os-only spawn the freshness check starts), what .git says
+without git, the one reader of `git status`, the one write door."""

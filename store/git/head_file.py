@@ -2,8 +2,9 @@
 (is_repo) and a store (require_store), the nearest one at or above a folder
 (enclosing_repo), HEAD's commit.
 
-Speed trick, measured Dec 1 (bench/bench_tricks.py, 10k-card store): HEAD's commit read
-here in ~0.1 ms against 3.5-8 ms for `git rev-parse HEAD`, a process on every search.
+Speed trick: HEAD's commit read from files here, not by `git rev-parse HEAD`, a process
+on every search (bench/bench_tricks.py; bench/RESULTS.md, "Speed tricks, each against its
+plain alternative").
 Only os (and the one-line error type) is imported: the search command reads HEAD before it loads anything else
 (store/index/freshness.py), and a write reads the new HEAD right after its commit
 (store/git/runner.py). store/where.py and the PreToolUse hook's match.py inline the

@@ -1,4 +1,5 @@
-"""git, run as a subprocess: ~2 ms to start, against GitPython's 160 ms import.
+"""git, run as a subprocess: cheaper to start than GitPython is to import
+(bench/RESULTS.md, "Figures from comments").
 
 Everything cardmem asks of git goes through `run` (stdout, or one error line) or `call`
 (the whole CompletedProcess, for callers that read the exit code), so errors read the

@@ -1,6 +1,7 @@
 """git started without the subprocess module, its output read later: the freshness
 check's runner (store/index/freshness.py). Only os is imported: importing subprocess
-costs a search ~6 ms, and git then runs on the other CPU while Python loads the rest.
+would cost every search (bench/RESULTS.md, "Figures from comments"), and git
+runs on the other CPU while Python loads the rest.
 Every other git call goes through runner.py.
 """
 from __future__ import annotations

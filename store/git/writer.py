@@ -13,6 +13,7 @@ import glob
 import os
 import tempfile
 import time
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,8 +46,6 @@ def _holder(lock_path: Path) -> str:
 
 def _mark_holder(fd: int) -> None:
     """Write who holds the lock into the lock file, for a writer that waits on it."""
-    import sys
-
     what = " ".join(["cardmem", *sys.argv[1:2]]) if sys.argv[1:2] else "cardmem"
     try:
         os.ftruncate(fd, 0)
@@ -62,8 +61,9 @@ def write_lock(root: Path, timeout_s: float = 10.0,
     progress.py's) is told a wait past WAIT_SAID_S, naming the holder, in seconds of timeout_s.
 
     On POSIX this is flock(2) on .cardmem/write.lock, the same lock filelock's UnixFileLock
-    takes (so the two exclude each other), without filelock's import: 40-140 ms of CPU on
-    every CLI write and hook, most of a write's cost. Elsewhere, filelock itself.
+    takes (so the two exclude each other), without filelock's import, which was most of
+    the CPU of a CLI write or a hook (bench/RESULTS.md, "Figures from comments").
+    Elsewhere, filelock itself.
     """
     lock_path = root / LOCK_FILE
     lock_path.parent.mkdir(exist_ok=True)

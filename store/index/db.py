@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
+TYPE_CHECKING = False  # typing costs a search to import (bench/RESULTS.md); annotations only
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable
 

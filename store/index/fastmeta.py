@@ -1,8 +1,8 @@
 """A fast path for the frontmatter most cards have, used when indexing many cards.
 
-PyYAML (even its C loader) builds each document through Python-level constructors:
-a five-key card parsed 0.12 ms through YAML and 0.03 ms here (3,000 parses each, Nov 30),
-so at 10k cards about a second saved per full index. Most frontmatter is a
+PyYAML (even its C loader) builds each document through Python-level constructors,
+several times slower than this reader on a five-key card: a cost a full index pays once
+per card (bench/RESULTS.md, "Figures from comments"). Most frontmatter is a
 flat run of `key: value` and `key: [a, b]` lines. `quick_meta` reads exactly that subset
 and returns None for anything else (nesting, block lists, escapes, anchors, comments
 after values, numbers, nulls, booleans...), so the caller falls back to card.parse. The

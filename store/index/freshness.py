@@ -1,10 +1,10 @@
 """Freshness from git: which cards may differ from the index, without a stat of each card.
 
-A walk stats every card before each search (10k cards: ~100 ms here, nearly all of it
-system calls). In a store, git already knows which files differ from HEAD, and
-`git status` can run in a separate process while the search process starts up. So the
-index keeps an *anchor* in its meta table: a commit H and a set S of card ids
-("suspects"), with the claim
+A walk stats every card before each search (at 10k cards most of a search's time, nearly
+all of it system calls; bench/RESULTS.md, "Figures from comments"). In a store, git already
+knows which files differ from HEAD, and `git status` can run in a separate process while
+the search process starts up. So the index keeps an *anchor* in its meta table: a commit H
+and a set S of card ids ("suspects"), with the claim
 
     every card file outside S has the content it has in H, and the index holds it.
 
@@ -37,12 +37,13 @@ from __future__ import annotations
 
 import os  # and only time at load: the search command spawns git before loading more
 import time
+import stat as statmod
 
 from ..git import status as git_status
 from ..git.head_file import head, is_repo
 from ..git.spawn import Git
 
-TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
+TYPE_CHECKING = False  # typing costs a search to import (bench/RESULTS.md); annotations only
 if TYPE_CHECKING:
     import sqlite3
     from typing import Iterable
@@ -190,8 +191,6 @@ def check_dirs(root: str, conn: sqlite3.Connection, dirs: dict[str, int],
     git status's business (tracked) or already suspects (untracked at the walk, or new
     since: returned here when they appeared). Returns (ids, folder mtimes to keep).
     """
-    import stat as statmod
-
     from .files import walk
     from ..cards.paths import id_of_path
 

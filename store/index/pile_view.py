@@ -20,6 +20,7 @@ from ..cards.status import INACTIVE, PROPOSED, is_active, status_of  # noqa: F40
 
 if TYPE_CHECKING:  # the pile reads a StoreRoot: no card parser (YAML), no writer, no cycle
     from ..root import StoreRoot
+# Imports inside functions: a session start that finds the summary current opens no Index.
 
 
 def active_rules(cards: Iterable[Any]) -> list[Any]:
@@ -166,8 +167,8 @@ def _project_cards(cards: Iterable[Any], project: str | None) -> list[Any]:
                    and c.type not in ("feedback", "user")), key=lambda c: c.id)
 
 
-# Speed trick, measured Dec 1 (bench/bench_tricks.py, 10k cards, load 8): a session's
-# holdings cost 30-38 ms with this summary against 87-132 ms recomputing the aggregates.
+# Speed trick: a session's holdings read from this summary, not recomputed from the rows
+# (bench/bench_tricks.py; bench/RESULTS.md, "Speed tricks, each against its plain alternative").
 SUMMARY = "context-summary.json"  # in .cardmem/: the index's aggregates, per generation
 SUMMARY_VERSION = 2  # of its layout: another layout is recomputed, never misread
 _FOCUS_COLS = _COLS + ", mtime_ns, size"

@@ -1,8 +1,9 @@
 """The stems SQLite FTS5's `porter` tokenizer gives, computed in Python.
 
-Speed trick, measured Dec 1 (bench/bench_tricks.py, bench/RESULTS.md): a query's ASCII
-words stem here in 15-23 us against 290-420 us through FTS5 scratch tables; a one-shot
-search pays 1.5 M instructions for it, import included, against 5.0 M (a CLI search: 175 M).
+Speed trick: a query's ASCII words stem here rather than through FTS5 scratch tables,
+cheaper for a one-shot search (its import included) and far cheaper per query in a
+long-lived process (bench/bench_tricks.py; bench/RESULTS.md, "Speed tricks, each against
+its plain alternative").
 
 Search stems the ASCII words of a query to match the index (tokenize='porter unicode61
 remove_diacritics 2'); asking FTS5 costs three SQL statements per new query, this costs

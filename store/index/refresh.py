@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import stat as statmod
-TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
+TYPE_CHECKING = False  # typing costs a search to import (bench/RESULTS.md); annotations only
 if TYPE_CHECKING:
     import sqlite3
     from pathlib import Path
@@ -84,7 +84,7 @@ class Refresher:
 
         In a store, git says which cards may have changed since the last walk and only
         those are stat-checked (store/index/freshness.py); otherwise, or with walk=True, every
-        card is. `status`: an anchor.Status started earlier, to use (and close).
+        card is. `status`: a freshness.Status started earlier, to use (and close).
         """
         try:
             return self.index.repairing(lambda: self._fresh(walk, status))
@@ -98,37 +98,37 @@ class Refresher:
         counts = self.index.repairing(lambda: self.update(wanted))
         if self.touched and self.files is None:
             # rows changed outside a walk: git must not vouch for them
-            from . import freshness as anchor
+            from . import freshness
 
-            anchor.settle(self.conn, None, None, self.touched, 0)
+            freshness.settle(self.conn, None, None, self.touched, 0)
         return counts
 
     def _fresh(self, walk: bool, status: Any) -> dict[str, int]:
-        from . import freshness as anchors  # os and time only, until git is asked
+        from . import freshness  # os and time only, until git is asked
 
         root = str(self.root)
-        if self.files is not None or not anchors.usable(root):
+        if self.files is not None or not freshness.usable(root):
             return self.update(None)
         c = self.conn
-        base = anchors.Anchor.load(c)
+        base = freshness.Anchor.load(c)
         if base is not None and base.current() and not walk:
-            status = status or anchors.Status(root)
-            found = anchors.check(root, c, self._rows(), base, status)
+            status = status or freshness.Status(root)
+            found = freshness.check(root, c, self._rows(), base, status)
             if found is not None:
                 ids, moved = found
                 counts = self.update(ids)
                 counts["unchanged"] = self._rows() - counts["added"] - counts["updated"]
-                anchors.settle(c, base, moved, self.touched, 0)
+                freshness.settle(c, base, moved, self.touched, 0)
                 return counts
         if status is None or not status.full:  # a walk anchors on a full status, read first
             if status is not None:
                 status.close()
-            status = anchors.Status(root, full=True)
+            status = freshness.Status(root, full=True)
             status.paths()
         try:
             counts = self.update(None)
-            made = anchors.after_walk(root, status, self._links or (), self._dirs)
-            anchors.settle(c, base, made, self._gone, self._rows(), since_ns=status.started_ns)
+            made = freshness.after_walk(root, status, self._links or (), self._dirs)
+            freshness.settle(c, base, made, self._gone, self._rows(), since_ns=status.started_ns)
         finally:
             status.close()
         return counts
@@ -194,8 +194,7 @@ class Refresher:
         # Few files are all read before the write lock is taken. Many (a cold index) are
         # read and written batch by batch, so memory stays bounded, in this thread: a writer
         # thread inserting one batch while this one read the next (SQLite releases the GIL)
-        # was slower even with the second core idle (Nov 30, 10k cards: 2.70 s wall against
-        # 2.31 s; under load 1.61x the bare FTS5 load against 1.44x).
+        # was slower even with the second core idle (bench/RESULTS.md, "Figures from comments").
         size = len(todo) if len(todo) < PIPELINE_MIN else BATCH
         first = read(todo[:size])
         c.execute("BEGIN IMMEDIATE")

@@ -4,7 +4,7 @@ reader when it can, the Card's own properties (YAML) when it cannot."""
 from __future__ import annotations
 
 import os
-TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
+TYPE_CHECKING = False  # typing costs a search to import (bench/RESULTS.md); annotations only
 if TYPE_CHECKING:
     from typing import Any
 
@@ -12,8 +12,8 @@ from ..cards.paths import project_key, project_of_id
 
 
 def content_hash(raw: bytes) -> str:
-    # hashlib loads OpenSSL (~6 ms, far more on a busy machine): only a refresh that
-    # found changed files hashes, so a search of a fresh index never imports it.
+    # hashlib loads OpenSSL (bench/RESULTS.md, "Figures from comments"): only a refresh
+    # that found changed files hashes, so a search of a fresh index never imports it.
     from hashlib import blake2b
 
     return blake2b(raw, digest_size=16).hexdigest()

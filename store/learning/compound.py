@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -214,8 +214,6 @@ SIGNAL_DAYS = 60  # duplicates are looked for in this many days of signal cards
 
 def _recent_signal_lines(store: Store) -> list[str]:
     """The signal lines of the last SIGNAL_DAYS day cards (by their dated ids)."""
-    from datetime import timedelta
-
     folder = store.root / "signals"
     if not folder.is_dir():
         return []

@@ -25,13 +25,14 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Iterable
 
-from ..cards import card as cardlib
+from ..cards import card as cardlib, distinct
 from ..git import runner as git
 from ..cards import paths
 from ..errors import CardmemError
 from ..cards.status import PROPOSED, status_of
 from ..store import Store
 from ..git.writer import Message
+from ..index.pile_view import catalog
 
 MERGE_KEY = "maintain_merge"  # the merge finding a change proposal is part of
 CHANGE_KEYS = ("proposes_change_to", "change_base", MERGE_KEY)  # written by cardmem only
@@ -260,8 +261,6 @@ def _ids(value: Any) -> list[str]:
 
 def proposals(store: Store) -> list[Proposal]:
     """Every card with `status: proposed`, in id order, with the commit that made it."""
-    from ..index.pile_view import catalog
-
     entries, _ = catalog(store)
     cards = []
     for e in sorted(entries, key=lambda e: e.id):
@@ -379,8 +378,6 @@ def reject(store: Store, cid: str) -> Decision:
 
 def _reject_merge(store: Store, card: cardlib.Card, merge: str,
                   lines: list[str]) -> dict[str, bytes | None]:
-    from ..cards import distinct
-
     parts = [card] + [store.read(p.id) for p in proposals(store)
                       if p.id != card.id and p.changes]
     parts = [c for c in parts if str(c.meta.get(MERGE_KEY) or "") == merge]

@@ -15,7 +15,7 @@ MAX_ENTRIES or MAX_BYTES: it then moves to `.cardmem/retry/given-up/` with the r
 for a person (and `cardmem doctor`) to see. Nothing is deleted unread.
 
 This module knows files and times only: what an excerpt means, and who retries it, is
-the hooks' business. `retry_backlog` is cheap enough for the SessionStart hook: stdlib
+the learner's business. `retry_backlog` is cheap enough for the SessionStart hook: stdlib
 only, and without `detail` just a directory listing.
 """
 from __future__ import annotations

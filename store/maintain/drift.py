@@ -11,7 +11,8 @@ What a card names is read from its `inline code` only (prose is too loose to che
   file of the checkout has it as a whole word. Generic names (builtins, brand words,
   ALL_CAPS settings that live outside the code) are not checked. One `git grep -E -w -o
   '(a|b|…)'` per checkout answers for every symbol of every card: one alternation, as
-  `-F -f` with a pattern per name runs a matcher per name (30x slower for 400 names).
+  `-F -f` with a pattern per name runs a matcher per name (far slower: bench/RESULTS.md,
+  "Figures from comments").
 Cards of projects with no known checkout (checkouts.py) are not checked, and the output
 does not pretend they were.
 """

@@ -43,6 +43,8 @@ from typing import Any, Callable
 
 from ..errors import CardmemError
 from .host_file import block, current_rules, rule_project
+from .triggers import ensure
+from ..root import write_cache
 
 BEGIN = "<!-- cardmem:begin (written by `cardmem export {host}`: edit the rule cards, not this block) -->"
 END = "<!-- cardmem:end -->"
@@ -113,8 +115,6 @@ class Result:
 
 def live_rules(store: Any, project: str | None) -> list[Rule]:
     """The store's active rules, then the project's, each with its path globs."""
-    from .triggers import ensure
-
     table, _ = ensure(str(store.root))
     globs = {e["id"]: [g for p in e.get("paths", []) for g in _unbrace(p)]
              for e in table["rules"]}
@@ -328,8 +328,6 @@ def targets(root: Any) -> list[dict[str, Any]]:
 
 
 def _save(root: Any, items: list[dict[str, Any]]) -> None:
-    from ..root import write_cache
-
     path = _targets_path(root)
     path.parent.mkdir(exist_ok=True)
     write_cache(path, json.dumps({"v": 1, "targets": items}, indent=1).encode())

@@ -57,8 +57,8 @@ def fnmatchcase(text: str, glob: str) -> bool:
     fnmatch compiles one per pattern (and imports `re`): the dearest step of a hook's
     call. A pattern whose literal ends do not fit the text cannot match, and one whose
     only wildcard is `*` (most of them) is matched by finding its literal parts in order;
-    fnmatch itself sees only the rest. (Measured Dec 1, bench/bench_tricks.py: 4 commands
-    against 10 rule globs 26 us here, 72 us through fnmatch with its cache cold.)"""
+    fnmatch itself sees only the rest (bench/bench_tricks.py; bench/RESULTS.md, "Speed
+    tricks, each against its plain alternative")."""
     head = len(glob)
     for i, ch in enumerate(glob):
         if ch in "*?[":
@@ -248,7 +248,7 @@ def relevance(table: dict, text: str,
 # --- the decision -----------------------------------------------------------------
 
 def project_of(cwd: str | None, mapping: dict[str, str]) -> str | None:
-    """The session's project as store/context.py's project_for finds it (the nearest
+    """The session's project as store/context/session.py's project_for finds it (the nearest
     folder holding `.git`, else cwd; named through [projects]), with stat calls only."""
     if not cwd:
         return None

@@ -33,11 +33,15 @@ import os
 import sys
 
 from .match import THRESHOLD  # noqa: F401 - the relevance threshold's one home
+from .match import classify, words
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
+
+# The PreToolUse hook reads the table with os and marshal only: what building it needs
+# (the card parser, git, the index's view) is imported inside the functions that build.
 
 NAME = "triggers.bin"  # in .cardmem/
 VERSION = 3  # of the layout: another one is rebuilt, never misread
@@ -207,8 +211,6 @@ def _governs(e: dict[str, Any]) -> bool:
 
 def compile_rules(root: Path, rules: list[Any], projects: dict[str, str]) -> dict[str, Any]:
     """The table for these active rules (cards with id, title, aliases, tags, project)."""
-    from .match import classify, words
-
     problems: list[str] = []
     pairs: list[tuple[dict[str, Any], Any]] = []  # (entry, card)
     enforcing: list[str] = []

@@ -8,7 +8,7 @@ import sqlite3
 from ..cards.paths import project_key
 from ..index.schema import WEIGHTS
 from .terms import Plan
-TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
+TYPE_CHECKING = False  # typing costs a search to import (bench/RESULTS.md); annotations only
 if TYPE_CHECKING:
     from typing import Any
 
@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 # --- candidates -------------------------------------------------------------------------
 
 # At most this many matching rows are ranked by bm25 in one query: FTS5 ranks every match
-# before sorting (about 1 µs a row), and a word in half of 100k cards would cost ~0.1 s.
+# before sorting, and a word in half of 100k cards would cost most of a search's time
+# (bench/RESULTS.md, "Figures from comments").
 # Past the cap the newest CAP matches are ranked. 300 rather than 500 took 12% off the
 # median search at 10k cards; of 1,195 labelled bench queries as many found their card
 # first (507), 715 in the top 10 instead of 718, and 50 changed their top result (one

@@ -17,7 +17,7 @@ in a few tens of milliseconds of CPU.
 from __future__ import annotations
 
 import os
-import _thread  # its lock alone: threading's import (~3-9 ms) waits for a load
+import _thread  # its lock alone: threading's import would wait for a load (bench/RESULTS.md)
 from pathlib import Path
 
 TYPE_CHECKING = False
@@ -56,8 +56,9 @@ def dim_of(model_stamp: str) -> int:
 
 def _version() -> str:
     """The installed package's version, from its .dist-info folder's name on sys.path:
-    importlib.metadata (and the email parser it loads) cost a shell search ~26 ms of CPU
-    (bench/RESULTS.md, issue 27); it is asked only where no such folder is found."""
+    importlib.metadata (and the email parser it loads) cost a shell search more than the
+    rest of asking (bench/RESULTS.md, "Vectors after words", the search process beside
+    grep); it is asked only where no such folder is found."""
     import sys
 
     prefix = PACKAGE.replace("-", "_") + "-"
@@ -166,9 +167,8 @@ def cached() -> bool:
 
 # numpy's BLAS (OpenBLAS) runs each product on a thread per core. Ours are small (a
 # sentence through the model, one matrix-vector product over the cards' vectors), and on
-# a busy machine those threads wait on each other: one thread against two, fused search
-# p50 at 10k cards 13.6 against 105.2 ms wall (7.2 against 45.9 ms CPU), at 100k 52.7
-# against 130.2 ms (bench/RESULTS.md, "Step 5"). The BLAS reads these when numpy loads; a user's own setting wins,
+# a busy machine those threads wait on each other: one thread is several times faster
+# (bench/RESULTS.md, "Step 5"). The BLAS reads these when numpy loads; a user's own setting wins,
 # and the variables are put back, so processes cardmem starts do not inherit them.
 BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -319,7 +319,8 @@ class Embedder:
 class _Prefixes:
     """The tokenizer's prefix table (piece or piece-prefix -> piece id + 1, or 0), read
     from the cache's SQLite file a key at a time and remembered: a query touches a few
-    hundred keys, where loading all 250k of them costs ~0.2 s of CPU."""
+    hundred keys, where loading all 250k of them costs more than a search
+    (bench/RESULTS.md, "Figures from comments")."""
 
     _MISS = object()
 

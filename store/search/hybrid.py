@@ -41,8 +41,9 @@ PIN_UNIQUE = True
 SIM_PIN = confidence.SIM_BOTH
 POOL = 20  # candidates taken from each side before fusing
 NEIGHBOURS = True  # cards in a sequence lend each other score (store/search/neighbours.py)
-# Cards a search embeds at most (~9 ms of CPU each here, bench/RESULTS.md): a store new to the model is embedded
-# by `cardmem index`, the watcher or the MCP server, not by one shell search.
+# Cards a search embeds at most (each costs the search CPU: bench/RESULTS.md, "Figures from
+# comments"): a store new to the model is embedded by `cardmem index`, the watcher or the
+# MCP server, not by one shell search.
 SYNC_MAX = 50
 
 

@@ -12,6 +12,8 @@ if TYPE_CHECKING:
 
     from ..index.db import Index
 
+# Imports inside functions: a lexical search never loads the fused search (hybrid.py) or the model.
+
 
 def search_index(idx: "Index", query: str, limit: int = 10, card_type: str | None = None,
                  project: str | None = None, semantic: bool = False) -> "Any":

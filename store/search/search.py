@@ -1,6 +1,6 @@
 """Search over the lexical index: safe queries, typo correction, ranking, confidence.
 
-Rooms: terms.py (the query's terms, corrections, the Plan), candidates.py (tiers ranked
+Its parts: terms.py (the query's terms, corrections, the Plan), candidates.py (tiers ranked
 by bm25 under caps), snippets.py (which words matched where, snippets); this module
 runs them and scores, labels and orders the results.
 
@@ -14,7 +14,7 @@ then) before the query runs.
 """
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
+TYPE_CHECKING = False  # typing costs a search to import (bench/RESULTS.md); annotations only
 if TYPE_CHECKING:
     from typing import Any
 

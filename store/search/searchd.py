@@ -1,7 +1,8 @@
 """Searches answered by a running cardmem process that already holds the model (issue 16).
 
-`cardmem search` from the shell pays ~0.35 s of CPU for the semantic layer (importing
-numpy, loading the model, its first forward pass; bench/RESULTS.md). `cardmem watch` and
+`cardmem search` from the shell pays more CPU for the semantic layer (importing numpy,
+loading the model, its first forward pass) than for everything else it does (bench/
+RESULTS.md, "Step 3: what the semantic layer costs"). `cardmem watch` and
 `cardmem mcp` keep the model loaded, so they also serve searches on a local socket
 (store/search/searchd_server.py), and `cardmem search` asks there first (ask()); on any
 failure it searches in its own process, as before. The server runs the library's own search (query.search: the

@@ -9,7 +9,7 @@ from bisect import bisect_right
 
 from ..index.schema import COLUMNS
 from .terms import Plan
-TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
+TYPE_CHECKING = False  # typing costs a search to import (bench/RESULTS.md); annotations only
 if TYPE_CHECKING:
     from typing import Any, Iterable
 
@@ -132,10 +132,11 @@ def _prepare_joined(texts: list[str], ascii_terms: bool = False) -> str:
     Folding is per character, and so is lowercasing once folded (U+0130, the one letter
     whose lowercase is longer, folds to I; Greek final sigma, the one rule with context,
     stops at a newline as at the end of a text), so it is done on the whole. When every
-    term is ASCII only ASCII letters need lowering (no other letter lowercases to ASCII
-    but the Kelvin sign, and case changes no letter's class, so the words and word starts
-    the term regexes see are the same): bytes.lower() does that at memcpy speed, where
-    str.lower() and the accent scan together cost ~25 ns a character on non-ASCII text.
+    term is ASCII only ASCII letters need lowering (no other letter lowercases to ASCII but
+    the Kelvin sign, and case changes no letter's class, so the words and word starts the
+    term regexes see are the same): bytes.lower() does that at memcpy speed, far below what
+    str.lower() and the accent scan cost a character (bench/RESULTS.md, "Figures from
+    comments").
     """
     joined = "\n".join(texts)
     if joined.isascii():

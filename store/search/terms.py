@@ -11,7 +11,7 @@ import sqlite3
 
 from ..index import porter
 from ..index.schema import TOKENIZE
-TYPE_CHECKING = False  # typing costs a search ~5 ms to import; annotations only
+TYPE_CHECKING = False  # typing costs a search to import (bench/RESULTS.md); annotations only
 if TYPE_CHECKING:
     from ..index.db import Index
 
@@ -43,7 +43,7 @@ _READY: dict[int, sqlite3.Connection] = {}  # connections that have them (held: 
 # its chunks' tokens in order; they depend on the tokenizer only, never on the index, so
 # nothing here goes stale. A long-lived process (MCP server) asks about the same words
 # again and again: a repeated non-ASCII chunk costs no statement, an ASCII one no stemming
-# (measured Dec 1, bench/bench_tricks.py: a repeated Russian query 3 us against 114 us).
+# (bench/bench_tricks.py; bench/RESULTS.md, "Speed tricks, each against its plain alternative").
 _TOKENS: dict[str, tuple[tuple[str, str], ...]] = {}
 _TOKENS_MAX, _CHUNK_MAX = 4096, 64  # entries kept; longer chunks are tokenized, not kept
 # Non-ASCII chunks new to the cache are tokenized together, one per column of a scratch row
@@ -193,10 +193,11 @@ def max_edits(word: str) -> int:
 def vocabulary(idx: Index, force: bool = False) -> str | None:
     """Materialise fts_vocab (every indexed stem, with its document count) into `terms`.
 
-    Reading fts5vocab walks every doclist: ~0.2 s at 10k cards, seconds at 100k, so it
-    is not done per query. `cardmem index` builds it; a search rebuilds it only when it
-    is missing or more than a few percent of the cards changed since (a stale table
-    still corrects every word it knows; words new since then wait for the next build).
+    Reading fts5vocab walks every doclist, longer than a whole search at 10k cards and far
+    longer at 100k (bench/RESULTS.md, "Figures from comments"), so it is not done per
+    query. `cardmem index` builds it; a search rebuilds it only when it is missing or more
+    than a few percent of the cards changed since (a stale table still corrects every word
+    it knows; words new since then wait for the next build).
     Returns the generation the table was built at.
     """
     c = idx.conn

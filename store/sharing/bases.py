@@ -17,6 +17,7 @@ import json
 import os
 import re
 import time
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,9 @@ from typing import TYPE_CHECKING, Any
 from ..git.head_file import is_repo
 from ..cards import paths
 from ..errors import CardmemError, NotFound
-from ..git.writer import atomic_write, write_lock
+from ..git.writer import atomic_write, write_lock, check_writable
+from ..search.query import search_index
+from .updates import update_repo, rollback_repo
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -142,8 +145,6 @@ def attach(store: "Store", name: str, path: Path | str) -> Base:
 
 def detach(store: "Store", name: str) -> Base:
     """Forget a base and drop its index; its folder is not touched."""
-    import shutil
-
     with _lock(store):
         bases = load(store)
         if name not in bases:
@@ -273,7 +274,6 @@ def search_base(store: "Store", name: str, query: str, limit: int = 10,
     base = get(store, name)
     _check_present(base)
     warnings: list[str] = []
-    from ..search.query import search_index
 
     with index_of(store, base, warnings) as idx:
         idx.refresh()
@@ -306,7 +306,6 @@ def _git_base(store: "Store", name: str) -> Base:
     if not base.is_git:
         raise CardmemError(f"base {name}", f"{base.path} is a plain folder, not a git clone; "
                                            "there is nothing to update from")
-    from ..git.writer import check_writable
 
     check_writable(base.path)  # a stale index.lock, a detached HEAD
     return base
@@ -314,8 +313,6 @@ def _git_base(store: "Store", name: str) -> Base:
 
 def update_base(store: "Store", name: str, remote: str | None = None):
     """Fast-forward a git-clone base from its upstream (never forced), then re-index it."""
-    from .updates import update_repo
-
     base = _git_base(store, name)
     with _lock(store):
         return update_repo(base.path, state_dir(store, name), remote, force=False,
@@ -325,8 +322,6 @@ def update_base(store: "Store", name: str, remote: str | None = None):
 
 def rollback_base(store: "Store", name: str, to: str | None = None):
     """Return a git-clone base to its head before its last update (or to `to`)."""
-    from .updates import rollback_repo
-
     base = _git_base(store, name)
     with _lock(store):
         return rollback_repo(base.path, state_dir(store, name), to,

@@ -25,6 +25,7 @@ from ..git import runner as git
 from ..git import status as git_status
 from ..errors import CardmemError
 from ..git.head_file import require_store
+from ..git.writer import check_writable, write_lock
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -302,8 +303,6 @@ def refresh_index(store: "Store") -> None:
 @contextmanager
 def _locked(store: "Store") -> Iterator[None]:
     """The store's write lock; git's own state is checked under it, as every writer does."""
-    from ..git.writer import check_writable, write_lock
-
     require_store(store.root)
     with write_lock(store.root, store.lock_timeout()):
         check_writable(store.root)

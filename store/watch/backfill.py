@@ -5,8 +5,9 @@ The indexer pokes it after each batch; it then runs the store's background embed
 committed, at a low CPU priority, then whatever the index gains until it has been quiet
 for LINGER_S) and waits for it on a thread that only waits. A process,
 not a thread of the watcher: the model's tokenizer is pure Python, and sharing the GIL
-with it made each of the indexer's SQLite calls wait its turn (a save's p95 396 ms against
-239 ms without the model, bench/RESULTS.md, issue 27). So a save or a checkout is never
+with it made each of the indexer's SQLite calls wait its turn (a save's p95 half as long
+again: bench/RESULTS.md, "`cardmem watch`: a save and a 1,000-file checkout while the
+vectors catch up"). So a save or a checkout is never
 applied behind the model, and while vectors catch up searches find the cards they have
 not reached by their words.
 """

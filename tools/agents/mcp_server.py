@@ -1,20 +1,21 @@
 """`cardmem mcp`: the store as an MCP server on stdio (official `mcp` SDK).
 
 Thin by design: each tool checks its arguments, calls the same store function the CLI
-and the walk use (store.reading, store.index, Store.remember), and hands back JSON.
+and the walk use (the reads by address in store/by_address.py, the search in
+store/search/query.py, agents' `remember` in tools/agents/remember.py), and hands back JSON.
 Every failure a model can cause or meet (bad id, no such card, store busy, card too
 large, bad `since`) comes back as a ToolError the model can read; nothing else of the
 exception (no stack trace) leaves the server. Logs go to stderr; stdout is the wire.
 
-Start-up (bench/bench_mcp.py): importing the SDK is most of it, ~1.2-1.4 s here, more than
-half of it pydantic building ~550 model classes (the protocol models of both versions in
-`mcp_types` alone are about half the import); every `mcp.*` module pays all of it, as
-`mcp/__init__.py` imports the client, server and HTTP stacks (so the low-level server is
-no cheaper). It is imported only after the store is found, with the cyclic GC paused
-(see _sdk_import_gc). Nothing is indexed at start-up: once the server is built, a
-background thread only opens the existing index and loads the search code
-(CardTools.warm) while the client's handshake runs; the first search still checks
-freshness itself, like every search.
+Start-up (bench/bench_mcp.py; bench/RESULTS.md, "Figures from comments"): importing the SDK
+is most of it, more than half of that pydantic building ~550 model classes (the protocol
+models of both versions in `mcp_types` alone are about half the import); every `mcp.*`
+module pays all of it, as `mcp/__init__.py` imports the client, server and HTTP stacks (so
+the low-level server is no cheaper). It is imported only after the store is found, with the
+cyclic GC paused (see _sdk_import_gc). Nothing is indexed at start-up: once the server is
+built, a background thread only opens the existing index and loads the search code
+(CardTools.warm) while the client's handshake runs; the first search still checks freshness
+itself, like every search.
 """
 import functools
 import gc
@@ -26,11 +27,11 @@ import threading
 import time
 from pathlib import Path
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, TypeVar, Annotated
 
 import click
 
-from cardmem.store.errors import CardmemError
+from cardmem.store.errors import CardmemError, NotFound
 from cardmem.store.root import SEARCH_READS
 from cardmem.tools.cli.options import open_store, store_option
 
@@ -107,12 +108,12 @@ class CardTools:
         """
         started = time.perf_counter()
         try:
-            from cardmem.store.index import db as index
+            from cardmem.store.index.db import Index
 
             importlib.import_module("cardmem.store.search.search")  # the query code, loaded now
 
             with self._search_lock:
-                idx = index.Index(self.store)
+                idx = Index(self.store)
                 if self._index is not None:
                     return
                 if not idx.db_path.exists():
@@ -152,7 +153,7 @@ class CardTools:
                       project: str | None) -> Any:
         """The store's search (a SearchResult), over the kept-open index, one at a time:
         the search tool's, and the shell's through the search socket (store/search/searchd.py)."""
-        from cardmem.store.index import db as index  # lazy: the first search also refreshes the index
+        from cardmem.store.index.db import Index  # lazy: the first search also refreshes the index
         from cardmem.store.search import embedding
         from cardmem.store.search.query import search, search_index
 
@@ -162,7 +163,7 @@ class CardTools:
         embedding.BACKGROUND = True
         with self._search_lock:
             if self._index is None:
-                self._index = index.Index(self.store)  # kept open across searches
+                self._index = Index(self.store)  # kept open across searches
             if not self._follow:
                 # search refreshes first: git's word on what changed, then a stat of it
                 return search(self.store, query, limit=limit, card_type=card_type,
@@ -214,7 +215,6 @@ class CardTools:
                 self._backfill = None
 
     def read_card(self, id: str, base: str | None = None) -> dict[str, Any]:
-        from cardmem.store.errors import NotFound
         from cardmem.store.by_address import CARD_CHARS, read_card
 
         if base:
@@ -259,7 +259,6 @@ def build_server(store: "Store", warm: bool = False,
     """
     # No `from __future__ import annotations` in this module: the SDK reads these
     # tools' annotations as objects, and the aliases below are local to this function.
-    from typing import Annotated
 
     from mcp.server.mcpserver import MCPServer
     from mcp_types import ToolAnnotations

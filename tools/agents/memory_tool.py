@@ -26,7 +26,7 @@ sees the same answers. What differs is what a store needs:
   rename leaves it and proposes the copy in its place, and a delete is refused
   (store/learning/proposals.py; a person decides with `cardmem review`).
 
-`CardMemory` holds the logic and imports nothing heavy; `memory_tool(store)` wraps it in
+`CardMemory` holds the logic and never imports anthropic; `memory_tool(store)` wraps it in
 the SDK's `BetaAbstractMemoryTool` (anthropic is imported only then), ready for
 `client.beta.messages.tool_runner(tools=[...])` or for your own loop (`.call(input)`).
 """
@@ -40,6 +40,9 @@ from cardmem.store.errors import CardmemError
 from cardmem.store.git.writer import Message
 
 from .memory_folder import FOLDER, LINE_NUMBER_WIDTH, ROOT, MemoryFolder, MemoryToolError
+from cardmem.tools.secrets.redact import screen
+from cardmem.store.learning.proposals import guard, live_rule_text, mark_proposed
+from cardmem.store.cards import card as cardlib
 
 if TYPE_CHECKING:
     from cardmem.store.store import Store
@@ -74,8 +77,6 @@ class CardMemory(MemoryFolder):
         return data
 
     def _redact(self, text: str) -> tuple[str, int]:
-        from cardmem.tools.secrets.redact import screen
-
         out, counts = screen([text])
         return out[0] or "", sum(counts.values())
 
@@ -95,7 +96,6 @@ class CardMemory(MemoryFolder):
         text, redacted = self._redact(file_text)
         data = self._check_size(path, text)
 
-        from cardmem.store.learning.proposals import guard
 
         write = guard(self.store, cid, None, data.decode("utf-8"), self.proposed_by)
 
@@ -112,8 +112,6 @@ class CardMemory(MemoryFolder):
 
     def _edit(self, path: str, edit: Callable[[str], str], subject: str, line: str) -> Any:
         """Apply edit to a file; a protected card's edit becomes a proposal (returned)."""
-        from cardmem.store.learning.proposals import guard
-
         cid, rel, full = self._file(path)
         done: list[Any] = []
         message = Message(f"memory: {subject} {cid}", [f"{cid}  {line}"], SOURCE, self.session)
@@ -270,8 +268,6 @@ class CardMemory(MemoryFolder):
             rels = self._files_under(old_full) if is_dir else [old_rel]
             if not is_dir and (text := self._rule_text(old_rel)) is not None:
                 # A rule stays where it is; its copy at the new path proposes to replace it.
-                from cardmem.store.cards import card as cardlib
-                from cardmem.store.learning.proposals import mark_proposed
 
                 proposed[:] = [new_rel[:-3]]
                 message.subject = f"memory: propose {new_rel[:-3]} in place of {old_rel[:-3]}"
@@ -306,8 +302,6 @@ class CardMemory(MemoryFolder):
         return f"Successfully renamed {old_path} to {new_path}"
 
     def _rule_text(self, rel: str) -> str | None:
-        from cardmem.store.learning.proposals import live_rule_text
-
         return live_rule_text(self.store, rel[:-3]) if rel.endswith(".md") else None
 
     def _refuse_rules(self, rels: list[str], verb: str) -> None:

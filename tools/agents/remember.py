@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from cardmem.store.store import Store
+from cardmem.tools.secrets.redact import screen
+from cardmem.store.learning.proposals import protected_types, propose_remember
 
 TITLE_MAX_CHARS = 200
 BODY_MAX_CHARS = 16_000  # one remembered note; a card read back is capped at 8,000
@@ -20,8 +22,6 @@ BODY_MAX_CHARS = 16_000  # one remembered note; a card read back is capped at 8,
 def remember(store: Store, title: str, body: str, type: str = "reference",
              project: str | None = None, *, by: str) -> dict[str, Any]:
     """File a memory as agent `by` (the commits' source and the proposals' author)."""
-    from cardmem.tools.secrets.redact import screen
-
     title = (title or "").strip()
     if not title:
         raise ValueError("title: is empty; give the memory a short title")
@@ -36,7 +36,6 @@ def remember(store: Store, title: str, body: str, type: str = "reference",
     # Secrets never reach a card (nor git history): redact before anything is written.
     (title, body), redacted = screen([title, body])
     out: dict[str, Any]
-    from cardmem.store.learning.proposals import protected_types
 
     protected = protected_types(store)
     found = store.titled(title)
@@ -57,8 +56,6 @@ def remember(store: Store, title: str, body: str, type: str = "reference",
 
 def _propose(store: Store, title: str, body: str, type: str, project: str | None, by: str,
              target: str | None = None) -> dict[str, Any]:
-    from cardmem.store.learning.proposals import propose_remember
-
     w = propose_remember(store, title, body, card_type=type, project=project,
                          proposed_by=by, source=by, target=target)
     what = f"a change to {w.target}" if w.target else "a new card"

@@ -105,7 +105,8 @@ def ask(store: Store, question: str, asker: str | None = None, *, limits: Limits
             answer.outcome, answer.reason = "unavailable", exc.why
             raise
         # The deadline clocks the answer, not process start-up: the first client of a
-        # process pays the SDK's ~2.6 s import, recorded here on its own.
+        # process pays the SDK's import (seconds: bench/RESULTS.md, "Figures from comments"),
+        # recorded here on its own.
         setup_s, t0 = round(clock() - t0, 3), clock()
         from cardmem.store.context import question_context
 

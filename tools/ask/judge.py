@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import subprocess
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -171,7 +172,6 @@ def later(store: Store, receipt_id: str) -> bool:
     """
     if not store.config.get("judge", {}).get("auto"):
         return False
-    import subprocess
 
     try:
         subprocess.Popen([sys.executable, "-m", "cardmem.tools.ask.judge", str(store.root), receipt_id],

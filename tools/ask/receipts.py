@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from collections import Counter
 
 from cardmem.store import appendlog
 from cardmem.store.errors import CardmemError, NotFound
@@ -147,8 +148,6 @@ def _reason(verdict: dict[str, Any]) -> list[str]:
 def stats(recs: list[dict[str, Any]], top: int = 5) -> dict[str, Any]:
     """Outcomes, floors and the judge's verdicts over receipts (a receipt judged more
     than once counts by its newest verdict)."""
-    from collections import Counter
-
     outcomes = Counter(str(r.get("outcome", "?")) for r in recs)
     floors = Counter(str(f.get("floor")) for r in recs for f in r.get("floors") or []
                      if isinstance(f, dict))

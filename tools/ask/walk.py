@@ -1,7 +1,7 @@
 """Rung 2, the walk (DESIGN §5): a manual tool-use loop with floors, not filters.
 
 The model may reach back into memory through three address-only tools, each delegating
-to the same store functions rung 1 uses, with the same caps. Code only meters cost:
+to the same store functions the MCP server uses, with the same caps. Code only meters cost:
 
 - at most `max_tool_calls` tool calls per answer; every tool_use block the model sends is
   charged (unknown names and bad inputs too, so a confused model cannot loop for free);
@@ -17,7 +17,7 @@ to the same store functions rung 1 uses, with the same caps. Code only meters co
 
 The SDK's own retries are off (max_retries=0); this loop retries 429/529/5xx/timeouts/
 dropped connections itself, a bounded number of times and only while time is left.
-`anthropic` is never imported here (tools/model.py is its only importer): its errors are
+`anthropic` is never imported here (tools/model.py talks to the model): its errors are
 recognised by class name.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Calls under a wall clock, and which Messages API errors are worth another try.
 
-`anthropic` is never imported here (tools/model.py is its only importer): its errors
+`anthropic` is never imported here (tools/model.py talks to the model): its errors
 are recognised by class name.
 """
 from __future__ import annotations

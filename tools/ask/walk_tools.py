@@ -1,7 +1,8 @@
 """The walk's three address-only tools (DESIGN §5): their schemas and thin runners.
 
-Each delegates to store/by_address.py, the same reads rung 1 uses with the same
-caps; the loop that offers them to the model and meters their cost is tools/ask/walk.py.
+Each delegates to store/by_address.py, the same reads the MCP server and the CLI use,
+with the same caps; the loop that offers them to the model and meters their cost is
+tools/ask/walk.py.
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from cardmem.store import by_address as reading
+from cardmem.store import by_address
 from cardmem.store.errors import CardmemError
 from cardmem.store.store import Store
 
@@ -40,11 +41,11 @@ def _tool_read_card(store: Store, inp: dict[str, Any]) -> Any:
     cid = inp.get("id")
     if not isinstance(cid, str):
         raise CardmemError("read_card", 'needs {"id": "<card id>"} with a string id')
-    return reading.read_card(store, cid)
+    return by_address.read_card(store, cid)
 
 
 def _tool_memory_map(store: Store, inp: dict[str, Any]) -> Any:
-    return reading.memory_map(store).as_dict()
+    return by_address.memory_map(store).as_dict()
 
 
 def _tool_list_recent(store: Store, inp: dict[str, Any]) -> Any:
@@ -53,7 +54,7 @@ def _tool_list_recent(store: Store, inp: dict[str, Any]) -> Any:
         raise CardmemError("list_recent", "type must be a string (or omitted)")
     if since is not None and not isinstance(since, str):
         raise CardmemError("list_recent", "since must be a string like 7d (or omitted)")
-    return {"changes": reading.list_recent(store, card_type or None, since or None)}
+    return {"changes": by_address.list_recent(store, card_type or None, since or None)}
 
 
 RUNNERS: dict[str, Callable[[Store, dict[str, Any]], Any]] = {

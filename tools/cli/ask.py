@@ -15,6 +15,11 @@ import click
 from cardmem.store.errors import CardmemError
 
 from .options import emit_json, json_option, open_store, since_option, store_option
+from .. import model
+from ..ask.answer import ask as run_ask
+from ..ask import receipts as rc
+from ..ask.receipt_stats import chart, since, distribution
+from cardmem.store.by_address import parse_since
 
 NO_ANSWER_EXIT = 3
 UNGRADED_EXIT = 4
@@ -40,8 +45,6 @@ def ask(question: str, asker: str | None, progress: bool | None, as_json: bool,
         cardmem ask "Who approves a billing migration?" --asker @priya
         cardmem ask "Where is the staging DB?" --json --progress
     """
-    from .. import model
-    from ..ask.answer import ask as run_ask
     from ..ask.judge import later
 
     store = open_store(store_path)
@@ -108,19 +111,12 @@ def receipts(n: int, last: int | None, show_stats: bool, since_: str | None, as_
         cardmem receipts --stats --since 7d
     """
     n = last or n
-    from ..ask import receipts as rc
 
     store = open_store(store_path)
     recs = list(rc.iter_all(store))
     if since_ is not None:
-        from cardmem.store.by_address import parse_since
-
-        from ..ask.receipt_stats import since
-
         recs = since(recs, parse_since(since_))
     if show_stats:
-        from ..ask.receipt_stats import distribution
-
         _print_stats(rc.stats(recs), distribution(recs), as_json)
         return
     recs = recs[-n:]
@@ -167,8 +163,6 @@ def _print_stats(st: dict, dist: dict, as_json: bool) -> None:
 
 
 def _print_distribution(d: dict) -> None:
-    from ..ask.receipt_stats import chart
-
     def row(name: str, p: dict, fmt: str = "{:.2f}", unit: str = " s") -> None:
         if p["n"]:
             f = lambda x: fmt.format(x) + unit  # noqa: E731
@@ -214,7 +208,6 @@ def judge(receipt_id: str, rule_only: bool, as_json: bool, store_path: Path | No
         cardmem judge last
         cardmem judge 20261130T061200Z-a1b2c3 --rule-only --json
     """
-    from ..ask import receipts as rc
     from ..ask.judge import judge as run_judge, keep
 
     store = open_store(store_path)

@@ -15,6 +15,10 @@ from cardmem.store.wording import plural
 from cardmem.tools.cli.terminal import complete_id
 from cardmem.tools.cli.options import (AGENT_ENV, emit_json, given_path, json_option,
                                        open_store, store_option, type_option)
+from cardmem.store.cards.paths import project_key, default_store, id_of_path, check_new_id
+from cardmem.store.errors import BadId, CardmemError, NotFound
+from cardmem.store.cards import paths
+# Imports inside the commands: each card command (a `cardmem new` per write) loads only its own.
 
 
 def read_body(body: str | None, piped: bool = False) -> str:
@@ -74,9 +78,6 @@ def _meta(tags: str | None, aliases: str | None) -> dict[str, list[str]]:
 def _project_id(card_id: str, project: str) -> str:
     """The one placement rule for --project (remember's): the card lives in
     projects/<slug>/. A bare name goes there; an id elsewhere is refused with that one."""
-    from cardmem.store.cards.paths import project_key
-    from cardmem.store.errors import BadId
-
     folder = f"projects/{project_key(project)}/"
     if "/" not in card_id:
         return folder + card_id
@@ -111,7 +112,6 @@ def init(path: str | None, as_json: bool, store_path: Path | None) -> None:
         cardmem init ~/notes
         cardmem --store ~/notes init --json
     """
-    from cardmem.store.cards.paths import default_store, id_of_path
     from cardmem.store.store import init_store
 
     root = given_path(path, "init PATH") if path is not None else store_path
@@ -139,8 +139,6 @@ def where(as_json: bool, store_path: Path | None) -> None:
         cardmem where
         cd "$(cardmem where)" && git log
     """
-    from cardmem.store.cards.paths import default_store
-
     where_to = (store_path or default_store()).expanduser().absolute()
     exists = (where_to / "cardmem.toml").is_file()
     if as_json:
@@ -175,8 +173,6 @@ def new(card_id: str, title: str | None, card_type: str | None, project: str | N
         cardmem new reference/deploy --title "Deploy" --body "make deploy"
         cardmem new deploy --project acme-api --tags ci,release --body "make deploy"
     """
-    from cardmem.store.cards.paths import check_new_id
-
     cid = check_new_id(_project_id(card_id, project) if project else card_id)
     store = open_store(store_path)
     title, description, text, tags, aliases = screen_secrets(
@@ -224,7 +220,6 @@ def remember(title: str, card_type: str, project: str | None, tags: str | None,
         cardmem remember "Deploy steps" --body "make deploy, then check the dashboard"
         echo "staging DB is db2" | cardmem remember "Staging" --tags infra
     """
-    from cardmem.store.errors import CardmemError
     from cardmem.store.store import utf8
 
     utf8(title, "title")
@@ -276,9 +271,6 @@ def show(card_id: str, as_json: bool, store_path: Path | None) -> None:
         cardmem show "Deploy steps"
         cardmem show reference/deploy --json
     """
-    from cardmem.store.cards import paths
-    from cardmem.store.errors import NotFound
-
     store = open_store(store_path)
     try:
         text, problem = store.read_raw(card_id)
@@ -307,7 +299,6 @@ def _by_name(store, name: str) -> str:
     titles that come close (did you mean)."""
     import difflib
 
-    from cardmem.store.errors import CardmemError, NotFound
     from cardmem.store.index.db import Index
 
     found = store.titled(name)
@@ -363,8 +354,6 @@ def log(card_id: str | None, limit: int | None, as_json: bool, store_path: Path 
     store = open_store(store_path)
     commits = store.log(card_id, limit=limit)
     if card_id is not None and not commits and not store.exists(card_id):
-        from cardmem.store.errors import NotFound
-
         raise NotFound(f"card {card_id}", "no such card, and none ever had that id")
     if as_json:
         emit_json([c.as_dict() for c in commits])

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from cardmem.tools.cli.options import emit_json, json_option, open_store, store_option
+from cardmem.store.context import session_context
 
 
 @click.command()
@@ -25,8 +26,6 @@ def context(project: str | None, budget: int | None, as_json: bool,
         cardmem context --project acme-api
         cardmem context --budget 4000 --json
     """
-    from cardmem.store.context import session_context
-
     store = open_store(store_path)
     pile = session_context(store, project=project, cwd=os.getcwd(), budget=budget)
     store.note_reads(pile.whole())

@@ -10,6 +10,8 @@ import tempfile
 from pathlib import Path
 
 import click
+from cardmem.store.store import init
+from .progress import model_note
 
 
 def example_store() -> Path:
@@ -30,7 +32,6 @@ def _step(title: str, *args: str, store: Path) -> None:
     click.secho(f"\n$ cardmem {shlex.join(args)}", bold=True)  # pasteable as shown
     click.secho(f"  # {title}", dim=True)
     if args[0] == "search":  # the child's stderr is captured: say a first model load here
-        from .progress import model_note
 
         model_note()
     proc = subprocess.run([sys.executable, "-m", "cardmem.tools.cli", *args, "--store", str(store)],
@@ -73,8 +74,6 @@ def demo(cards: Path, keep: bool) -> None:
         cardmem demo
         cardmem demo --keep
     """
-    from cardmem.store.store import init
-
     tmp = Path(tempfile.mkdtemp(prefix="cardmem-demo-"))
     root = tmp / "store"
     try:

@@ -3,9 +3,11 @@
 Each check returns (ok, line). A failing check says what to do, like every error here.
 """
 from __future__ import annotations
+import time
 
 from pathlib import Path
 from typing import Callable
+from collections import Counter
 
 import click
 
@@ -18,6 +20,14 @@ from cardmem.store.store import Store
 
 from .options import emit_json, json_option, open_store, store_option
 from cardmem.store.wording import plural
+from cardmem.store.git.writer import recover, write_lock
+from cardmem.store.index.db import Index
+from cardmem.store.learning.retry import retry_backlog
+from cardmem.store.learning.spool import SPOOL
+from .. import model
+from cardmem.tools.secrets.redact import secret_kinds
+from cardmem.store import maintain_record as record
+from .progress import bar
 
 Check = Callable[[Store], list[tuple[bool, str]]]
 
@@ -53,8 +63,6 @@ def check_identity(store: Store) -> list[tuple[bool | None, str]]:
 def check_interrupted(store: Store) -> list[tuple[bool, str]]:
     """A writer killed between `git add` and its commit: unstage what it left staged
     (the writer's own recovery, run now rather than at the next write)."""
-    from cardmem.store.git.writer import recover, write_lock
-
     try:
         with write_lock(store.root, timeout_s=2.0):
             staged = recover(store.root)
@@ -84,8 +92,6 @@ def check_cards(store: Store) -> list[tuple[bool, str]]:
 
 def check_index(store: Store) -> list[tuple[bool, str]]:
     """The index: readable, whole (FTS5's own integrity check) and up to date."""
-    from cardmem.store.index.db import Index
-
     idx = Index.open(store)
     try:
         wrong = idx.verify(deep=True)
@@ -105,8 +111,6 @@ BACKLOG_STALE_S = 24 * 3600
 
 def check_backlog(store: Store) -> list[tuple[bool, str]]:
     """The retry queue: sessions whose extraction failed, waiting or given up."""
-    from cardmem.store.learning.retry import retry_backlog
-
     b = retry_backlog(store.root, detail=True)
     error = f" (last error: {b['last_error']})" if b["last_error"] else ""
     out = []
@@ -132,10 +136,6 @@ def check_backlog(store: Store) -> list[tuple[bool, str]]:
 def _spool(store: Store) -> list[tuple[bool, str]]:
     """Signals extracted while the store was busy wait in the spool for the next filing;
     a spool file older than a day means no hook has filed since."""
-    import time
-
-    from cardmem.store.learning.spool import SPOOL
-
     try:
         files = [p for p in (store.state_dir / SPOOL).iterdir() if p.suffix == ".json"]
     except OSError:
@@ -161,8 +161,6 @@ def check_model(store: Store) -> list[tuple[bool | None, str]]:
     route at all the store is still healthy (only learning, ask and judge need a model),
     so that is a warning (sessions are not learned from); a route asked for by name that
     cannot work is a problem."""
-    from .. import model
-
     try:
         settings = model.settings(store.config.get("model"))
     except model.ModelError as exc:
@@ -188,8 +186,6 @@ def _plugin_checks() -> list[Check]:
 
 def check_secrets(store: Store) -> list[tuple[bool, str]]:
     """Cards that hold a secret: their ids and the kinds, never the values."""
-    from cardmem.tools.secrets.redact import secret_kinds
-
     cards, _ = store.scan()
     found = [(c.id, kinds) for c in cards if (kinds := secret_kinds(c.text))]
     if not found:
@@ -201,16 +197,11 @@ def check_secrets(store: Store) -> list[tuple[bool, str]]:
 def check_maintain(store: Store) -> list[tuple[bool | None, str]]:
     """Open findings of the last `cardmem maintain` (or the Stop hook's daily pass): a
     warning to look at, not a failure; never run is only said."""
-    from collections import Counter
-
-    from cardmem.store import maintain_record as record
-
     kinds = record.load(store.root)
     at = record.checked_at(store.root)
     if at is None:
         return [(True, "maintain: never run (`cardmem maintain` finds broken links, "
                        "duplicates, contradictions, drift and stale cards)")]
-    import time
 
     n = Counter({k: len(v.get("findings") or ()) for k, v in kinds.items()})
     when = f"checked {_age(time.time() - at)} ago"
@@ -257,8 +248,6 @@ def doctor(store_path: Path | None, as_json: bool) -> None:
         cardmem doctor
         cardmem doctor --json
     """
-    from .progress import bar
-
     with bar(as_json) as progress:  # done before the first line is printed
         results = run_checks(open_store(store_path), progress)
     # ok is True, False (a problem: exit 1) or None (a warning: worth a look, no failure)

@@ -7,6 +7,8 @@ import click
 
 from cardmem.store.errors import CardmemError
 from cardmem.tools.cli.options import emit_json, json_option, open_store, store_option
+from cardmem.store.context.session import project_for
+from cardmem.store.rules.exports import HOSTS as FILES, export as run, remember
 
 HOSTS = ("agents-md", "gemini-md", "cursor-rules", "copilot-instructions")
 EXAMPLE = """\b
@@ -38,9 +40,6 @@ def export(host: str, path: str | None, project: str | None, as_json: bool,
     `globs` / a Copilot instructions file with `applyTo`. The export is kept current:
     every change to a rule writes it again (take the block out to end that).
     """
-    from cardmem.store.context.session import project_for
-    from cardmem.store.rules.exports import HOSTS as FILES, export as run, remember
-
     folder = Path(path) if path is not None else Path.cwd()
     if path is not None and not path.strip():
         raise CardmemError("PATH", "is empty; name the project's folder")

@@ -8,6 +8,7 @@ import click
 
 from cardmem.tools.cli.options import (AGENT_ENV, emit_json, json_option, open_store,
                                        progress_option, store_option)
+from .progress import bar
 
 KINDS = ["claude-md", "claude-memory", "basic-memory", "mcp-memory"]
 SHOWN = 20  # skipped inputs and unresolved links named before the rest is counted
@@ -52,7 +53,6 @@ def import_(kind: str, path: Path, project: str | None, dry_run: bool, keep_secr
 
     # An agent shelling out (hooks, MCP set CARDMEM_AGENT=1) gets proposals, never rules.
     agent = os.environ.get(AGENT_ENV) == "1"
-    from .progress import bar
 
     with bar(as_json, progress) as drawn:
         report = run(open_store(store_path), kind, str(path), project=project, dry_run=dry_run,

@@ -45,9 +45,9 @@ def maintain(only: tuple[str, ...], apply: bool, reject: tuple[str, ...], as_jso
 
     store = open_store(store_path)
     if reject:
-        from cardmem.tools.maintain import reject as distinct
+        from cardmem.tools.maintain import reject as reject_finding
 
-        done = [distinct(store, key) for key in reject]
+        done = [reject_finding(store, key) for key in reject]
         if as_json:
             emit_json({"rejected": [{"finding": d.id, "commit": d.commit} for d in done]})
             return

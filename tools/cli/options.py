@@ -1,6 +1,6 @@
 """What every command module shares: --store, --json, opening the store, printing JSON.
 
-Its own module so that command modules (tools/cli/*.py, hooks' commands) and the group
+Its own module so that command modules (tools/cli/*.py, hosts' commands) and the group
 that loads them lazily (group.py) never import each other.
 """
 from __future__ import annotations

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from cardmem.tools.cli.options import emit_json, json_option, open_store, store_option
+from cardmem.store.learning.proposals import proposals
 
 SHOWN_LINES = 12  # of a proposal's body, or of its diff, in the text listing
 
@@ -31,7 +32,6 @@ def review(ctx: click.Context, as_json: bool, store_path: Path | None) -> None:
     ctx.obj = store_path
     if ctx.invoked_subcommand is not None:
         return
-    from cardmem.store.learning.proposals import proposals
 
     store = open_store(store_path)
     found = proposals(store)

@@ -1,7 +1,8 @@
 """`cardmem search` and `cardmem index`: the lexical index from the command line.
 
 The search path is kept lean (DESIGN §10 hosts call it per prompt): a StoreRoot, not a
-Store (its module loads YAML); no rapidfuzz unless a query term needs correcting.
+Store (its module loads the writer and the card parser); no rapidfuzz unless a query term
+needs correcting.
 """
 from __future__ import annotations
 

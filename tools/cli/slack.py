@@ -7,6 +7,9 @@ from pathlib import Path
 import click
 
 from .options import open_store, store_option
+from ..slack.answerer import stderr_logging
+from ..slack.server import EVENTS_PATH, SlackServer
+from ..slack.settings import SlackSettings
 
 
 @click.command()
@@ -31,10 +34,6 @@ def slack(port: int | None, host: str, store_path: Path | None) -> None:
         SLACK_BOT_TOKEN=xoxb-… SLACK_APP_TOKEN=xapp-… cardmem slack
         SLACK_BOT_TOKEN=xoxb-… SLACK_SIGNING_SECRET=… cardmem slack --http 3000
     """
-    from ..slack.answerer import stderr_logging
-    from ..slack.server import EVENTS_PATH, SlackServer
-    from ..slack.settings import SlackSettings
-
     store = open_store(store_path)
     http = port is not None
     settings = SlackSettings.load(store.config.get("slack"), http=http)

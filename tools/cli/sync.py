@@ -9,13 +9,15 @@ import click
 from cardmem.store.errors import CardmemError
 from cardmem.store.wording import plural
 from cardmem.tools.cli.options import emit_json, json_option, open_store, store_option
+from cardmem.store.sharing.updates import short, update as do_update, rollback as do_rollback
+from cardmem.store.sharing.sync import sync as do_sync
+from cardmem.store.sharing import bases
+from cardmem.store.sharing.bases import refresh_base, update_base, rollback_base
 
 
 def _report(moved, as_json: bool, label: str, undo: str = "cardmem rollback") -> None:
     """Print what moved (`undo`: the command that takes it back); an index that failed
     to refresh exits 2, the move standing."""
-    from cardmem.store.sharing.updates import short
-
     m = moved
     if as_json:
         emit_json(m.as_dict())
@@ -63,15 +65,12 @@ def update(remote: str | None, force: bool, base_name: str | None, as_json: bool
     """
     store = open_store(store_path)
     if base_name:
-        from cardmem.store.sharing.bases import update_base
-
         if force:
             raise CardmemError(f"update --base {base_name}",
                                "bases update by fast-forward only; --force is not offered")
         _report(update_base(store, base_name, remote), as_json, f"base {base_name}",
                 undo=f"cardmem rollback --base {base_name}")
         return
-    from cardmem.store.sharing.updates import update as do_update
 
     _report(do_update(store, remote, force=force), as_json, "update")
 
@@ -93,11 +92,8 @@ def rollback(to: str | None, base_name: str | None, as_json: bool,
     """
     store = open_store(store_path)
     if base_name:
-        from cardmem.store.sharing.bases import rollback_base
-
         _report(rollback_base(store, base_name, to), as_json, f"base {base_name}")
         return
-    from cardmem.store.sharing.updates import rollback as do_rollback
 
     _report(do_rollback(store, to), as_json, "rollback")
 
@@ -114,8 +110,6 @@ def sync(remote: str | None, as_json: bool, store_path: Path | None) -> None:
         cardmem sync
         cardmem sync origin --json
     """
-    from cardmem.store.sharing.sync import sync as do_sync
-
     _report(do_sync(open_store(store_path), remote), as_json, "sync")
 
 
@@ -143,9 +137,6 @@ def attach(name: str, path: Path, as_json: bool, store_path: Path | None) -> Non
     Example:
         cardmem base attach docs ~/src/handbook
     """
-    from cardmem.store.sharing import bases
-    from cardmem.store.sharing.bases import refresh_base
-
     store = open_store(store_path)
     b = bases.attach(store, name, path)
     count, warnings = refresh_base(store, name)
@@ -167,8 +158,6 @@ def list_(as_json: bool, store_path: Path | None) -> None:
     Example:
         cardmem base list --json
     """
-    from cardmem.store.sharing import bases
-
     found = [b.as_dict() for b in bases.load(open_store(store_path)).values()]
     if as_json:
         emit_json(found)
@@ -190,8 +179,6 @@ def detach(name: str, as_json: bool, store_path: Path | None) -> None:
     Example:
         cardmem base detach docs
     """
-    from cardmem.store.sharing import bases
-
     b = bases.detach(open_store(store_path), name)
     if as_json:
         emit_json({"name": b.name, "path": str(b.path), "detached": True})

@@ -6,6 +6,7 @@ import os
 import sys
 
 import click
+# Imports inside functions: shell completion runs on every TAB and loads only what it uses.
 
 
 def complete_id(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:

@@ -8,6 +8,8 @@ from pathlib import Path
 import click
 
 from cardmem.tools.cli.options import open_store, store_option
+from cardmem.store.search.searchd_server import IndexSearch, Server
+from cardmem.store.watch.watcher import Watcher
 
 
 @click.command()
@@ -30,9 +32,6 @@ def watch(autocommit: bool | None, quiet_s: float | None, verbose: bool,
         cardmem watch -v
         cardmem watch --no-autocommit
     """
-    from cardmem.store.search.searchd_server import IndexSearch, Server
-    from cardmem.store.watch.watcher import Watcher
-
     store = open_store(store_path)
     stop = threading.Event()
 

@@ -8,6 +8,11 @@ commit, filed exactly as a fresh extraction would have filed them.
 from __future__ import annotations
 
 from typing import Any, Callable
+from cardmem.tools.learning.extract import extract
+from cardmem.tools.model import ModelError, ModelUnavailable
+from cardmem.store.learning import retry
+from cardmem.store.learning.spool import spool
+from cardmem.tools.secrets.redact import redact
 
 # Told each entry the queue gave up (a host writes it to its hook log): never silently.
 GiveUp = Callable[[list[dict[str, Any]]], None]
@@ -19,9 +24,6 @@ RETRY_PER_RUN = 8
 def extract_or_why(turns: list[dict[str, str]], cfg: Any) -> tuple[list[Any] | None, str, bool]:
     """(signals, "", True), or (None, why, counts) when extraction failed; counts is
     False when no model was asked (none configured), so no attempt is spent."""
-    from cardmem.tools.learning.extract import extract
-    from cardmem.tools.model import ModelError, ModelUnavailable
-
     try:
         return extract(turns, cfg=cfg["model"]), "", True
     except ModelUnavailable as exc:
@@ -45,15 +47,11 @@ def retry_due(store: Any, lock_path: Callable[[str], str], given_up: GiveUp | No
     failure (the model is likely down for all of them). `lock_path(session)` is the
     session's learner lock: an entry whose session is busy is left to that learner;
     `given_up` hears of each entry the queue gives up. Returns a note for the log ("" when there was nothing due)."""
-    from cardmem.store.learning import retry
-
     entries = retry.due(store.root)
     if not entries:
         return ""
     from filelock import FileLock, Timeout
 
-    from cardmem.store.learning.spool import spool
-    from cardmem.tools.secrets.redact import redact
 
     done, failed = 0, ""
     for entry in entries[:RETRY_PER_RUN]:

@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from ..model import complete
 
 KINDS = ("Decision", "Rule", "Worked", "Failed", "Knowledge")
 MAX_SIGNAL_CHARS = 400
@@ -91,8 +92,6 @@ def render_excerpt(turns: Sequence[Any]) -> str:
 def extract(turns: Sequence[Any], cfg: Mapping[str, Any] | None = None) -> list[Signal]:
     """One model call over a (redacted) excerpt. Raises ModelUnavailable without a key,
     ModelError when the call fails."""
-    from ..model import complete
-
     excerpt = render_excerpt(turns)
     if not excerpt.strip():
         return []

@@ -18,6 +18,17 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import backlog
+from cardmem.store.learning.retry import session_file_name
+from cardmem.store.errors import CardmemError
+from cardmem.store.store import Store
+from cardmem.tools.learning.transcript import read_excerpt, should_skip, talk_since
+from cardmem.store.context import project_for
+from cardmem.store.maintain.checkouts import record
+from cardmem.store.git.writer import atomic_write
+from cardmem.store.learning.spool import spool_dir
+from cardmem.store.learning.compound import file_signals
+from cardmem.store.learning import retry
+from cardmem.tools.secrets.redact import redact
 
 
 # A Stop hook fires after every reply; learn again only once the transcript grew this much.
@@ -25,8 +36,6 @@ STOP_MIN_GROWTH = 4_000
 
 
 def _mark_path(store: Any, session: str) -> Path:
-    from cardmem.store.learning.retry import session_file_name
-
     d = store.state_dir / "sessions"
     d.mkdir(exist_ok=True)
     return d / session_file_name(session)
@@ -42,9 +51,6 @@ def learn(event: str, payload: dict[str, Any], root: Path | str, *,
     `transcript_of(session)`: where the host keeps a transcript its payload does not name;
     `given_up`: told of each retry entry given up.
     """
-    from cardmem.store.errors import CardmemError
-    from cardmem.store.store import Store
-
     try:
         store = Store.open(Path(root))
     except CardmemError as exc:
@@ -57,7 +63,6 @@ def learn(event: str, payload: dict[str, Any], root: Path | str, *,
         transcript = transcript_of(session) if transcript_of is not None else ""
     if not transcript:
         return _file_pending(store, session, source, "skipped: no transcript_path", retried)
-    from cardmem.tools.learning.transcript import read_excerpt, should_skip
 
     if should_skip(transcript):
         return _file_pending(store, session, source, "skipped: no transcript or under 1,000 bytes",
@@ -76,15 +81,12 @@ def learn(event: str, payload: dict[str, Any], root: Path | str, *,
         if growth <= 0 or (event == "stop" and done and growth < STOP_MIN_GROWTH):
             return _file_pending(store, session, source, "skipped: nothing new since the last run",
                                  retried)
-        from cardmem.tools.learning.transcript import talk_since
 
         if done and not talk_since(transcript, done):  # grown, but not by conversation
             _write_mark(mark, size)
             return _file_pending(store, session, source,
                                  "skipped: nothing new said since the last run", retried)
         cfg = store.config
-        from cardmem.store.learning import retry
-        from cardmem.tools.secrets.redact import redact
 
         # redact, then cut: half a token is no longer recognised
         turns = read_excerpt(transcript, max_turns=int(cfg["extract"]["max_turns"]),
@@ -117,28 +119,22 @@ def _project(store: Any, payload: dict[str, Any]) -> str | None:
     cwd = payload.get("cwd")
     if not isinstance(cwd, str) or not cwd:
         return None
-    from cardmem.store.context import project_for
 
     try:
         project = project_for(store, cwd)
     except Exception:  # noqa: BLE001 - no project is no reason to lose the signals
         return None
-    from cardmem.store.maintain.checkouts import record
 
     record(store, project, cwd)  # where `cardmem maintain` looks for drift
     return project
 
 
 def _write_mark(mark: Path, size: int) -> None:
-    from cardmem.store.git.writer import atomic_write
-
     atomic_write(mark, json.dumps({"size": size, "at": time.time()}).encode())
 
 
 def _file_pending(store: Any, session: str, source: str, skipped: str, retried: str) -> str:
     """File what waits in the spool (a busy store's signals, the backlog's), if anything."""
-    from cardmem.store.learning.spool import spool_dir
-
     if any(spool_dir(store).glob("*.json")):
         return f"{skipped}; spool: {_file(store, [], session, source=source)}{retried}"
     return skipped + retried
@@ -146,8 +142,6 @@ def _file_pending(store: Any, session: str, source: str, skipped: str, retried: 
 
 def _file(store: Any, lines: list[str], session: str, project: str | None = None,
           source: str = "stop-hook") -> str:
-    from cardmem.store.learning.compound import file_signals
-
     r = file_signals(store, lines, session, source=source, project=project)
     if r.spooled:
         return f"spooled {len(lines)} signal(s): {r.error}"

@@ -71,11 +71,11 @@ def T(kind: str, head: str, body: str, needles: tuple[str, ...] | None = None, *
       before: str = "", left: int = 0, accept=None, literal: bool = True) -> TokenRule:
     """A token `head` + `body` not glued to a longer token on either side.
 
-    The boundary check sits after the head, as a look-behind over it: Python's regex
-    engine scans fast for a leading literal but tries a leading look-behind at every
-    position (30x slower on 2 MB). A token whose distinctive part is in its middle
-    (`<14 characters>.atlasv1.<60>`) has the `left` characters matching `before`
-    ahead of its head; they are part of the secret too.
+    The boundary check sits after the head, as a look-behind over it: Python's regex engine
+    scans fast for a leading literal but tries a leading look-behind at every position (far
+    slower on a long text: bench/RESULTS.md, "Figures from comments"). A token whose
+    distinctive part is in its middle (`<14 characters>.atlasv1.<60>`) has the `left`
+    characters matching `before` ahead of its head; they are part of the secret too.
     """
     h = re.escape(head) if literal else head
     ahead = rf"(?<={before}{h})" if before else ""

@@ -3,7 +3,7 @@
 `password = ...`, `"apiKey": "..."`, `--token ...`, `?access_token=...`,
 `Authorization: Bearer ...`, and a net for random-looking values next to words like
 key, secret, token, password or auth. Patterns and their `accept` checks; redact.py
-runs them, after the provider shapes of secrets_catalogue.py.
+runs them, after the provider shapes of catalogue.py.
 """
 from __future__ import annotations
 

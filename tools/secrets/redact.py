@@ -11,13 +11,14 @@ URL's scheme and host, is kept so the text stays readable. A rule also lists lit
 may reject look-alikes.
 
 Where the rules are: provider token shapes (ported from gitleaks) in
-secrets_catalogue.py; secrets known by the words around them (`password = ...`,
+catalogue.py; secrets known by the words around them (`password = ...`,
 `Authorization: Bearer ...`, a random-looking value next to "key") in
-secrets_context.py. This module runs them.
+context.py. This module runs them.
 
 Speed: every pattern opens with a literal (or a short character set), never with a
 look-behind or `\\b`, because Python's regex engine scans for a literal prefix quickly
-but tries a leading look-behind at every position (30x slower on 2 MB). The token
+but tries a leading look-behind at every position (far slower on a long text:
+bench/RESULTS.md, "Figures from comments"). The token
 rules' keywords are looked up in the text's long words only (see _long_words).
 
 Rules run in order, each on the output of the one before: private-key blocks first

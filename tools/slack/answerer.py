@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
+from datetime import datetime, timedelta, timezone
 
 from cardmem.store.store import Store
 from cardmem.tools.ask.walk_record import Limits
@@ -44,6 +45,10 @@ from cardmem.tools.ask.walk_record import Limits
 from .intake import Quiet, Seen, bad_shape, question_of, retry_num, seen_keys
 from .people import People, asker_name
 from .settings import SlackSettings
+from cardmem.tools.ask.answer import MAX_QUESTION, ask
+from cardmem.tools.ask import receipts
+from cardmem.store.errors import CardmemError
+from cardmem.tools.agents.remember import remember
 
 log = logging.getLogger("cardmem.slack")
 ACK_WAIT_S = 5.0  # the reply waits this long at most for its ack to land first
@@ -151,10 +156,6 @@ class Answerer:
     def recall(self, window_s: float = RECALL_S) -> int:
         """Mark as seen the Slack deliveries the receipts of the last window_s answered, so
         a redelivery after a restart is not answered twice; how many receipts were read."""
-        from datetime import datetime, timedelta, timezone
-
-        from cardmem.tools.ask import receipts
-
         after = datetime.now(timezone.utc) - timedelta(seconds=window_s)
         n = 0
         try:
@@ -219,8 +220,6 @@ class Answerer:
     # ---- the answer ------------------------------------------------------------------
 
     def _answer(self, q: Question) -> None:
-        from cardmem.tools.ask.answer import ask
-
         person, asked = None, False
         try:
             person = self.people.card_for(q.user)
@@ -299,10 +298,6 @@ class Answerer:
                      **fields: Any) -> None:
         """A receipt for a question `ask` never saw (filed, busy, failed before it), after
         `text` is posted in the thread, so the receipt says how that went."""
-        from datetime import datetime, timezone
-
-        from cardmem.tools.ask import receipts
-
         rec: dict[str, Any] = {"id": receipts.new_id(), "question": q.text,
                                "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                "asker": asker_name(person, q.user), "store": str(self.store.root),
@@ -315,9 +310,6 @@ class Answerer:
     def _file(self, q: Question, person: str | None, wish: re.Match[str]) -> None:
         """`remember TITLE: BODY` (off by default: `[slack] remember = true`): filed as the
         bot on the asker's behalf; a rule or user card only as a proposal. One receipt."""
-        from cardmem.store.errors import CardmemError
-        from cardmem.tools.agents.remember import remember
-
         title, sep, body = (wish.group("rest") or "").partition(":")
         try:
             if not sep:
@@ -344,8 +336,6 @@ class _Said:
 
 def _cut(q: Question) -> None:
     """A question over ask's limit, cut at a word to fit it; the reply will say so."""
-    from cardmem.tools.ask.answer import MAX_QUESTION
-
     if len(q.text) > MAX_QUESTION:
         q.cut_from = q.slack["cut_from"] = len(q.text)
         head = q.text[:MAX_QUESTION]

@@ -24,6 +24,7 @@ from . import intake
 from .answerer import Answerer
 from .httpd import EVENTS_PATH, EventsServer, Response
 from .settings import SlackSettings
+from cardmem.tools import model
 
 __all__ = ["EVENTS_PATH", "SlackServer", "model_client", "web_client"]
 RATE_LIMIT_RETRIES = 2  # a 429 is retried after its Retry-After, this many times
@@ -44,8 +45,6 @@ def model_client(store: Store) -> Any:
     """One SDK client for every answer (the api route), built now: a missing model is said
     at start-up, and the SDK's import (seconds) is never paid by the first question; None on
     the claude-code route."""
-    from cardmem.tools import model
-
     cfg = model.settings(store.config.get("model"))
     try:
         route, _ = model.resolve(cfg)
