@@ -65,9 +65,9 @@ def plain_history(text: str) -> list[str]:
     end = cardlib._section_end(text, "History")
     if end is None:
         return []
-    start = next(off for _, lvl, name, off in cardlib.headings(text)
+    start = next(off for _, lvl, name, off in cardlib._headings(text)
                  if lvl == 2 and name.strip().lower() == "history")
-    return [ln[2:].strip() for ln in cardlib.lines_of(text[start:end])[1:] if ln.startswith("- ")]
+    return [ln[2:].strip() for ln in cardlib._lines(text[start:end])[1:] if ln.startswith("- ")]
 
 
 def plain_survey(store, now: float):
