@@ -231,6 +231,8 @@ def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", messa
         if not rels:
             return None
         _refuse_oversized(changes)
+        if agent:
+            _refuse_unsaved(root, changes)
         # From the first file replaced to the commit, .cardmem/writing names the paths:
         # the next writer (under this lock, where no write is live) cleans up after one
         # killed in between (recover). One small file instead of listing folders each time.
@@ -248,6 +250,20 @@ def commit_changes(root: Path, changes: "Changes | Callable[[], Changes]", messa
         if sha is not None and after is not None:
             after(rels)
         return sha
+
+
+def _refuse_unsaved(root: Path, changes: "Changes") -> None:
+    """An agent never writes over, or commits, what a person changed and has not committed:
+    its write would replace their unsaved edit or sweep it into the agent's commit under
+    the agent's name. Taken as is (AS_IS) is what a person saved: not refused."""
+    from . import status
+
+    rels = [rel for rel, data in changes.items() if data is not AS_IS]
+    for rel, code in sorted(status.changes(root, rels).items()):
+        raise CardmemError(f"card {rel[:-3] if rel.endswith('.md') else rel}",
+                           f"has changes not yet committed ({status.kind(code)} by hand); "
+                           "an agent does not write over them: commit or discard them "
+                           "first; nothing written")
 
 
 def _refuse_oversized(changes: "Changes") -> None:

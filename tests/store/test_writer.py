@@ -294,3 +294,26 @@ def test_as_is_commits_a_persons_bytes_without_rewriting_them(store: Store) -> N
     assert g(root, "show", "HEAD:reference/fresh.md") == "new by hand\n"
     assert "reference/gone.md" not in g(root, "ls-files")
     assert g(root, "status", "--porcelain") == ""
+
+
+def test_an_agent_never_writes_over_a_persons_unsaved_edit(tmp_path: Path) -> None:
+    """An agent's write to a card a person changed and has not committed is refused,
+    naming the card: appending would sweep the edit into the agent's commit under the
+    agent's name, replacing would lose it. A person's own write goes ahead as before."""
+    from cardmem.tools.agents.memory_tool import CardMemory
+    from cardmem.tools.agents.memory_folder import MemoryToolError
+
+    store, _ = init(tmp_path / "s")
+    store.commit({"memories/notes.md": b"---\ntitle: n\n---\n# n\n"}, Message("seed"), agent=False)
+    unsaved = "---\ntitle: n\n---\n# n\n\nunsaved edit\n"
+    (store.root / "memories" / "notes.md").write_text(unsaved)
+    head = git.run(store.root, "rev-parse", "HEAD")
+    with pytest.raises(CardmemError) as said:
+        store.remember("n", "x", agent=True)
+    assert "memories/notes" in str(said.value) and "not yet committed" in str(said.value)
+    with pytest.raises((CardmemError, MemoryToolError)):
+        CardMemory(store).create("/memories/notes.md", "x\n")
+    assert (store.root / "memories" / "notes.md").read_text() == unsaved
+    assert git.run(store.root, "rev-parse", "HEAD") == head
+    store.remember("n", "mine", agent=False)  # a person appends to their own edit
+    assert "unsaved edit" in (store.root / "memories" / "notes.md").read_text()
