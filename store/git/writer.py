@@ -258,9 +258,10 @@ def _refuse_unsaved(root: Path, changes: "Changes") -> None:
     the agent's name. Taken as is (AS_IS) is what a person saved: not refused."""
     from . import status
 
-    rels = [rel for rel, data in changes.items() if data is not AS_IS]
-    for rel, code in sorted(status.changes(root, rels).items()):
-        raise CardmemError(f"card {rel[:-3] if rel.endswith('.md') else rel}",
+    dirty = status.changes(root, [rel for rel, data in changes.items() if data is not AS_IS])
+    if dirty:
+        rel, code = min(dirty.items())
+        raise CardmemError(f"card {rel.removesuffix('.md')}",
                            f"has changes not yet committed ({status.kind(code)} by hand); "
                            "an agent does not write over them: commit or discard them "
                            "first; nothing written")
