@@ -111,11 +111,20 @@ def test_past_the_queue_a_question_is_told_busy_with_a_receipt(tmp_path, slack, 
 
 def test_full_queues_answer_503_and_memory_stays_bounded(srv, slack, monkeypatch) -> None:
     monkeypatch.setattr(answerer_module, "MAX_ACKS_WAITING", 6)
-    slack.delay("reactions.add", 60.0)  # acks back up behind a slow Web API (released below)
+    # Acks back up behind a Web API that does not answer. A gate, not a slow fake: the
+    # client gives up after its own 10 s timeout, and a loaded machine can take that long
+    # to send ten events, which let a seventh in.
+    gate, ack = threading.Event(), answerer_module.Answerer._ack
+
+    def held_ack(self, q) -> None:
+        gate.wait(60)
+        ack(self, q)
+
+    monkeypatch.setattr(answerer_module.Answerer, "_ack", held_ack)
     bodies = [mention(f"who owns the on-call rota? (#{i})") for i in range(10)]
-    statuses = [srv.send(b)[0] for b in bodies]  # well inside the first ack's 60 s
+    statuses = [srv.send(b)[0] for b in bodies]
     late = srv.send(mention("and one more?"))[0]
-    slack.delay("reactions.add", 0.0)
+    gate.set()
     # Four ack threads hold the first events, two more wait; the rest are refused for now
     # (Slack retries a 503), not taken: nothing of them is kept.
     assert statuses == [200] * 6 + [503] * 4 and late == 503
