@@ -96,6 +96,22 @@ def test_the_turn_after_the_one_holding_the_words_is_shown_as_its_neighbour(tmp_
     assert "marshmallows" in answer["snippet"]
 
 
+def test_the_turn_after_a_strong_result_ranks_above_the_turn_before_it(tmp_path) -> None:
+    # Both sit beside the turn holding the words; what answers it comes after it.
+    results = fused_results(conversation(tmp_path), "camping trip with the kids")
+    ids = [r["id"] for r in results]
+    assert ids.index("turns/d1-3") < ids.index("turns/d1-1"), results
+
+
+def test_a_card_borrows_more_from_the_card_before_it_than_from_the_one_after() -> None:
+    from cardmem.store.search.neighbours import spread
+
+    mixed, new = spread({"turns/d2-5": 1.0, "notes/x": 0.2})
+    assert new["turns/d2-6"] > new["turns/d2-4"] > 0.0, new
+    assert new["turns/d2-7"] > new["turns/d2-3"], new
+    assert mixed == {"turns/d2-5": 1.0, "notes/x": 0.2}  # no neighbour of theirs matched
+
+
 def test_only_short_cards_in_a_numbered_sequence_lend(tmp_path) -> None:
     long = " ".join(["The camping trip notes, day by day."] * 60)
     store = conversation(tmp_path, ("logs/trip-1", "Trip log one", long),
