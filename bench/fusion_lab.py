@@ -130,7 +130,8 @@ def context_vectors(data: dict[str, list], how: str) -> None:
         mats = {"base": lambda: [unit((h + o) / 2)], "mean": lambda: [unit((h + c) / 2)],
                 "3-mean": lambda: [unit((h + o + c) / 3)],
                 "row": lambda: [unit((h + o) / 2), c]}[how]()
-        stores[id(idx)] = (np.repeat(ids, len(mats)), np.stack(mats, axis=1).reshape(-1, e.shape[1]))
+        stores[id(idx)] = (np.repeat(ids, len(mats)),
+                           np.stack(mats, axis=1).reshape(-1, e.shape[1]))
     print(f"context vectors ({how}): embedded in {spent:.1f} s CPU", flush=True)
     out = []
     for idx, q, ev, (lex, _) in data["turn"]:
