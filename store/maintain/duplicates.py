@@ -16,6 +16,7 @@ DUPLICATE, while a card refiled in other words (tests/store/test_maintain.py) sc
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import sys
@@ -296,8 +297,6 @@ def _rank(survey: Survey, cid: str, protected: set[str]) -> tuple:
 def finding_key(survey: Survey, ids: list[str]) -> str:
     """A finding's name a person can reject: its cards as they are now (a change to any
     of them makes a new name)."""
-    import hashlib
-
     said = "\n".join(f"{cid} {digest(survey.cards[cid].text)}" for cid in sorted(ids))
     return "dup-" + hashlib.sha256(said.encode()).hexdigest()[:10]
 
