@@ -12,7 +12,7 @@ are no duplicates: the contradiction pass may put them to its model (card_pairs)
 
 Calibration (bench/RESULTS.md): on the agents-md corpus (395 real sections of 46
 projects' agent files, none a duplicate of another) the highest pair scores below
-DUPLICATE, while a card refiled in other words (tests/store/test_maintain.py) scores above.
+DUPLICATE, while a card refiled in other words (tests/store/maintain/test_maintain.py) scores above.
 """
 from __future__ import annotations
 
