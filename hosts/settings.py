@@ -10,7 +10,6 @@ exactly what was added and give the file back byte for byte.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import shutil
 from pathlib import Path
@@ -61,8 +60,7 @@ def record_path(path: Path) -> Path:
 def write_record(record: Path, data: dict[str, Any]) -> None:
     """Write an install record. It may keep the file as it was, and hosts' files hold keys
     (MCP servers' env): the person's eyes only, as the backup keeps the file's own mode."""
-    atomic_write(record, json.dumps(data).encode())
-    record.chmod(0o600)
+    atomic_write(record, json.dumps(data).encode(), mode=0o600)
 
 
 def read_record(record: Path) -> dict[str, Any]:
@@ -109,9 +107,7 @@ def write_file(path: Path, text: str, *, keep_backup: bool = True,
     path.parent.mkdir(parents=True, exist_ok=True)
     new = not path.exists()
     saved = backup(path) if keep_backup else None
-    atomic_write(path, text.encode("utf-8"))
-    if new and private:
-        os.chmod(path, 0o600)
+    atomic_write(path, text.encode("utf-8"), mode=0o600 if new and private else None)
     return saved
 
 

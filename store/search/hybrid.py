@@ -192,6 +192,8 @@ def fuse(idx: "Index", res: "SearchResult", sims: "Similarities", limit: int,
     for n, s in near:
         r = fused.get(n)
         if r is None:
+            if n not in rows:  # deleted (another process's refresh) since `ok` was read
+                continue
             _, cid, title, ctype, status, proj, desc, body = rows[n]
             r = fused[n] = {"id": cid, "title": title, "type": ctype, "score": 0.0,
                             "confidence": "low", "matched": [], "status": status,
