@@ -67,6 +67,16 @@ def write_record(record: Path, data: dict[str, Any]) -> None:
     record.chmod(0o600)
 
 
+def keep_record_private(record: Path) -> None:
+    """An install that changes nothing still makes its record 0600: releases before 0600
+    records (061df25) left Claude Code's readable by all, the person's keys and all."""
+    try:
+        if record.stat().st_mode & 0o077:
+            record.chmod(0o600)
+    except OSError:
+        pass  # no record (nothing was installed), or not ours to change: nothing to tighten
+
+
 def read_record(record: Path) -> dict[str, Any]:
     """What an install recorded in `record` ({} when there is none, or it is unreadable)."""
     try:
