@@ -250,3 +250,9 @@ def test_a_card_just_taken_out_is_not_named_in_the_map(example_store, undo):
         text = session_context(example_store).text
         assert "Fresh note" not in text.split("## Recent changes")[0]
         assert "55 cards:" in text
+
+
+def test_an_empty_store_s_map_says_0_cards(store):
+    """A new store's piles said `0 cards: .` and `(0 cards: )`."""
+    assert "## Memory map\n0 cards.\n" in session_context(store, budget=100_000).text
+    assert "## Memory map (0 cards)" in question_context(store, "what is new?").text
