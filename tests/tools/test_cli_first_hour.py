@@ -48,6 +48,26 @@ def test_init_adopts_only_notes_and_keeps_the_rest_out(tmp_path: Path) -> None:
     assert git(root, "status", "--porcelain") == ""
 
 
+@pytest.mark.parametrize("commits", [False, True])
+def test_init_leaves_a_repository_inside_the_folder_out(tmp_path: Path, commits: bool) -> None:
+    """A clone inside the notes folder is another repository's: `git add -A` failed on one
+    with no commit yet ('does not have a commit checked out'), leaving a store with no
+    commit, and committed one with commits as a gitlink (mode 160000)."""
+    root = tmp_path / "notes"
+    (root / "code" / "proj").mkdir(parents=True)
+    (root / "todo.md").write_text("# Todo\n")
+    (root / "code" / "proj" / "README.md").write_text("# Proj\n")
+    subprocess.run(["git", "init", "-q", str(root / "code" / "proj")], check=True)
+    if commits:
+        subprocess.run(["git", "-C", str(root / "code" / "proj"), "-c", "user.name=a", "-c",
+                        "user.email=a@a", "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    code, out, err = cli("init", str(root))
+    assert code == 0, err
+    assert sorted(git(root, "ls-files").split()) == [".gitignore", "cardmem.toml", "todo.md"]
+    assert "code/proj/" in next(ln for ln in out.splitlines() if ln.startswith("left out"))
+    assert git(root, "status", "--porcelain") == ""  # and stays out of a later `git add -A`
+
+
 def test_init_of_an_empty_folder_says_nothing_of_adoption(tmp_path: Path) -> None:
     code, out, err = cli("init", str(tmp_path / "s"))
     assert code == 0 and out == f"initialized {tmp_path / 's'}\n"
