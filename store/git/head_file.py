@@ -60,8 +60,9 @@ def repos_inside(root: str | os.PathLike[str], skip: tuple[str, ...] = ("node_mo
         for d in sorted(dirnames):
             if d.startswith(".") or d in skip:
                 continue
-            if is_repo(os.path.join(dirpath, d)):
-                found.append(os.path.relpath(os.path.join(dirpath, d), root).replace(os.sep, "/") + "/")
+            path = os.path.join(dirpath, d)
+            if is_repo(path):
+                found.append(os.path.relpath(path, root).replace(os.sep, "/") + "/")
             else:
                 keep.append(d)
         dirnames[:] = keep

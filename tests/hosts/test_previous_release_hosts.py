@@ -33,8 +33,9 @@ from cardmem.hosts.cli import install, uninstall
 
 OLD = Path(__file__).with_name("previous_release_061df25")
 PACKAGE = Path(PRETOOL_START).parents[1]  # the folder holding hosts/, store/, tools/
-MCP_FILES = {"claude": ".claude.json", "codex": ".codex/config.toml", "gemini": ".gemini/settings.json",
-             "cursor": ".cursor/mcp.json", "copilot": ".copilot/mcp-config.json"}
+MCP_FILES = {"claude": ".claude.json", "codex": ".codex/config.toml",
+             "gemini": ".gemini/settings.json", "cursor": ".cursor/mcp.json",
+             "copilot": ".copilot/mcp-config.json"}
 HOOK_FILES = {"claude": ".claude/settings.json", "codex": ".codex/hooks.json",
               "gemini": ".gemini/settings.json", "cursor": ".cursor/hooks.json",
               "copilot": ".copilot/hooks/cardmem.json"}
@@ -149,7 +150,8 @@ def test_the_mcp_server_061df25_registered_still_answers(store, tmp_path):
     args = json.loads(entries.pop())
     assert f'args = {json.dumps(args)}' in (home / ".codex/config.toml").read_text()
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+        "protocolVersion": "2024-11-05", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}
     proc = subprocess.Popen([sys.executable, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             text=True, cwd=tmp_path, env={**os.environ, "HOME": str(home)})
     try:  # one request at a time, as a host asks: the server may stop at end of input
