@@ -35,7 +35,14 @@ def read_json_object(path: Path, hint: str) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8") or "{}")
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text or "{}")
+    except json.JSONDecodeError as exc:
+        if text[exc.pos:exc.pos + 2] in ("//", "/*"):  # JSON with comments: Gemini CLI's
+            raise CardmemError(str(path), f"has a comment (line {exc.lineno}), which cardmem "
+                               "cannot keep, as it writes the file as plain JSON; take the "
+                               "comments out, then install again") from None
+        raise CardmemError(str(path), f"not valid JSON ({exc}); fix it or pass {hint}") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise CardmemError(str(path), f"not valid JSON ({exc}); fix it or pass {hint}") from None
     if not isinstance(data, dict):
