@@ -183,8 +183,9 @@ def uninstall(host: str, settings: Path | None, mcp_config: Path | None) -> None
         if root is not None:  # what `install HOST --export` wrote, kept current till now
             from cardmem.store.rules.exports import withdraw
 
-            for path, _ in withdraw(root, f"install {host}"):
-                click.echo(f"took the rules out of {path}; no longer kept current")
+            for path, what in withdraw(root, f"install {host}"):
+                click.echo(f"took the rules out of {path}; no longer kept current"
+                           if what == "removed" else f"{path}: {what}; no longer kept current")
         return
     from cardmem.hosts.claude_code.install import uninstall as do_uninstall
     from cardmem.hosts.claude_code.mcp_install import unregister

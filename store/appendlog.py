@@ -50,9 +50,8 @@ def rewrite(path: str | os.PathLike[str], change: Callable[[bytes], bytes]) -> N
     when there is no log)."""
     path = os.fspath(path)
     tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(path, os.O_RDONLY)
+    fd = _locked(path, 0, os.O_RDONLY)  # the file now there: another rewrite may have replaced it
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
         chunks = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
@@ -74,11 +73,11 @@ def rewrite(path: str | os.PathLike[str], change: Callable[[bytes], bytes]) -> N
         os.close(fd)  # the writers waiting on the old file find it gone, and reopen
 
 
-def _locked(path: str, mode: int) -> int:
-    """The log opened for appending and locked: the file now at `path` (one rewritten or
-    rotated while we waited for its lock is opened again)."""
+def _locked(path: str, mode: int, flags: int = _FLAGS) -> int:
+    """The log opened (for appending, unless `flags` say otherwise) and locked: the file
+    now at `path` (one rewritten or rotated while we waited for its lock is opened again)."""
     while True:
-        fd = os.open(path, _FLAGS, mode)
+        fd = os.open(path, flags, mode)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
         except OSError:

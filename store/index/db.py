@@ -122,7 +122,7 @@ class Index:
             try:
                 conn = self._connect_file(self.db_path)
             except sqlite3.DatabaseError as exc:
-                if _busy(exc):
+                if busy(exc):
                     raise
                 _remove_db(self.db_path)  # corrupt, foreign or an older schema: derived data
                 conn = self._connect_file(self.db_path)
@@ -180,7 +180,7 @@ class Index:
         try:
             return fn()
         except sqlite3.DatabaseError as exc:
-            if _busy(exc):
+            if busy(exc):
                 raise _error(self.db_path, exc) from None
             self.close()
             _remove_db(self.db_path)
@@ -304,7 +304,8 @@ class Index:
         return int(row[0]) if row else 0
 
 
-def _busy(exc: BaseException) -> bool:
+def busy(exc: BaseException) -> bool:
+    """Whether an error is SQLite's: another writer held the file past the busy timeout."""
     return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
 
 
@@ -312,7 +313,7 @@ def _error(path: Path, exc: BaseException) -> Exception:
     """A failure of the index file as the one-line error users see."""
     from ..errors import CardmemError, StoreBusy
 
-    if _busy(exc):
+    if busy(exc):
         return StoreBusy(f"index {path}", "another process kept it locked for 30 s")
     why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     return CardmemError(f"index {path}", why)

@@ -1,7 +1,7 @@
 """The live rules in the files of hosts that read files, not hooks (`cardmem export`).
 
     result = export(store, "agents-md", Path("~/src/acme"), project="acme")
-    result.files      # [(path, "written" | "unchanged" | "removed")]
+    result.files      # [(path, "written" | "unchanged" | "removed" | BROKEN_LEFT)]
     result.left_out   # rule ids that did not fit the host's cap
 
 Each host reads its own instruction file into every session, within its own cap:
@@ -287,14 +287,20 @@ def _remove_stale(folder: Path, suffix: str, keep: set[Path]) -> list[tuple[Path
     return out
 
 
+BROKEN_LEFT = "left as it is: it holds a broken cardmem block"
+
+
 def _take_out(path: Path, ours_front: bool) -> list[tuple[Path, str]]:
     """The block out of a file (and the frontmatter, when ours_front: Cursor's, Copilot's),
-    the file with it unless a person wrote something of their own in it."""
-    begin = _BEGIN.search(text := _read(path))
-    if not begin:
+    the file with it unless a person wrote something of their own in it. A broken block
+    (no end line, or two blocks) is left as it is: what follows may be a person's."""
+    begins, ends = list(_BEGIN.finditer(text := _read(path))), list(_END.finditer(text))
+    if not begins:
         return []
-    end = _END.search(text)
-    after = text[end.end():] if end else ""
+    if not (len(begins) == len(ends) == 1 and begins[0].start() < ends[0].start()):
+        return [(path, BROKEN_LEFT)]
+    begin, end = begins[0], ends[0]
+    after = text[end.end():]
     after = after[after.startswith("\n"):]  # that newline is ours
     rest = text[:begin.start()] + after
     if ours_front and rest.startswith("---\n"):
@@ -379,7 +385,7 @@ def refresh(store: Any) -> list[tuple[dict[str, Any], str, str]]:
             continue
         try:
             res = export(store, t["host"], folder, t.get("project"))
-            changed = any(a != "unchanged" for _, a in res.files)
+            changed = any(a not in ("unchanged", BROKEN_LEFT) for _, a in res.files)
             out.append((t, "written" if changed else "unchanged", ""))
         except Exception as exc:  # noqa: BLE001 - a commit, a doctor run must go on
             out.append((t, "failed", " ".join(str(exc).split()) or type(exc).__name__))

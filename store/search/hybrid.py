@@ -81,6 +81,7 @@ def run(idx: "Index", query: str, limit: int = 10, card_type: str | None = None,
     sims = None
     if model is not None:
         from . import semantic
+        from ..index.db import busy as busy_index
 
         try:
             # While a background embedder works (the watcher's, `cardmem index`'s), a
@@ -92,6 +93,11 @@ def run(idx: "Index", query: str, limit: int = 10, card_type: str | None = None,
             pending = semantic.sync(idx, model, limit=embed_max)["pending"]
             sims = semantic.similarities(idx, model, query)
         except Exception as exc:  # noqa: BLE001 - a failing model must not fail the search
+            if busy_index(exc):
+                # Another writer held the index past its busy timeout: not the model's
+                # fault; this search is lexical, the next one has the vectors again.
+                res.semantic = {"status": "off", "reason": "the index was busy; try again"}
+                return _cut(res, limit)
             embedding.fail(f"{type(exc).__name__}: {exc}")  # lexical from now on
             model = None
     if model is None:

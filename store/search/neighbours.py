@@ -30,15 +30,17 @@ _NUMBERED = re.compile(r"(.*?)(\d+)")
 
 def around(cid: str) -> list[str]:
     """The ids before and after this one in its sequence, nearest first (none if it ends in
-    no number); a zero-padded number keeps its width."""
+    no number); a zero-padded number keeps its width, and a shorter number below one that
+    shows no padding (9 below 10) is looked for both ways: `9` and `09`."""
     m = _NUMBERED.fullmatch(cid)
     if not m:
         return []
     head, digits = m.groups()
-    k = int(digits)
-    width = len(digits) if digits.startswith("0") else 0
-    return [f"{head}{j:0{width}d}" for d in range(1, int(REACH) + 1)
-            for j in (k - d, k + d) if j >= 0]
+    k, width = int(digits), len(digits)
+    padded = digits.startswith("0")
+    return [f"{head}{name}" for d in range(1, int(REACH) + 1) for j in (k - d, k + d)
+            if j >= 0 for name in dict.fromkeys(
+                (f"{j:0{width}d}",) if padded else (str(j), f"{j:0{width}d}"))]
 
 
 def spread(scores: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:

@@ -111,3 +111,45 @@ def test_a_read_noted_while_the_reads_log_is_compacted_is_kept(tmp_path: Path,
     t.join()
     assert last_read(tmp_path) == {"a": 200.0, "b": 150.0, "c": 300.0}
     assert (tmp_path / ".cardmem" / "reads.log").read_text() == "200 a\n150 b\n300 c\n"
+
+
+def test_two_compactions_at_once_lose_no_read(tmp_path: Path, monkeypatch) -> None:
+    """Two `cardmem maintain` runs compact the reads log at once: the second waits for the
+    first's lock, on the file the first then replaced. It must read the new file (with the
+    reads noted since), not the old one it opened: found by review, a second compaction
+    wrote the old file's lines over the new one and a read noted in between was lost."""
+    import fcntl
+
+    from cardmem.store import appendlog
+    from cardmem.store.maintain.reads import compact, last_read
+    from cardmem.store.root import StoreRoot
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".cardmem").mkdir()
+    log = tmp_path / ".cardmem" / "reads.log"
+    log.write_text("100 a\n200 a\n")
+    first = os.open(log, os.O_RDONLY)  # the first compaction, holding the lock
+    fcntl.flock(first, fcntl.LOCK_EX)
+    real = fcntl.flock
+    waiting = threading.Event()
+
+    class Flock:  # appendlog's fcntl, telling when the second compaction asks for its lock
+        LOCK_EX = fcntl.LOCK_EX
+
+        @staticmethod
+        def flock(fd: int, op: int) -> None:
+            waiting.set()
+            real(fd, op)
+
+    monkeypatch.setattr(appendlog, "fcntl", Flock)
+    t = threading.Thread(target=compact, args=(tmp_path,))
+    t.start()
+    assert waiting.wait(30)
+    new = tmp_path / "new"
+    new.write_text("200 a\n")
+    os.replace(new, log)  # the first compaction's result
+    StoreRoot(tmp_path).note_reads(["b"], now=300)  # a search meanwhile: into the new file
+    os.close(first)  # the first compaction is done
+    t.join(30)
+    assert not t.is_alive()
+    assert last_read(tmp_path) == {"a": 200.0, "b": 300.0}

@@ -198,3 +198,19 @@ def test_only_the_projects_own_rules_join_the_stores(store, tmp_path):
     res = exports.export(store, "agents-md", tmp_path, project="acme")
     assert res.shown == ["feedback/global", "projects/acme/feedback/deploy"]
     assert "Zeta only" not in (tmp_path / "AGENTS.md").read_text()
+
+
+def test_ending_an_export_leaves_a_broken_block_and_the_persons_text_alone(store, tmp_path):
+    """`uninstall codex` ends the export `install codex --export` made. A person who cut
+    the block's end line and wrote on below it keeps every word: the file is left as it
+    is and said so (found by review: everything after the begin line was dropped)."""
+    rule(store, "feedback/a", "A", "Rule A.")
+    exports.export(store, "agents-md", tmp_path)
+    exports.remember(store, "agents-md", tmp_path, None, by="install codex")
+    path = tmp_path / "AGENTS.md"
+    text = path.read_text().replace("<!-- cardmem:end -->", "## Build\nRun make.")
+    path.write_text(text)
+    assert exports.withdraw(store.root, "install codex") == [(path, "left as it is: it holds a"
+                                                              " broken cardmem block")]
+    assert path.read_text() == text
+    assert exports.targets(store.root) == []  # forgotten all the same: no longer kept current

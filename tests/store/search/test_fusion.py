@@ -112,3 +112,17 @@ def test_a_sequence_is_ids_that_differ_in_their_last_number() -> None:
     assert around("sessions/session-09")[:2] == ["sessions/session-08", "sessions/session-10"]
     assert around("notes/part-0") == ["notes/part-1", "notes/part-2"]
     assert around("notes/camping") == []
+
+
+def test_the_tenth_card_of_a_padded_sequence_borrows_from_the_ninth() -> None:
+    """`part-09` and `part-10` are neighbours both ways: from 10, whose number shows no
+    padding, 9 is looked for as `9` and as `09` (found by review: `part-10` looked only
+    for `part-9`, so it borrowed nothing from `part-09`, which borrowed from it)."""
+    import pytest
+
+    from cardmem.store.search.neighbours import MIX, SHARE, around, spread
+
+    assert "sessions/session-09" in around("sessions/session-10")
+    assert around("turns/d3-10")[0] == "turns/d3-9"  # an unpadded sequence first
+    mixed, _ = spread({"notes/part-09": 1.0, "notes/part-10": 0.5})
+    assert mixed["notes/part-10"] == pytest.approx(max(0.5 + MIX * 1.0, SHARE * 1.0))

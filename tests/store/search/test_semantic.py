@@ -195,6 +195,34 @@ def test_a_model_failing_mid_search_falls_back(cards, model, monkeypatch) -> Non
         embedding.reset()
 
 
+def test_an_index_busy_during_the_sync_costs_one_search_its_vectors_not_the_process(
+        cards, model, monkeypatch) -> None:
+    """Another process held the index's write lock past the busy timeout while a search
+    synced the vectors: that search is lexical, and the next one has the vectors again.
+    (Found by review: the index's error was taken for the model's, and a long-lived MCP
+    server searched by words alone until it was restarted.)"""
+    import sqlite3
+
+    real = semantic.sync
+    calls = []
+
+    def locked_once(idx, m, limit=None):
+        calls.append(limit)
+        if len(calls) == 1:
+            raise sqlite3.OperationalError("database is locked")
+        return real(idx, m, limit=limit)
+
+    monkeypatch.setattr(semantic, "sync", locked_once)
+    try:
+        res = search(cards, "Antworte kurz, ohne Einleitung", limit=3)
+        assert res.semantic["status"] == "off" and "busy" in res.semantic["reason"]
+        res = search(cards, "Antworte kurz, ohne Einleitung", limit=3)
+        assert res.semantic["status"] == "on"
+        assert [r["id"] for r in res.results] == ["feedback/short-answers"]
+    finally:
+        embedding.reset()
+
+
 def test_cli_json_says_why_each_result_matched(cards, model) -> None:
     from cardmem.tools.cli.group import cli
 
