@@ -272,3 +272,14 @@ def test_no_git_identity_is_said_once_and_flagged_by_doctor(tmp_path: Path,
     monkeypatch.setenv("GIT_COMMITTER_NAME", "Ann")
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "ann@example.com")
     assert "git identity: set" in cli("doctor", *s)[1]
+
+
+def test_a_context_budget_that_holds_nothing_says_so(tmp_path: Path) -> None:
+    """`cardmem context --budget 50` printed nothing at all and exited 0: the cut was named
+    only in --json's left_out."""
+    root = tmp_path / "s"
+    assert cli("init", str(root))[0] == 0
+    code, out, err = cli("--store", str(root), "context", "--budget", "50")
+    assert code == 0 and out == ""
+    assert err.count("\n") == 1 and err.startswith("cardmem: context: "), err
+    assert "budget of 50 characters" in err and "memory map" in err and "recent changes" in err
