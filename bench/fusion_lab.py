@@ -1,6 +1,7 @@
 """Fit the fusion's constants (store/search/hybrid.py) on design data only (issue 27).
 
-    python bench/fusion_lab.py [--convs design] [--split calib]
+    python bench/fusion_lab.py [--convs design] [--split calib] [--dir D] [--grid ...]
+                               [--context-vectors base|mean|3-mean|row]
 
 Asks every design question once, keeping what the fusion sees (the lexical pool and the
 similarity of every card in it or near the query), then replays hybrid.fuse() over a grid
@@ -82,6 +83,62 @@ def gather(convs, split: str, where: Path) -> dict[str, list]:
     for d in bq.questions(split):
         out["agents"].append((idx, d, collect(idx, model, d["q"])))
     return out
+
+
+CONTEXT_VECTORS = ("base", "mean", "3-mean", "row")
+
+
+def context_vectors(data: dict[str, list], how: str) -> None:
+    """Turn questions' similarities replaced by vectors made in this process (float, not
+    the index's int8 rows) where a short card of a sequence is embedded with the body of
+    the card before it (neighbours.steps): `base` the recipe as it is (card_text's two
+    texts, their mean), `mean` the name and (previous body, own body) averaged, `3-mean`
+    the name, own and context texts averaged, `row` the context text as a second row."""
+    import time
+
+    import numpy as np
+
+    from cardmem.store.index.schema import COLUMNS
+    from cardmem.store.search import embedding, neighbours, semantic
+
+    model = embedding.embedder()
+    stores: dict[int, tuple] = {}
+    spent = 0.0
+    for idx, *_ in data["turn"]:
+        if id(idx) in stores:
+            continue
+        rows = list(idx.conn.execute(
+            "SELECT c.n, c.id, c.title, c.project, c.description, f.c{}, c.size FROM cards c"
+            " JOIN fts_content f ON f.id = c.n ORDER BY c.n".format(COLUMNS.index("body"))))
+        body_of = {r[1]: r[5] for r in rows}
+        head_t, own_t, ctx_t = [], [], []
+        for n, cid, title, proj, desc, body, size in rows:
+            head, whole = semantic.card_text(title, proj, desc, body)
+            prev = next((nb for nb, off in neighbours.steps(cid) if off == -1), None)
+            before = body_of.get(prev) if prev and size <= neighbours.SHORT else None
+            head_t.append(head)
+            own_t.append(whole)
+            ctx_t.append(f"{head}. {' '.join(before.split())} {' '.join(body.split())}"
+                         if before else whole)
+        t0 = time.process_time()
+        k = len(rows)
+        e = model.encode(head_t + own_t + (ctx_t if how != "base" else []))
+        spent += time.process_time() - t0
+        unit = lambda m: m / np.linalg.norm(m, axis=1, keepdims=True)  # noqa: E731
+        h, o, c = e[:k], e[k:2 * k], e[2 * k:]
+        ids = np.array([r[0] for r in rows])
+        mats = {"base": lambda: [unit((h + o) / 2)], "mean": lambda: [unit((h + c) / 2)],
+                "3-mean": lambda: [unit((h + o + c) / 3)],
+                "row": lambda: [unit((h + o) / 2), c]}[how]()
+        stores[id(idx)] = (np.repeat(ids, len(mats)),
+                           np.stack(mats, axis=1).reshape(-1, e.shape[1]))
+    print(f"context vectors ({how}): embedded in {spent:.1f} s CPU", flush=True)
+    out = []
+    for idx, q, ev, (lex, _) in data["turn"]:
+        ids, m = stores[id(idx)]
+        sims = (m @ model.query(q)).astype(np.float32)
+        out.append((idx, q, ev, (lex, semantic.Similarities(ids, sims))))
+    data["turn"] = out
 
 
 GATE = 1
@@ -211,6 +268,8 @@ def main() -> None:
     ap.add_argument("--grid", default="", help="NAME=v1,v2;NAME2=... over hybrid's constants")
     ap.add_argument("--content-query", action="store_true",
                     help="embed the question without its function words (terms.STOPWORDS)")
+    ap.add_argument("--context-vectors", choices=CONTEXT_VECTORS,
+                    help="turn cards' vectors made here, with the previous card's text")
     ap.add_argument("--dump", type=Path, help="write each question's fused results (JSON lines)")
     ap.add_argument("--relex", action="store_true",
                     help="search the words again at each grid point (lexical constants:"
@@ -224,6 +283,8 @@ def main() -> None:
     from cardmem.store.search import hybrid
 
     data = gather(convs, args.split, args.dir)
+    if args.context_vectors:
+        context_vectors(data, args.context_vectors)
     diagnose(data)
     grid = [(k, [float(v) for v in vs.split(",")]) for k, vs in
             (part.split("=") for part in args.grid.split(";") if part)]

@@ -96,6 +96,22 @@ def test_the_turn_after_the_one_holding_the_words_is_shown_as_its_neighbour(tmp_
     assert "marshmallows" in answer["snippet"]
 
 
+def test_the_turn_after_a_strong_result_ranks_above_the_turn_before_it(tmp_path) -> None:
+    # Both sit beside the turn holding the words; what answers it comes after it.
+    results = fused_results(conversation(tmp_path), "camping trip with the kids")
+    ids = [r["id"] for r in results]
+    assert ids.index("turns/d1-3") < ids.index("turns/d1-1"), results
+
+
+def test_a_card_borrows_more_from_the_card_before_it_than_from_the_one_after() -> None:
+    from cardmem.store.search.neighbours import spread
+
+    mixed, new = spread({"turns/d2-5": 1.0, "notes/x": 0.2})
+    assert new["turns/d2-6"] > new["turns/d2-4"] > 0.0, new
+    assert new["turns/d2-7"] > new["turns/d2-3"], new
+    assert mixed == {"turns/d2-5": 1.0, "notes/x": 0.2}  # no neighbour of theirs matched
+
+
 def test_only_short_cards_in_a_numbered_sequence_lend(tmp_path) -> None:
     long = " ".join(["The camping trip notes, day by day."] * 60)
     store = conversation(tmp_path, ("logs/trip-1", "Trip log one", long),
@@ -120,9 +136,9 @@ def test_the_tenth_card_of_a_padded_sequence_borrows_from_the_ninth() -> None:
     for `part-9`, so it borrowed nothing from `part-09`, which borrowed from it)."""
     import pytest
 
-    from cardmem.store.search.neighbours import MIX, SHARE, around, spread
+    from cardmem.store.search.neighbours import AFTER, MIX, around, spread
 
     assert "sessions/session-09" in around("sessions/session-10")
     assert around("turns/d3-10")[0] == "turns/d3-9"  # an unpadded sequence first
     mixed, _ = spread({"notes/part-09": 1.0, "notes/part-10": 0.5})
-    assert mixed["notes/part-10"] == pytest.approx(max(0.5 + MIX * 1.0, SHARE * 1.0))
+    assert mixed["notes/part-10"] == pytest.approx(max(0.5 + MIX * 1.0, AFTER * 1.0))
