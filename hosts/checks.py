@@ -17,7 +17,8 @@ from .install import installed, installed_events, settings_path, spec
 from .adapters import load
 from .mcp_install import config_path, registered
 from .hook import NO_TRANSCRIPT
-from cardmem.store.rules.exports import HOSTS, refresh
+from cardmem.store.errors import StoreBusy
+from cardmem.store.rules.exports import HOSTS, locked, refresh, targets
 
 OTHERS = ("codex", "gemini", "cursor", "copilot")
 
@@ -89,7 +90,14 @@ def check_exports(store: Any) -> list[tuple[bool | None, str]]:
     """The exports kept current (`cardmem export`, `install HOST --export`): each written
     again now, so a rule edited by hand and not yet committed reaches it too."""
     out: list[tuple[bool | None, str]] = []
-    for t, action, why in refresh(store):
+    if not targets(store.root):
+        return out
+    try:
+        with locked(store.root):  # as a commit's refresh: an export ended meanwhile stays ended
+            done = refresh(store)
+    except StoreBusy as exc:
+        return [(None, f"exports: not written again now: {exc}")]
+    for t, action, why in done:
         where = Path(t["folder"]) / HOSTS[t["host"]].main
         if action == "failed":
             out.append((False, f"export {t['host']}: {why}; mend it and `cardmem doctor` "

@@ -11,7 +11,8 @@ import click
 from cardmem.store.wording import plural
 from cardmem.tools.cli.options import store_value, open_store
 from cardmem.store.errors import CardmemError
-# Imports inside the commands: `cardmem hook` loads the hook alone, not install's machinery.
+# Imports inside the commands: `cardmem hook` (run by hand; installed hooks start hosts/'
+# modules with python, without click) loads the hook, not install's machinery.
 
 HOSTS = ["claude-code", "codex", "gemini", "cursor", "copilot"]
 HOOK_HOSTS = ["claude", "claude-code", "codex", "gemini", "cursor", "copilot"]

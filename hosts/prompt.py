@@ -31,10 +31,16 @@ def _load(root: Path) -> dict:
     return session_notes.load(str(_path(root)))
 
 
+def _ids(entry: object) -> set[str]:
+    """The ids a session's entry holds; none from an entry of another shape (a hand edit,
+    a torn write): the prompt hook goes on, and its next note replaces the entry."""
+    ids = entry.get("ids") if isinstance(entry, dict) else None
+    return {i for i in ids if isinstance(i, str)} if isinstance(ids, list) else set()
+
+
 def shown(root: Path, session: str) -> set[str]:
     """The cards this session has been shown so far."""
-    entry = _load(root).get(session) if session else None
-    return set(entry.get("ids", [])) if isinstance(entry, dict) else set()
+    return _ids(_load(root).get(session)) if session else set()
 
 
 def note_shown(root: Path, session: str, ids: list[str]) -> None:
@@ -42,8 +48,7 @@ def note_shown(root: Path, session: str, ids: list[str]) -> None:
     if not session or not ids:
         return
     data = _load(root)
-    entry = data.get(session) if isinstance(data.get(session), dict) else {}
-    data[session] = {"ids": sorted(set(entry.get("ids", [])) | set(ids)), "at": time.time()}
+    data[session] = {"ids": sorted(_ids(data.get(session)) | set(ids)), "at": time.time()}
     from . import session_notes
 
     session_notes.save(str(_path(root)), data, lambda note: note["at"])

@@ -10,7 +10,6 @@ exactly what was added and give the file back byte for byte.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -70,8 +69,7 @@ def write_record(record: Path, data: dict[str, Any]) -> None:
     (MCP servers' env): the person's eyes only, as the backup keeps the file's own mode."""
     from cardmem.store.git.writer import atomic_write
 
-    atomic_write(record, json.dumps(data).encode())
-    record.chmod(0o600)
+    atomic_write(record, json.dumps(data).encode(), mode=0o600)
 
 
 def keep_record_private(record: Path) -> None:
@@ -130,9 +128,7 @@ def write_file(path: Path, text: str, *, keep_backup: bool = True,
     path.parent.mkdir(parents=True, exist_ok=True)
     new = not path.exists()
     saved = backup(path) if keep_backup else None
-    atomic_write(path, text.encode("utf-8"))
-    if new and private:
-        os.chmod(path, 0o600)
+    atomic_write(path, text.encode("utf-8"), mode=0o600 if new and private else None)
     return saved
 
 

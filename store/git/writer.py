@@ -118,8 +118,10 @@ def temp_prefix(name: str) -> str:
     return f".{cut.decode(errors='ignore')}."
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace path's content with data: readers see the old bytes or the new, never a mix."""
+def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Replace path's content with data: readers see the old bytes or the new, never a mix.
+    The file keeps its mode (a new one: 0644), or gets `mode` when given, from the start:
+    the temporary file is made 0600 and only ever widened to it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name), suffix=".tmp", dir=path.parent)
     try:
@@ -127,7 +129,9 @@ def atomic_write(path: Path, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        if path.exists():
+        if mode is not None:
+            os.chmod(tmp, mode)
+        elif path.exists():
             os.chmod(tmp, path.stat().st_mode & 0o7777)
         else:
             os.chmod(tmp, 0o644)

@@ -339,29 +339,41 @@ def _save(root: Any, items: list[dict[str, Any]]) -> None:
     write_cache(path, json.dumps({"v": 1, "targets": items}, indent=1).encode())
 
 
+def locked(root: Any) -> Any:
+    """The store's write lock, which a commit's `refresh` holds (store/derived.py): so a
+    refresh that read the list before an export ended cannot write its block back."""
+    from ..config import load
+    from ..git.writer import write_lock
+
+    return write_lock(Path(root), float(load(Path(root))["store"]["lock_timeout_s"]))
+
+
 def remember(store: Any, host_name: str, folder: Path, project: str | None,
              by: str | None = None) -> None:
     """Keep this export current from now on (after an export that wrote it); `by`: what
     made it, when that can end it (`install codex`: `uninstall codex` does)."""
     where = str(Path(folder).resolve())
-    items = [t for t in targets(store.root) if (t["host"], t["folder"]) != (host_name, where)]
-    _save(store.root, [*items, {"host": host_name, "folder": where, "project": project,
-                                **({"by": by} if by else {})}])
+    with locked(store.root):
+        items = [t for t in targets(store.root)
+                 if (t["host"], t["folder"]) != (host_name, where)]
+        _save(store.root, [*items, {"host": host_name, "folder": where, "project": project,
+                                    **({"by": by} if by else {})}])
 
 
 def withdraw(root: Any, by: str) -> list[tuple[Path, str]]:
     """End the exports `by` made: forgotten, and their blocks taken out of the files (a
     file cardmem wrote alone goes). The files changed."""
-    mine = [t for t in targets(root) if t.get("by") == by]
-    if not mine:
-        return []
-    _save(root, [t for t in targets(root) if t not in mine])
-    out: list[tuple[Path, str]] = []
-    for t in mine:
-        host, folder = HOSTS[t["host"]], Path(t["folder"])
-        out += _take_out(folder / host.main, ours_front=bool(host.frontmatter(None)))
-        if host.scoped:
-            out += _remove_stale(folder / host.scoped, host.suffix, set())
+    if not any(t.get("by") == by for t in targets(root)):
+        return []  # nothing to end: no lock to wait for
+    with locked(root):
+        mine = [t for t in targets(root) if t.get("by") == by]
+        _save(root, [t for t in targets(root) if t not in mine])
+        out: list[tuple[Path, str]] = []
+        for t in mine:
+            host, folder = HOSTS[t["host"]], Path(t["folder"])
+            out += _take_out(folder / host.main, ours_front=bool(host.frontmatter(None)))
+            if host.scoped:
+                out += _remove_stale(folder / host.scoped, host.suffix, set())
     return out
 
 
@@ -369,7 +381,8 @@ def refresh(store: Any) -> list[tuple[dict[str, Any], str, str]]:
     """Every remembered export written again for the rules now: (target, "written" |
     "unchanged" | "forgotten" | "failed", why). One whose block is gone is forgotten; one
     that fails (a block broken by hand, a file its person filled to the cap) is left as
-    it is, and said. Never raises; a store with none costs one file read."""
+    it is, and said. Never raises; a store with none costs one file read. Call holding
+    the store's write lock (`locked`)."""
     out: list[tuple[dict[str, Any], str, str]] = []
     gone: list[dict[str, Any]] = []
     for t in targets(store.root):

@@ -41,6 +41,7 @@ PIN_UNIQUE = True
 SIM_PIN = confidence.SIM_BOTH
 POOL = 20  # candidates taken from each side before fusing
 NEIGHBOURS = True  # cards in a sequence lend each other score (store/search/neighbours.py)
+DIALOG = True  # a conversation kept in one card is scored by its best turns too (dialog.py)
 # Cards a search embeds at most (each costs the search CPU: bench/RESULTS.md, "Figures from
 # comments"): a store new to the model is embedded by `cardmem index`, the watcher or the
 # MCP server, not by one shell search.
@@ -192,6 +193,8 @@ def fuse(idx: "Index", res: "SearchResult", sims: "Similarities", limit: int,
     for n, s in near:
         r = fused.get(n)
         if r is None:
+            if n not in rows:  # deleted (another process's refresh) since `ok` was read
+                continue
             _, cid, title, ctype, status, proj, desc, body = rows[n]
             r = fused[n] = {"id": cid, "title": title, "type": ctype, "score": 0.0,
                             "confidence": "low", "matched": [], "status": status,
@@ -219,6 +222,10 @@ def fuse(idx: "Index", res: "SearchResult", sims: "Similarities", limit: int,
                 and r["matched"] != ["body"]):
             r["confidence"] = "medium"
         r["score"] = round(r.pop("_f") + SEMANTIC_WEIGHT * r["similarity"], 4)
+    if DIALOG:
+        from . import dialog
+
+        dialog.lend(idx, res.query, fused)
     if NEIGHBOURS:
         _lend(idx, fused, sims, where, args)
     mark_stale(idx, [r for r in fused.values() if r["match"] in ("semantic", "neighbour")])

@@ -207,7 +207,7 @@ def _state(idx: Any) -> tuple[Any, ...]:
     return idx.generation(), mark(idx.conn)
 
 
-def _synced(idx: Any, stamp: str) -> tuple[Any, int | None]:
+def _synced(idx: Any, stamp: str) -> tuple[Any, frozenset[int] | None]:
     """(the index's state now; the cards a sync of this model found without a vector at
     this state, with nothing else to do, or since then as the vector log tells: None
     when no sync saw it)."""

@@ -292,3 +292,20 @@ def test_agents_md_at_150_rules_in_wide_characters_keeps_codexs_32_kib(store, tm
     export(store, "agents-md", tmp_path)
     data = (tmp_path / "AGENTS.md").read_bytes()
     assert 16 * 1024 < len(data) <= 32 * 1024 and b"rules are left out" in data
+
+
+@pytest.mark.parametrize("damaged", ['{"ids": 7, "at": 1}', '{"ids": [["x"]], "at": 1}',
+                                     '{"ids": [7], "at": 1}', '{"ids": null}'])
+def test_a_damaged_note_of_what_a_session_was_shown_is_replaced(damaged, store, capsys):
+    """The prompt hook's note for this session, of another shape (a hand edit, a torn
+    write): the hook still adds the cards, and its note replaces the damaged one, so the
+    next prompt is told only what is new (found by review: a TypeError each prompt)."""
+    (store.root / "entities").mkdir(exist_ok=True)
+    (store.root / "entities" / "frobnicator.md").write_text(
+        "---\ntitle: Frobnicator\ntype: entity\n---\nThe frobnicator retries widget jobs.\n")
+    (store.root / ".cardmem" / "shown-sessions.json").write_text(f'{{"s9": {damaged}}}')
+    payload = {"session_id": "s9", "cwd": "/w", "prompt": "Why does the frobnicator retry?"}
+    out, err = hook("claude", "UserPromptSubmit", payload, store, capsys)
+    assert out.strip() and err == "", err  # the old code: no context, a TypeError said
+    assert "entities/frobnicator" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert answer("claude", "UserPromptSubmit", payload, store, capsys) in (None, {})

@@ -142,3 +142,28 @@ def test_cli_install_no_mcp_leaves_the_file_alone(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert not (tmp_path / ".claude.json").exists()
     assert (tmp_path / ".claude" / "settings.json").exists()
+
+
+def test_a_new_private_file_and_its_record_are_never_readable_by_others(tmp_path: Path,
+                                                                        monkeypatch) -> None:
+    """~/.claude.json (it may hold keys) and the record keeping it as it was are 0600 from
+    their first byte: the temporary file renamed into place is never widened past 0600 (found
+    by review: it was made 0644, renamed, then narrowed)."""
+    path = tmp_path / ".claude.json"
+    modes: list[tuple[str, int]] = []
+    chmod, replace = os.chmod, os.replace
+
+    def seen_chmod(p, mode, *a, **kw):
+        modes.append((f"chmod {p}", mode))
+        return chmod(p, mode, *a, **kw)
+
+    def seen_replace(src, dst, *a, **kw):
+        modes.append((f"rename to {dst}", stat.S_IMODE(os.stat(src).st_mode)))
+        return replace(src, dst, *a, **kw)
+
+    monkeypatch.setattr(os, "chmod", seen_chmod)
+    monkeypatch.setattr(os, "replace", seen_replace)
+    register(path)
+    ours = [(what, oct(m)) for what, m in modes if ".claude.json" in what]
+    assert any(what == f"rename to {path}" for what, _ in ours), ours
+    assert all(int(m, 8) & 0o077 == 0 for _, m in ours), ours

@@ -214,3 +214,42 @@ def test_ending_an_export_leaves_a_broken_block_and_the_persons_text_alone(store
                                                               " broken cardmem block")]
     assert path.read_text() == text
     assert exports.targets(store.root) == []  # forgotten all the same: no longer kept current
+
+
+def test_ending_an_export_waits_for_a_refresh_under_way(store, tmp_path, monkeypatch):
+    """A commit's refresh (under the store's write lock, store/derived.py) that read the
+    exports before `uninstall codex` ended this one must not write its block back after
+    uninstall took it out: withdraw takes the same lock (found by review: it took none)."""
+    import threading
+
+    from cardmem.store.git.writer import write_lock
+
+    rule(store, "feedback/a", "A", "Rule A.")
+    exports.export(store, "agents-md", tmp_path)
+    exports.remember(store, "agents-md", tmp_path, None, by="install codex")
+    path = tmp_path / "AGENTS.md"
+    export, reading, go = exports.export, threading.Event(), threading.Event()
+
+    def slow_export(*args, **kw):  # the refresh, between reading the exports and writing
+        reading.set()
+        assert go.wait(10)
+        return export(*args, **kw)
+
+    monkeypatch.setattr(exports, "export", slow_export)
+
+    def commit_refresh() -> None:
+        with write_lock(store.root):
+            exports.refresh(store)
+
+    refresh = threading.Thread(target=commit_refresh)
+    refresh.start()
+    assert reading.wait(10)
+    withdraw = threading.Thread(target=exports.withdraw, args=(store.root, "install codex"))
+    withdraw.start()
+    withdraw.join(0.5)  # old code: done already, the block out and the export forgotten
+    go.set()
+    refresh.join(10)
+    withdraw.join(10)
+    assert not refresh.is_alive() and not withdraw.is_alive()
+    assert not path.exists() or "cardmem:begin" not in path.read_text()
+    assert exports.targets(store.root) == []

@@ -18,7 +18,8 @@ from cardmem.tools.cli.options import (AGENT_ENV, emit_json, given_path, json_op
 from cardmem.store.cards.paths import project_key, default_store, id_of_path, check_new_id
 from cardmem.store.errors import BadId, CardmemError, NotFound
 from cardmem.store.cards import paths
-# Imports inside the commands: each card command (a `cardmem new` per write) loads only its own.
+# Imports inside the commands: every `cardmem` command loads this module (tools/cli/group.py),
+# so what one card command needs alone it imports itself (an agent may `cardmem new` per write).
 
 
 def read_body(body: str | None, piped: bool = False) -> str:

@@ -142,3 +142,33 @@ def test_the_tenth_card_of_a_padded_sequence_borrows_from_the_ninth() -> None:
     assert around("turns/d3-10")[0] == "turns/d3-9"  # an unpadded sequence first
     mixed, _ = spread({"notes/part-09": 1.0, "notes/part-10": 0.5})
     assert mixed["notes/part-10"] == pytest.approx(max(0.5 + MIX * 1.0, AFTER * 1.0))
+
+
+def test_a_card_deleted_between_the_fusions_two_reads_is_skipped(tmp_path, monkeypatch) -> None:
+    """A card the vectors found that another process deletes (its refresh) after the fusion
+    checked the filters and before it reads the card's row: left out, no KeyError (found
+    by review)."""
+    import sqlite3
+
+    root = tmp_path / "store"
+    for cid, t, b in NOTES:
+        write(root, cid, t, b)
+    write(root, "notes/gone", "Lighthouse", "The keeper climbs the stairs at dusk.")
+    store = init(root)[0]
+    rows_sql = hybrid._rows_sql
+
+    with Index(store) as idx:
+        idx.refresh()
+        res = lexical(idx, "deploys main branch", hybrid.POOL)
+        gone = idx.conn.execute("SELECT n FROM cards WHERE id = 'notes/gone'").fetchone()[0]
+
+        def deleted_first(key: str = "n") -> str:  # the other process, between the reads
+            other = sqlite3.connect(str(idx.db_path), isolation_level=None)
+            other.execute("DELETE FROM cards WHERE n = ?", (gone,))
+            other.close()
+            return rows_sql(key)
+
+        monkeypatch.setattr(hybrid, "_rows_sql", deleted_first)
+        hybrid.fuse(idx, res, Similarities(np.array([gone]), np.array([0.9])), 5, None, None)
+        ids = [r["id"] for r in res.results]
+    assert ids and ids[0] == "notes/deploys" and "notes/gone" not in ids, ids
