@@ -12,6 +12,8 @@ import time
 
 from cardmem.store.appendlog import append
 
+from .hookjson import dumps, loads  # not json: the PreToolUse hook writes these
+
 NAME = "rule-events.jsonl"
 MAX_BYTES = 4_000_000
 
@@ -21,8 +23,6 @@ def record(root: str, session: str | None, tool: str, fired: list[dict]) -> None
         return
     try:
         now = round(time.time(), 3)
-        from .hookjson import dumps  # not json: the PreToolUse hook writes these
-
         lines = "".join(dumps({"t": now, "session": (session or "")[:12], "rule": f["id"],
                                "action": f["action"], "kind": f["kind"], "tool": tool})
                         + "\n" for f in fired)
@@ -33,8 +33,6 @@ def record(root: str, session: str | None, tool: str, fired: list[dict]) -> None
 
 def events(root: str, since: float = 0.0) -> list[dict]:
     """Every recorded firing at or after `since` (epoch seconds), oldest first."""
-    from .hookjson import loads
-
     out = []
     base = os.path.join(root, ".cardmem", NAME)
     for path in (base + ".1", base):

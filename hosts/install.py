@@ -24,6 +24,7 @@ from typing import Any
 
 from cardmem.store.errors import CardmemError
 
+from .adapters import ALIASES, MODULES, load
 from .settings import command_arg, json_text, read_hooks_file as _load, read_record, record_path, write_back, write_file, write_record
 
 HOOK_MODULE = "cardmem.hosts.hook"
@@ -33,8 +34,6 @@ MARKS = (HOOK_MODULE, "hosts/pretool_start.py")  # how our entries are recognise
 
 def spec(host: str) -> dict[str, Any]:
     """The host's install spec: hosts/<host>/install.py SPEC."""
-    from .adapters import ALIASES, MODULES
-
     name = ALIASES.get(host, host)
     if name not in MODULES or name == "claude":
         raise CardmemError(f"host {host}", "has no generic install; expected codex, gemini, "
@@ -61,8 +60,6 @@ def export_folder(host: str, settings: Path | None) -> tuple[Path, bool]:
     rules): the project whose hooks file --settings names, else the host's own folder
     (Codex: $CODEX_HOME/AGENTS.md, Gemini CLI: ~/.gemini/GEMINI.md, read in every
     session). Cursor and Copilot CLI read rules files from a project only."""
-    from .adapters import load
-
     if settings is not None:
         for parent in Path(settings).expanduser().absolute().parents:
             if parent.name in (".codex", ".gemini", ".cursor", ".github") \

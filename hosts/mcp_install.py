@@ -24,6 +24,8 @@ from typing import Any
 from cardmem.store.errors import CardmemError
 
 from .claude_code.mcp_install import NAME, _ours, remove_entry, server_entry
+from .codex import mcp_toml
+from .install import settings_path, spec
 from .settings import backup_path, json_text, read_json_object, read_record, write_back, write_file, write_record
 
 
@@ -32,8 +34,6 @@ def record_path(path: Path) -> Path:
 
 
 def _spec(host: str) -> dict[str, Any]:
-    from .install import spec
-
     return spec(host)["mcp"]
 
 
@@ -44,8 +44,6 @@ def config_path(host: str, config: Path | None = None, settings: Path | None = N
     if config:
         return Path(config).expanduser()
     if _spec(host).get("in_settings"):
-        from .install import settings_path
-
         return settings_path(host, settings)
     beside = _spec(host).get("beside")
     if settings and beside:  # a project's hooks: the project's MCP file, not the user's
@@ -80,8 +78,6 @@ def register(host: str, config: Path | None = None, store: Path | None = None,
     want = entry(host, store)
     created: list[str] = [] if before is not None else ["file"]
     if _spec(host).get("toml"):
-        from .codex import mcp_toml
-
         new = mcp_toml.add(before or "", want, path)
         if new == before:
             return {"changed": False, "path": str(path)}
@@ -128,8 +124,6 @@ def _unregister(host: str, path: Path, rec: dict[str, Any]) -> dict[str, Any]:
         return {"changed": False, "path": str(path)}
     created, original = set(rec.get("created", [])), rec.get("original")
     if _spec(host).get("toml"):
-        from .codex import mcp_toml
-
         new = mcp_toml.remove(text, original)
         if new is None:
             return {"changed": False, "path": str(path)}
@@ -152,8 +146,6 @@ def registered(host: str, config: Path | None = None,
         if text is None:
             return None
         if _spec(host).get("toml"):
-            from .codex import mcp_toml
-
             found = mcp_toml.server(text, path)
         else:
             found = (read_json_object(path, "--mcp-config").get("mcpServers") or {}).get(NAME)

@@ -10,18 +10,18 @@ exactly what was added and give the file back byte for byte.
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
 
 from cardmem.store.errors import CardmemError
+from cardmem.store.git.writer import atomic_write
 
 
 def command_arg(command: str, flag: str) -> str | None:
     """The value after `flag` in a hook command line (None: absent, or not parseable,
     e.g. a hand-edited command with an unbalanced quote)."""
-    import shlex
-
     try:
         args = shlex.split(command)
     except ValueError:
@@ -67,8 +67,6 @@ def record_path(path: Path) -> Path:
 def write_record(record: Path, data: dict[str, Any]) -> None:
     """Write an install record. It may keep the file as it was, and hosts' files hold keys
     (MCP servers' env): the person's eyes only, as the backup keeps the file's own mode."""
-    from cardmem.store.git.writer import atomic_write
-
     atomic_write(record, json.dumps(data).encode(), mode=0o600)
 
 
@@ -123,8 +121,6 @@ def write_file(path: Path, text: str, *, keep_backup: bool = True,
     aside (`backup`; keep_backup=False when an earlier step of the same install took it),
     then replaced atomically. A new file is made 0600 when private (it may come to hold
     keys). Returns the backup (None: there was no file, or none was taken)."""
-    from cardmem.store.git.writer import atomic_write
-
     path.parent.mkdir(parents=True, exist_ok=True)
     new = not path.exists()
     saved = backup(path) if keep_backup else None

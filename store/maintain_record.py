@@ -38,6 +38,7 @@ def load(root: str | os.PathLike[str]) -> dict[str, dict]:
 
 def save(root: str | os.PathLike[str], kinds: dict[str, list[dict]], at: float) -> None:
     """Record the findings of each kind checked (others keep their record); never raises."""
+    # here, not at the top: the readers (search, the hooks) import json and os only
     from pathlib import Path
 
     from .root import write_cache  # derived, rebuildable: no fsync

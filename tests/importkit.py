@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from gitremote import cli
 
-FIXTURES = Path(__file__).parent / "tools" / "import_fixtures"
+FIXTURES = Path(__file__).parent / "tools" / "importers" / "import_fixtures"
 MEMORY = "claude-memory/-home-tess-src-acme-api/memory"
 PATHS = {"claude-md": "claude-md/CLAUDE.md", "claude-memory": MEMORY,
          "basic-memory": "basic-memory", "mcp-memory": "mcp-memory/memory.json"}

@@ -15,6 +15,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
+from . import markdown
 from .frontmatter import split  # noqa: F401 - re-exported: the one splitter
 from .paths import project_key, project_of_id, type_from_id
 from .sections import history_entries, history_span as _find_history
@@ -312,32 +313,23 @@ def remove_key(text: str, key: str) -> str:
     return text[:a] + text[b:]
 
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-
-
 def _headings(text: str) -> list[tuple[int, int, str, int]]:
-    """(line index, level, heading text, char offset) of body headings outside code fences.
-
-    A fence closes only on the same character, at least as long (CommonMark), so a
-    ``` inside a ```` block or a ~~~ block does not end it.
-    """
+    """(line index, level, heading text, char offset) of body headings outside code fences
+    (markdown.py's rules: a ``` inside a ```` block or a ~~~ block does not end it)."""
     out: list[tuple[int, int, str, int]] = []
-    fence, offset = "", 0
+    inside, offset = "", 0
     span = split(text)
     body_start = span[2] if span else 0
     for i, ln in enumerate(_lines(text)):
         if offset >= body_start:
             line = ln.rstrip("\r\n")
-            f = _FENCE.match(line)
-            if fence:
-                if f and f.group(1)[0] == fence[0] and len(f.group(1)) >= len(fence) \
-                        and not line.strip()[len(f.group(1)):].strip():
-                    fence = ""
-            elif f:
-                fence = f.group(1)
-            elif (m := _HEADING.match(line)) and m.group(2):
-                out.append((i, len(m.group(1)), m.group(2), offset))
+            if inside:
+                if markdown.closes(line, inside):
+                    inside = ""
+            elif run := markdown.fence(line):
+                inside = run
+            elif head := markdown.heading(line):
+                out.append((i, head[0], head[1], offset))
         offset += len(ln)
     return out
 

@@ -7,7 +7,7 @@ flat run of `key: value` and `key: [a, b]` lines. `quick_meta` reads exactly tha
 and returns None for anything else (nesting, block lists, escapes, anchors, comments
 after values, numbers, nulls, booleans...), so the caller falls back to card.parse. The
 values it accepts are strings, decided with the card loader's own implicit resolvers, so
-the result equals what card.parse would give (tests/store/test_index.py holds this).
+the result equals what card.parse would give (tests/store/index/test_index.py holds this).
 
 A cold index runs this once per card, so it is written for speed: keys and plain values
 repeat across cards (type, status, tags, dates) and are memoised; a line of printable

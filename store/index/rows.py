@@ -58,7 +58,7 @@ KNOWN_KEYS = frozenset(("title", "type", "description", "aliases", "tags", "proj
 
 def list_text(value: Any) -> str:
     """A list field (aliases, tags) as newline-joined text: "\n".join(card._as_list(value))
-    (tests/store/test_fastmeta.py holds the two to the same)."""
+    (tests/store/index/test_fastmeta.py holds the two to the same)."""
     if value.__class__ is str:
         return value
     if value is None:

@@ -14,7 +14,9 @@ live in tools/maintain/.
 """
 from __future__ import annotations
 
-TYPE_CHECKING = False  # no `typing` import: search and the session-start hook come here
+import time
+
+TYPE_CHECKING = False  # no `typing` import: the session-end learner comes here
 if TYPE_CHECKING:
     from typing import Any
 
@@ -32,8 +34,6 @@ def within(seconds: float, progress: Progress | None = None) -> Progress:
     """A progress callback that passes reports on and raises OutOfTime once this process
     has used `seconds` more CPU (user + system) than when it was made (at any report
     but one that says its phase is done)."""
-    import time
-
     end = time.process_time() + seconds
 
     def report(what: str, done: int, total: int | None) -> None:
@@ -49,6 +49,7 @@ def within(seconds: float, progress: Progress | None = None) -> Progress:
 def findings(store, only: set[str] | None = None, survey: Survey | None = None,
              progress: Progress | None = None) -> list[Finding]:
     """Every model-free finding of the kinds in `only` (all when None), in kind order."""
+    # here: the learner imports checkouts.py through this package, without the finders
     from . import drift, duplicates, history, links, stale
     from .survey import Survey
 
@@ -67,8 +68,8 @@ def findings(store, only: set[str] | None = None, survey: Survey | None = None,
 
 
 def __getattr__(name: str) -> Any:
-    # Lazily: record.py (read by search and the session-start hook) must not pull in the
-    # card parser and git through this package's import.
+    # Lazily: the session-end learner imports checkouts.py through this package, which
+    # must not pull in the card parser and git.
     if name in ("Finding", "Survey"):
         from . import survey
 

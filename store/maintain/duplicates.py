@@ -12,10 +12,11 @@ are no duplicates: the contradiction pass may put them to its model (card_pairs)
 
 Calibration (bench/RESULTS.md): on the agents-md corpus (395 real sections of 46
 projects' agent files, none a duplicate of another) the highest pair scores below
-DUPLICATE, while a card refiled in other words (tests/store/test_maintain.py) scores above.
+DUPLICATE, while a card refiled in other words (tests/store/maintain/test_maintain.py) scores above.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import sys
@@ -296,8 +297,6 @@ def _rank(survey: Survey, cid: str, protected: set[str]) -> tuple:
 def finding_key(survey: Survey, ids: list[str]) -> str:
     """A finding's name a person can reject: its cards as they are now (a change to any
     of them makes a new name)."""
-    import hashlib
-
     said = "\n".join(f"{cid} {digest(survey.cards[cid].text)}" for cid in sorted(ids))
     return "dup-" + hashlib.sha256(said.encode()).hexdigest()[:10]
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterator, TypeVar
 
+from ..cards import markdown
 from ..index.porter import stem
 
 K, V = TypeVar("K"), TypeVar("V")
@@ -119,18 +120,17 @@ def _negations(lower: str) -> Iterator[int]:
             yield m.end()
 
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_HEADING = re.compile(r"^ {0,3}#{1,6}\s")
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 _END = re.compile(r"(?<=[.!?])\s+")
 
 
 def units(body: str) -> list[str]:
     """The body's sentences as written (list items, headings and fenced blocks each
-    whole), in order."""
+    whole), in order. Fences and headings by the cards room's rules (markdown.py)."""
     out: list[str] = []
     para: list[str] = []
-    fence: list[str] | None = None
+    block: list[str] = []  # the fenced block being read, its opening line first
+    run = ""  # the fence it opened with
 
     def flush() -> None:
         if para:
@@ -138,28 +138,28 @@ def units(body: str) -> list[str]:
             para.clear()
 
     for line in body.splitlines():
-        if fence is not None:
-            fence.append(line)
-            if _FENCE.match(line):
-                out.append("\n".join(fence))
-                fence = None
+        if run:
+            block.append(line)
+            if markdown.closes(line, run):
+                out.append("\n".join(block))
+                run = ""
             continue
-        if _FENCE.match(line):
+        if run := markdown.fence(line):
             flush()
-            fence = [line]
-        elif not line.strip():
+            block = [line]
+        elif not line.strip(" \t#"):  # blank, or an empty heading: either divides
             flush()
-        elif _HEADING.match(line):
+        elif head := markdown.heading(line):
             flush()
-            out.append(line.strip().lstrip("#"))
+            out.append(head[1])
         elif _ITEM.match(line):
             flush()
             para.append(_ITEM.sub("", line, count=1))
         else:
             para.append(line.strip())
     flush()
-    if fence is not None:
-        out.append("\n".join(fence))
+    if run:
+        out.append("\n".join(block))
     return out
 
 

@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from ..root import write_cache
+
 FILE = "maintain-features"
 FORMAT = b"2"  # rows of newline-joined strings (1: ids into a shared vocabulary)
 _SEP = "\n"  # no feature holds one (features are parts of whitespace-split tokens)
@@ -81,8 +83,6 @@ class Kept:
             if a is not None and b is not None:
                 rows[key] = (a, b)
         try:
-            from ..root import write_cache
-
             self.path.parent.mkdir(exist_ok=True)
             write_cache(self.path, marshal.dumps((self.code, rows)))
         except (OSError, ValueError):

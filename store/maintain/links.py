@@ -36,7 +36,7 @@ class Resolver:
 
     def closest(self, target: str) -> str | None:
         """The one name that comes close to target, or None (none, or several)."""
-        from rapidfuzz import fuzz, process
+        from rapidfuzz import fuzz, process  # here: only a broken link pays its import
 
         hits = process.extract(key(target), list(self.names), scorer=fuzz.WRatio,
                                score_cutoff=CLOSE, limit=2)

@@ -35,7 +35,7 @@ def buckets(features: dict[str, set[str]], keys: dict[str, object]) -> list[list
 
 
 def _lsh(ids: list[str], features: dict[str, set[str]], keys: dict[str, object]) -> list[list[str]]:
-    import numpy as np
+    import numpy as np  # here: only a store big enough for LSH pays numpy's import
 
     vocab: dict[str, int] = {}
     flat: list[int] = []

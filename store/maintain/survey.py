@@ -11,6 +11,7 @@ from ..cards import card as cardlib
 from ..git import runner as git
 from ..cards.paths import id_of_path
 from ..cards.status import is_active
+from ..index import fastmeta
 from ..store import Problem, Store
 
 AGENT_EMAIL = git.AGENT_EMAIL
@@ -46,8 +47,6 @@ class Survey:
 
     @classmethod
     def of(cls, store: Store, now: float | None = None) -> "Survey":
-        from ..index import fastmeta
-
         cards, problems = store.scan(fastmeta.parse)
         return cls(store, {c.id: c for c in cards}, problems, now or time.time())
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from ..index import db
 from .report import Voice
 
 STOP_WAIT_S = 5.0  # on stop: how long the embedder has to end its step after SIGTERM
@@ -49,7 +50,7 @@ class Backfill:
             return
         self._wake.set()
         if self._thread is None or not self._thread.is_alive():
-            from ..search import embedding
+            from ..search import embedding  # here: the model's modules load only when on
 
             if embedding.turned_off():
                 self.off = "turned off by CARDMEM_SEMANTIC"
@@ -65,11 +66,9 @@ class Backfill:
             return True
         if self._wake.is_set() and not self._working:
             return False  # asked, not started yet
-        from ..search import vectors
-        from ..index.db import Index
-
+        from ..search import vectors  # here: the model's modules load only when on
         if self._index is None:
-            self._index = Index.open(self.store)
+            self._index = db.Index.open(self.store)
         return vectors.pending(self._index) == 0
 
     def stop(self, timeout_s: float = 10.0) -> None:
@@ -80,7 +79,7 @@ class Backfill:
         if proc is not None and proc.poll() is None:
             proc.terminate()
         if self._thread is not None:
-            from ..search import embedding
+            from ..search import embedding  # here: the model's modules load only when on
 
             embedding.BACKFILL = False  # nobody embeds for this process's searches now
             if self._thread is not threading.current_thread():
@@ -90,8 +89,7 @@ class Backfill:
             self._index = None
 
     def _run(self) -> None:
-        from ..index import db
-        from ..search import vectors
+        from ..search import vectors  # here: the model's modules load only when on
 
         db_path = self.store.root / ".cardmem" / db.DB_NAME
         while not self._stop.is_set():
@@ -130,7 +128,7 @@ class Backfill:
                 self._working = False
 
     def _give_up(self, why: str) -> None:
-        from ..search import embedding
+        from ..search import embedding  # here: the model's modules load only when on
 
         self.off = why
         embedding.BACKFILL = False  # searches embed what they need again

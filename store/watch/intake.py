@@ -10,6 +10,10 @@ import os
 import time
 from typing import Any, Callable, Iterable
 
+from watchdog import events as ev
+from watchdog.events import FileSystemEventHandler
+from watchdog.observers import Observer
+
 from ..git.head_file import dot_git
 from .names import _rel_parts, card_id
 from .report import Voice
@@ -185,8 +189,6 @@ class Intake:
             logging.getLogger(name).removeHandler(self._log_handler)
 
     def _make_handler(self) -> Any:
-        from watchdog.events import FileSystemEventHandler
-
         intake = self
 
         class _Handler(FileSystemEventHandler):
@@ -202,8 +204,6 @@ class Intake:
 
     @staticmethod
     def _event_filter(closes: bool) -> list[type]:
-        from watchdog import events as ev
-
         # No open/access/close-nowrite: git and readers open many files, none matter. No
         # modify either (one per write() call, a third of a checkout's events): a write is
         # seen when the file is closed (where the backend reports closes).
@@ -218,8 +218,6 @@ class Intake:
         if self.observer_factory is not None:
             obs = self.observer_factory()
         else:
-            from watchdog.observers import Observer
-
             obs = Observer()
         # Only inotify reports a closed-after-writing file; other backends need modify events.
         closes = type(obs).__name__ == "InotifyObserver"
@@ -231,7 +229,7 @@ class Intake:
         except OSError as exc:
             # inotify watch or instance limits (ENOSPC / EMFILE): poll instead of failing.
             _stop_observer(obs)
-            from watchdog.observers.polling import PollingObserver
+            from watchdog.observers.polling import PollingObserver  # here: only past inotify's limits
 
             self.voice.tell(f"file events unavailable ({exc.strerror or exc}); polling every"
                             " second instead (raise fs.inotify.max_user_watches to fix)",

@@ -23,6 +23,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from ..index.db import Index
 from ..store import Store
 from .autocommit import Committer
 from .backfill import Backfill
@@ -253,6 +254,4 @@ class Watcher:
 
 
 def _open_index(store: Store) -> IndexLike:
-    from ..index.db import Index
-
     return Index.open(store)

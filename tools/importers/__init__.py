@@ -13,11 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cardmem.store.errors import CardmemError
+from cardmem.store.cards.card import MAX_CARD_BYTES
 from cardmem.store.cards.paths import project_key
+from cardmem.store.context.session import project_for
+from cardmem.store.errors import CardmemError
 from cardmem.store.store import Store
 from cardmem.store.git.writer import Message
 from cardmem.store.progress import quiet
+from cardmem.tools.secrets.redact import screen
 
 from .model import Draft, Parsed, Skipped, shown
 from .plan import IMPORT_TRAILER, Outcome, Plan, make
@@ -75,8 +78,6 @@ def parse(kind: str, path: Path, project: str | None,
     elif hasattr(module, "guess_project"):
         guess = module.guess_project(path)
         if isinstance(guess, Path) and store is not None:
-            from cardmem.store.context.session import project_for
-
             project = project_for(store, guess)
         else:
             project = project_key(guess.name if isinstance(guess, Path) else guess)
@@ -85,8 +86,6 @@ def parse(kind: str, path: Path, project: str | None,
 
 def _drop_oversized(parsed: Parsed) -> None:
     """An item too large for any card is skipped, named, not the whole import refused."""
-    from cardmem.store.cards.card import MAX_CARD_BYTES
-
     room = MAX_CARD_BYTES - 8192  # the frontmatter's share
     for d in [d for d in parsed.drafts if len(d.body.encode()) > room]:
         parsed.drafts.remove(d)
@@ -98,8 +97,6 @@ def _drop_oversized(parsed: Parsed) -> None:
 def screen_drafts(drafts: list[Draft], keep: bool = False) -> dict[str, int]:
     """Every draft's text screened for secrets as every write is (redact.screen): replaced
     by markers unless keep; how many of each kind."""
-    from cardmem.tools.secrets.redact import screen
-
     kinds: Counter[str] = Counter()
     for d in drafts:
         n = len(d.aliases)

@@ -23,6 +23,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from rapidfuzz.fuzz import ratio
+
 from .model import Draft
 
 SIMILAR = 0.85  # ratio of normalised texts: "Always write a test…" for "Write a test…"
@@ -48,8 +50,6 @@ def norm(text: str) -> str:
 
 
 def _ratio(a: str, b: str) -> float:
-    from rapidfuzz.fuzz import ratio
-
     return ratio(a, b) / 100.0
 
 

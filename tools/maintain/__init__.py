@@ -10,7 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cardmem.store.maintain import MODEL_FREE, Finding, OutOfTime, Survey, findings, within
+from cardmem.store import maintain_record as rec
+from cardmem.store.cards import distinct
+from cardmem.store.errors import CardmemError
+from cardmem.store.git.writer import Message
+from cardmem.store.learning.proposals import Decision, digest
+from cardmem.store.maintain import MODEL_FREE, Finding, OutOfTime, Survey, duplicates, findings, reads, within
+
+from . import consolidate, contradictions, mine
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -52,29 +59,20 @@ def run(store, only: set[str] | None = None, *, apply: bool = False, record: boo
         only = set(done)  # and no model-judged kind either
     kinds = done
     if only is None or "contradiction" in only:
-        from .contradictions import judge_all
-
-        found, note = judge_all(survey)
+        found, note = contradictions.judge_all(survey)
         report.findings.extend(found)
         if note:
             report.notes.append(note)
         if not (note or "").startswith("contradiction: skipped"):
             kinds.append("contradiction")
     if only is None or "unfiled-answer" in only:
-        from .mine import find as mine
-
-        found, note = mine(survey, judge_now=apply)
+        found, note = mine.find(survey, judge_now=apply)
         report.findings.extend(found)
         report.notes += [note] if note else []
         kinds.append("unfiled-answer")
     if apply:
-        from .consolidate import consolidate
-
-        report.applied = consolidate(survey, report.findings, report.notes)
+        report.applied = consolidate.consolidate(survey, report.findings, report.notes)
     if record:
-        from cardmem.store.maintain import reads
-        from cardmem.store import maintain_record as rec
-
         rec.save(store.root, {k: [f.as_dict() for f in report.findings
                                   if f.kind == k and not f.applied] for k in kinds}, survey.now)
         if "stale" in kinds:
@@ -86,12 +84,6 @@ def reject(store, key: str):
     """A person says the cards of duplicate finding `key` are different: they are
     remembered as distinct (store/cards/distinct.py) in one commit of theirs, and not
     found again while each is unchanged."""
-    from cardmem.store.errors import CardmemError
-    from cardmem.store.git.writer import Message
-    from cardmem.store.learning.proposals import Decision, digest
-    from cardmem.store.cards import distinct
-    from cardmem.store.maintain import duplicates
-
     survey = Survey.of(store)
     found = [f for f in duplicates.find(survey) if f.key == key.strip()]
     if not found:

@@ -36,6 +36,9 @@ from cardmem.store.cards.links import relink
 from cardmem.store.git.writer import Message
 from cardmem.tools import model
 
+from .fold import rewrite
+from .mine import proposed_card
+
 SOURCE = "maintain"  # the commits' Cardmem-Source, and proposals' proposed_by
 MAX_CHANGES = 50  # commits one run makes; the rest wait for the next run (and say so)
 
@@ -149,8 +152,6 @@ def plan(survey: Survey, f: Finding, notes: list[str]) -> Change | None:
 
 
 def _file_answer(survey: Survey, fix: dict[str, Any]) -> Change:
-    from .mine import proposed_card
-
     rid = fix["receipt"]
     change = Change("unfiled-answer", "maintain: propose an answer as a card", [], lambda t: {},
                     [f"from receipt {rid}: judged supported; no card said it"])
@@ -166,8 +167,6 @@ def _file_answer(survey: Survey, fix: dict[str, Any]) -> Change:
 
 
 def _fold(survey: Survey, f: Finding, notes: list[str]) -> Change | None:
-    from .fold import rewrite
-
     cid, keep = f.fix["card"], int(f.fix["keep"])  # type: ignore[index]
     cfg = survey.store.config["model"]
     try:

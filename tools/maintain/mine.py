@@ -24,6 +24,7 @@ from cardmem.store.maintain.duplicates import card_text, stems
 from cardmem.store.cards.status import PROPOSED
 
 from ..ask import receipts
+from ..ask.judge import judge, keep
 
 KIND = "unfiled-answer"
 NOVEL = 0.8  # a card holding this share of the reply's stems says it already
@@ -76,8 +77,6 @@ def find(survey: Survey, *, judge_now: bool = False) -> tuple[list[Finding], str
     unjudged = [r for r in recs if verdict(r) is None]
     note = None
     if judge_now and unjudged:
-        from ..ask.judge import judge, keep
-
         for r in unjudged[-MAX_JUDGED:]:
             v = judge(r, cfg=survey.store.config.get("model"), by="maintain")
             keep(survey.store, v)

@@ -13,7 +13,7 @@ from gitremote import cli
 
 from cardmem.tools.cli.group import cli as group
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 COMMAND = re.compile(r"^(?:[A-Z_]+=\S+ )*cardmem (.*)$")
 

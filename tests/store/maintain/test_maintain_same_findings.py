@@ -56,7 +56,7 @@ def plain_stems(text: str, toks: object = None) -> set[str]:
 
 
 def plain_links(text: str):
-    plain = cardlinks._INLINE.sub(cardlinks._blank, cardlinks._FENCE.sub(cardlinks._blank, text))
+    plain = cardlinks.without_code(text)
     for m in cardlinks.LINK.finditer(plain):
         yield m.group(1).strip(), m.start(1)
 

@@ -92,7 +92,7 @@ def test_crlf_and_bom_cards_parse() -> None:
 def test_every_example_card_parses() -> None:
     from cardmem.store.store import Store
 
-    root = Path(__file__).resolve().parents[2] / "cards"
+    root = Path(__file__).resolve().parents[3] / "cards"
     cards, problems = Store(root).scan()
     assert problems == []
     assert len(cards) >= 40

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from clikit import Ran, run
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _cli() -> list[str]:
