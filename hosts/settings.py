@@ -34,7 +34,14 @@ def read_json_object(path: Path, hint: str) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8") or "{}")
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text or "{}")
+    except json.JSONDecodeError as exc:
+        if text[exc.pos:exc.pos + 2] in ("//", "/*"):  # JSON with comments: Gemini CLI's
+            raise CardmemError(str(path), f"has a comment (line {exc.lineno}), which cardmem "
+                               "cannot keep, as it writes the file as plain JSON; take the "
+                               "comments out, then install again") from None
+        raise CardmemError(str(path), f"not valid JSON ({exc}); fix it or pass {hint}") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise CardmemError(str(path), f"not valid JSON ({exc}); fix it or pass {hint}") from None
     if not isinstance(data, dict):
@@ -61,6 +68,16 @@ def write_record(record: Path, data: dict[str, Any]) -> None:
     """Write an install record. It may keep the file as it was, and hosts' files hold keys
     (MCP servers' env): the person's eyes only, as the backup keeps the file's own mode."""
     atomic_write(record, json.dumps(data).encode(), mode=0o600)
+
+
+def keep_record_private(record: Path) -> None:
+    """An install that changes nothing still makes its record 0600: releases before 0600
+    records (061df25) left Claude Code's readable by all, the person's keys and all."""
+    try:
+        if record.stat().st_mode & 0o077:
+            record.chmod(0o600)
+    except OSError:
+        pass  # no record (nothing was installed), or not ours to change: nothing to tighten
 
 
 def read_record(record: Path) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from .cards import scan as cardscan
 from .cards.scan import Problem
 from .errors import CardmemError, NotFound
 from .root import StoreRoot
-from .git.head_file import dot_git, is_repo, require_store
+from .git.head_file import dot_git, is_repo, repos_inside, require_store
 from .git.writer import Message, check_writable, commit_changes, write_lock
 
 if TYPE_CHECKING:
@@ -270,6 +270,11 @@ class Store(StoreRoot):
         return git.head(self.root) or ""
 
 
+def _literal(path: str) -> str:
+    """A path as a .gitignore pattern matching it alone (its special characters escaped)."""
+    return "".join("\\" + c if c in "*?[]!#\\ " else c for c in path)
+
+
 def _title_key(title: str) -> str:
     return " ".join(title.split()).casefold()
 
@@ -340,8 +345,11 @@ def init_store(root: Path | str) -> Initialized:
     gi = r / ".gitignore"
     gi_text = gi.read_text() if gi.exists() else ""
     if adopting and ADOPT_GITIGNORE not in gi_text:
-        # Ours first: a line of the user's own (`!keep.pdf`) still has the last word.
-        gi.write_text(ADOPT_GITIGNORE + ("\n" + gi_text if gi_text else ""))
+        # A clone among the notes is its own repository's: `git add -A` would commit it as
+        # a gitlink, or fail on one with no commit yet. Named after ours (`!*/` would take it
+        # back in); a line of the user's own (`!keep.pdf`) still has the last word.
+        inside = "".join(f"/{_literal(p)}\n" for p in repos_inside(r))
+        gi.write_text(ADOPT_GITIGNORE + inside + ("\n" + gi_text if gi_text else ""))
     elif ".cardmem/" not in gi_text.split():
         sep = "" if not gi_text or gi_text.endswith("\n") else "\n"
         gi.write_text(gi_text + sep + GITIGNORE)

@@ -21,7 +21,7 @@ from typing import Any
 
 from cardmem.store.errors import CardmemError
 
-from ..settings import command_arg, json_text, original, read_hooks_file as _load, record_path, recorded, write_back, write_file, write_record
+from ..settings import command_arg, json_text, keep_record_private, original, read_hooks_file as _load, record_path, recorded, write_back, write_file, write_record
 from cardmem.store.rules.host_file import remove
 
 MODULE = "cardmem.hosts.claude_code"
@@ -117,6 +117,7 @@ def install(settings: Path | None = None, store: Path | None = None) -> dict[str
             data["hooks"][host_event].append(
                 {**({"matcher": matcher} if matcher else {}), "hooks": [entry]})
     if json.dumps(data, sort_keys=True) == before:
+        keep_record_private(record_path(path))
         return {"changed": False, "path": str(path), "backup": None}
     kept = original(path) if record_path(path).exists() else (
         path.read_text(encoding="utf-8") if path.exists() else None)

@@ -18,7 +18,7 @@ from typing import Any
 
 from cardmem.store.errors import CardmemError
 
-from ..settings import json_text, read_json_object, record_path, recorded, write_file, write_record
+from ..settings import json_text, keep_record_private, read_json_object, record_path, recorded, write_file, write_record
 
 NAME = "cardmem"
 MODULE = "cardmem.tools.cli"
@@ -67,6 +67,7 @@ def register(config: Path | None = None, store: Path | None = None) -> dict[str,
         raise CardmemError(f"{path}: mcpServers.{NAME}",
                            "is another server's entry; rename or remove it, then install again")
     if current == entry:
+        keep_record_private(record_path(path))
         return {"changed": False, "path": str(path)}
     created = recorded(path)
     if not path.exists():

@@ -241,6 +241,12 @@ def _type_counts(counts: Counter) -> str:
     return ", ".join(f"{n} {t}" for t, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
+def _counted(total: int, counts: Counter) -> str:
+    """`15 cards: 12 project, 3 feedback`; an empty store's `0 cards` alone."""
+    types = _type_counts(counts)
+    return f"{plural(total, 'card')}: {types}" if types else plural(total, "card")
+
+
 
 def _footer_text(out: int, total: int, partial: int) -> str:
     line = f"{out} of {plural(total, 'card')} left out"

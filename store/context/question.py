@@ -6,9 +6,8 @@ from collections import Counter
 from typing import TYPE_CHECKING, Iterable
 
 from ..index.pile_view import catalog, is_active
-from ..wording import plural
 from .pile import (Pile, _add_cards, _add_rules, _budget, _Builder, _described,
-                   _footer, _footer_room, _one_line, _type_counts)
+                   _counted, _footer, _footer_room, _one_line)
 
 if TYPE_CHECKING:  # a session's pile never imports the card parser (YAML) or the writer
     from ..cards.card import Card
@@ -74,8 +73,8 @@ def question_context(store: Store, question: str, asker: str | None = None,
     b.reserve = footer + int(budget * 0.15)
     _add_cards(b, "## Named in the question", named, "named card (budget)")
     b.reserve = footer
-    types = _type_counts(Counter(c.type or "untyped" for c in entries))
-    if b.add(f"## Memory map ({plural(len(entries), 'card')}: {types})"):
+    types = Counter(c.type or "untyped" for c in entries)
+    if b.add(f"## Memory map ({_counted(len(entries), types)})"):
         shown = 0
         from ..by_address import MAP_COUNT  # the walk's memory map's cap: one map
 

@@ -12,7 +12,7 @@ from ..wording import plural
 from .pile import (LESSON_LINES, MAP_RECENT_TITLES, MAP_SHARE,
                    PROJECT_SHARE, RECENT_SHARE, USER_SHARE, Pile, _add_cards,
                    _add_delivered_rules, _add_rules, _budget, _Builder, _footer,
-                   _footer_room, _full, _type_counts)
+                   _counted, _footer_room, _full)
 from .recent import _add_recent, _recent, _recent_ids, _recent_lines
 
 if TYPE_CHECKING:  # a session's pile never imports the card parser (YAML) or the writer
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # a session's pile never imports the card parser (YAML) or th
 
 def _map_brief(h: Holdings, recent: list[tuple[str, str]]) -> list[str]:
     """The memory map in brief: counts per type and project, the newest titles."""
-    lines = ["## Memory map", f"{plural(h.total, 'card')}: {_type_counts(h.type_counts)}."]
+    lines = ["## Memory map", f"{_counted(h.total, h.type_counts)}."]
     if h.project_counts:
         lines.append("Projects: " + ", ".join(f"{p} ({n})" for p, n in
                                               sorted(h.project_counts.items())) + ".")

@@ -50,6 +50,25 @@ def enclosing_repo(folder: str | os.PathLike[str]) -> str | None:
         d = parent
 
 
+def repos_inside(root: str | os.PathLike[str], skip: tuple[str, ...] = ("node_modules",)
+                 ) -> list[str]:
+    """Folders below root (as `a/b/`, relative) that are repositories of their own, not
+    looked into; hidden folders and `skip` are passed by, as an adopted store ignores them."""
+    found: list[str] = []
+    for dirpath, dirnames, _ in os.walk(root):
+        keep = []
+        for d in sorted(dirnames):
+            if d.startswith(".") or d in skip:
+                continue
+            path = os.path.join(dirpath, d)
+            if is_repo(path):
+                found.append(os.path.relpath(path, root).replace(os.sep, "/") + "/")
+            else:
+                keep.append(d)
+        dirnames[:] = keep
+    return found
+
+
 def read_head(root: str) -> str | None:
     """What .git/HEAD says (`ref: refs/heads/x` or a commit), or None if it cannot be
     read (a worktree's .git is a file: ask git)."""

@@ -263,9 +263,19 @@ def _from_summary(store: StoreRoot, project: str | None, want: list[str]) -> Hol
     except (OSError, ValueError, KeyError, TypeError):
         return None
     rows = s["focus"] + s["projects"][project or ""]
-    if _stale(store, rows, _listed(store, project), s["problem_stamps"]):
+    # Of the titles, only a card gone counts: a recent file the index could not read has
+    # no title, and must not cost every session the summary.
+    titled = [i for i in want if i in s["titles"]]
+    if _stale(store, rows, _listed(store, project), s["problem_stamps"]) or \
+            _moved(store, titled, s["titles"]):
         return None
     return _built(store, s, project, {i: t for i, t in s["titles"].items() if i in want})
+
+
+def _moved(store: StoreRoot, ids: list[str], titles: dict[str, str]) -> list[str]:
+    """The ids (of recent commits) whose file came or went since the index knew them."""
+    root = str(store.root) + "/"
+    return [i for i in ids if (i in titles) != os.path.isfile(root + i + ".md")]
 
 
 def _listed(store: StoreRoot, project: str | None) -> set[str]:
@@ -315,11 +325,12 @@ def _holdings_from_index(store: StoreRoot, idx: Any, project: str | None,
     c = idx.conn
     if c.execute("SELECT 1 FROM cards LIMIT 1").fetchone() is None:
         idx.refresh()  # a store never indexed: once, in full
-    # Cards just committed may not be indexed yet: index those few first.
+    # Cards just committed may not be indexed yet, or just taken out (rm, a revert): those
+    # few first, or the map names a card that is gone.
     titles = _titles(c, want_titles)
-    unseen = [i for i in want_titles if i not in titles and (store.root / f"{i}.md").is_file()]
-    if unseen:
-        idx.refresh_ids(unseen)
+    moved = _moved(store, want_titles, titles)
+    if moved:
+        idx.refresh_ids(moved)
         titles = _titles(c, want_titles)
     s = _summary(store, idx, project)
     # The rules, the user cards and the project's cards must be current: stat them, and

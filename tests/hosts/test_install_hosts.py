@@ -91,6 +91,21 @@ def test_a_file_that_is_not_json_is_refused_and_left_alone(store, tmp_path):
     assert path.read_text() == "{not json" and not backup_path(path).exists()
 
 
+def test_a_gemini_settings_file_with_comments_is_refused_saying_so(store, tmp_path):
+    """Gemini CLI reads comments in its settings.json; cardmem writes plain JSON, so it
+    refuses, and says it is the comment (it said 'not valid JSON; fix it or pass
+    --mcp-config', of a file Gemini CLI reads well, naming an option that is no way out)."""
+    path = tmp_path / ".gemini" / "settings.json"
+    path.parent.mkdir()
+    mine = '{\n  // my theme\n  "theme": "Dracula"\n}\n'
+    path.write_text(mine)
+    r = CliRunner().invoke(install, ["gemini", "--store", str(store.root)])
+    assert r.exit_code != 0
+    why = str(r.exception)
+    assert "comment" in why and "line 2" in why and "--mcp-config" not in why, why
+    assert path.read_text() == mine and not backup_path(path).exists()
+
+
 def test_doctor_checks_each_installed_host(store, tmp_path, monkeypatch):
     from cardmem.hosts.checks import check_host, checks
 

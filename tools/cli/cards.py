@@ -178,8 +178,10 @@ def new(card_id: str, title: str | None, card_type: str | None, project: str | N
     store = open_store(store_path)
     title, description, text, tags, aliases = screen_secrets(
         [title, description, read_body(body), tags, aliases], keep_secrets)
+    # An agent shelling out (CARDMEM_AGENT=1) makes no live rule or user card: refused.
     cid = store.new(cid, title=title, card_type=card_type, project=project,
-                    description=description, body=text or "", meta=_meta(tags, aliases))
+                    description=description, body=text or "", meta=_meta(tags, aliases),
+                    agent=os.environ.get(AGENT_ENV) == "1")
     if as_json:
         emit_json({"id": cid, "created": True})
     else:
@@ -230,6 +232,21 @@ def remember(title: str, card_type: str, project: str | None, tags: str | None,
                            "or pipe it in (echo TEXT | cardmem remember TITLE)", exit_code=2)
     store = open_store(store_path)
     title, text, tags, aliases = screen_secrets([title, given, tags, aliases], keep_secrets)
+    if os.environ.get(AGENT_ENV) == "1":
+        # An agent shelling out writes through the agents' door: a rule or user card becomes
+        # a proposal, and a card a person is editing is not written over.
+        from cardmem.tools.agents.remember import remember as agent_remember
+
+        try:
+            out = agent_remember(store, title or "", text or "", card_type, project, by="cli")
+        except ValueError as exc:
+            raise CardmemError("remember", str(exc), exit_code=2) from None
+        if as_json:
+            emit_json({k: v for k, v in out.items() if k != "redacted"})
+        else:
+            click.echo(out["note"] if out.get("proposed") else
+                       f"{'created' if out['created'] else 'appended to'} {out['id']}")
+        return
     cid, created = store.remember(title or "", text or "", card_type=card_type, project=project,
                                   meta=_meta(tags, aliases))
     if as_json:

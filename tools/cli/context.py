@@ -33,5 +33,9 @@ def context(project: str | None, budget: int | None, as_json: bool,
         emit_json(pile.as_dict())
     else:
         click.echo(pile.text, nl=False)
+        if not pile.text and pile.left_out:  # nothing fits: say what was cut, not nothing
+            cut = ", ".join(e["reason"].removesuffix(" (budget)") for e in pile.left_out)
+            click.echo(f"cardmem: context: a budget of {pile.budget} characters holds none of "
+                       f"it ({cut}); raise --budget", err=True)
     for n in pile.notices:
         click.echo(f"cardmem: {n}", err=True)

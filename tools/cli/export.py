@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 from cardmem.store.errors import CardmemError
+from cardmem.store.wording import plural
 from cardmem.tools.cli.options import emit_json, json_option, open_store, store_option
 from cardmem.store.context.session import project_for
 from cardmem.store.rules.exports import HOSTS as FILES, export as run, remember
@@ -60,5 +61,5 @@ def export(host: str, path: str | None, project: str | None, as_json: bool,
     left = f"; {len(result.left_out)} left out to fit (named in the block)" \
         if result.left_out else ""
     scoped = f", {len(result.scoped)} in files of their own by path" if result.scoped else ""
-    click.echo(f"{result.total} rules in force: {len(result.shown)} whole in "
+    click.echo(f"{plural(result.total, 'rule')} in force: {len(result.shown)} whole in "
                f"{FILES[host].main}{scoped}{left}; kept current as rules change")

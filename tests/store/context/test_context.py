@@ -227,3 +227,32 @@ def test_counts_follow_the_index_when_it_moves(example_store):
     with Index(example_store) as idx:  # another command (search, the watcher) indexes it
         idx.refresh()
     assert "56 cards:" in session_context(example_store, budget=100_000).text
+
+
+@pytest.mark.parametrize("undo", ["revert", "rm"])
+def test_a_card_just_taken_out_is_not_named_in_the_map(example_store, undo):
+    """A card made, indexed (a search), then taken out by cardmem itself: the pile's map
+    named it as most recently changed and counted it, from the index, until something
+    else refreshed the index."""
+    from cardmem.store.index.db import Index
+
+    example_store.new("reference/fresh-note", title="Fresh note", body="x")
+    with Index(example_store) as idx:
+        idx.refresh()
+    assert "Fresh note (`reference/fresh-note`)" in session_context(example_store).text
+    if undo == "revert":
+        example_store.revert("HEAD")
+    else:
+        from cardmem.store.moves import remove
+
+        remove(example_store, "reference/fresh-note")
+    for _ in range(2):  # the first pile, and the next one from the sealed summary
+        text = session_context(example_store).text
+        assert "Fresh note" not in text.split("## Recent changes")[0]
+        assert "55 cards:" in text
+
+
+def test_an_empty_store_s_map_says_0_cards(store):
+    """A new store's piles said `0 cards: .` and `(0 cards: )`."""
+    assert "## Memory map\n0 cards.\n" in session_context(store, budget=100_000).text
+    assert "## Memory map (0 cards)" in question_context(store, "what is new?").text

@@ -103,3 +103,11 @@ def test_a_failing_export_never_fails_the_write(store, tmp_path) -> None:
     assert r.returncode == 0, r.stderr
     assert (folder / "AGENTS.md").read_text() == broken
     assert (store.root / "feedback" / "tabs.md").exists()
+
+
+def test_one_rule_is_one_rule(store, tmp_path) -> None:
+    """It said '1 rules in force'."""
+    rule(store, "small-prs", "Keep PRs small.")
+    r = run("export", "gemini-md", str(tmp_path), "--store", str(store.root))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1].startswith("1 rule in force: 1 whole in GEMINI.md")

@@ -48,6 +48,26 @@ def test_init_adopts_only_notes_and_keeps_the_rest_out(tmp_path: Path) -> None:
     assert git(root, "status", "--porcelain") == ""
 
 
+@pytest.mark.parametrize("commits", [False, True])
+def test_init_leaves_a_repository_inside_the_folder_out(tmp_path: Path, commits: bool) -> None:
+    """A clone inside the notes folder is another repository's: `git add -A` failed on one
+    with no commit yet ('does not have a commit checked out'), leaving a store with no
+    commit, and committed one with commits as a gitlink (mode 160000)."""
+    root = tmp_path / "notes"
+    (root / "code" / "proj").mkdir(parents=True)
+    (root / "todo.md").write_text("# Todo\n")
+    (root / "code" / "proj" / "README.md").write_text("# Proj\n")
+    subprocess.run(["git", "init", "-q", str(root / "code" / "proj")], check=True)
+    if commits:
+        subprocess.run(["git", "-C", str(root / "code" / "proj"), "-c", "user.name=a", "-c",
+                        "user.email=a@a", "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    code, out, err = cli("init", str(root))
+    assert code == 0, err
+    assert sorted(git(root, "ls-files").split()) == [".gitignore", "cardmem.toml", "todo.md"]
+    assert "code/proj/" in next(ln for ln in out.splitlines() if ln.startswith("left out"))
+    assert git(root, "status", "--porcelain") == ""  # and stays out of a later `git add -A`
+
+
 def test_init_of_an_empty_folder_says_nothing_of_adoption(tmp_path: Path) -> None:
     code, out, err = cli("init", str(tmp_path / "s"))
     assert code == 0 and out == f"initialized {tmp_path / 's'}\n"
@@ -252,3 +272,14 @@ def test_no_git_identity_is_said_once_and_flagged_by_doctor(tmp_path: Path,
     monkeypatch.setenv("GIT_COMMITTER_NAME", "Ann")
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "ann@example.com")
     assert "git identity: set" in cli("doctor", *s)[1]
+
+
+def test_a_context_budget_that_holds_nothing_says_so(tmp_path: Path) -> None:
+    """`cardmem context --budget 50` printed nothing at all and exited 0: the cut was named
+    only in --json's left_out."""
+    root = tmp_path / "s"
+    assert cli("init", str(root))[0] == 0
+    code, out, err = cli("--store", str(root), "context", "--budget", "50")
+    assert code == 0 and out == ""
+    assert err.count("\n") == 1 and err.startswith("cardmem: context: "), err
+    assert "budget of 50 characters" in err and "memory map" in err and "recent changes" in err
