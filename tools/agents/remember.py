@@ -20,8 +20,10 @@ BODY_MAX_CHARS = 16_000  # one remembered note; a card read back is capped at 8,
 
 
 def remember(store: Store, title: str, body: str, type: str = "reference",
-             project: str | None = None, *, by: str) -> dict[str, Any]:
-    """File a memory as agent `by` (the commits' source and the proposals' author)."""
+             project: str | None = None, *, by: str,
+             meta: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """File a memory as agent `by` (the commits' source and the proposals' author); meta:
+    tags and aliases the card gets (a proposal takes none: its note says so)."""
     title = (title or "").strip()
     if not title:
         raise ValueError("title: is empty; give the memory a short title")
@@ -45,8 +47,10 @@ def remember(store: Store, title: str, body: str, type: str = "reference",
         out = _propose(store, title, body, type, project or None, by)
     else:
         cid, created = store.remember(title, body, card_type=type, project=project or None,
-                                      source=by, agent=True)
+                                      source=by, agent=True, meta=meta)
         out = {"id": cid, "created": created, "appended": not created}
+    if out.get("proposed") and meta:  # not dropped unsaid: the person adds them on accepting
+        out["note"] += f"; its {' and '.join(sorted(meta))} were not kept on the proposal"
     out["redacted"] = redacted
     if redacted:
         out["note"] = (out.get("note", "") + " " if out.get("note") else "") + (

@@ -238,7 +238,8 @@ def remember(title: str, card_type: str, project: str | None, tags: str | None,
         from cardmem.tools.agents.remember import remember as agent_remember
 
         try:
-            out = agent_remember(store, title or "", text or "", card_type, project, by="cli")
+            out = agent_remember(store, title or "", text or "", card_type, project, by="cli",
+                                 meta=_meta(tags, aliases))
         except ValueError as exc:
             raise CardmemError("remember", str(exc), exit_code=2) from None
         if as_json:

@@ -53,3 +53,19 @@ def test_an_agent_s_remember_never_takes_a_person_s_unsaved_edit(store):
     assert git(store, "rev-parse", "HEAD") == head  # nothing committed
     assert card.read_text().endswith("my unsaved note\n")  # the person's edit, as it was
     assert git(store, "status", "--porcelain").strip() == "M reference/deploy-steps.md"
+
+
+def test_an_agent_s_remember_keeps_its_tags_and_aliases(store):
+    """The agents' door once took no tags or aliases: `--tags` was dropped, unsaid."""
+    r = run("remember", "Deploy steps", "--body", "make deploy", "--tags", "ops,release",
+            "--aliases", "shipping", "--store", str(store.root), env=AGENT)
+    assert r.returncode == 0, r.stderr
+    text = (store.root / "reference" / "deploy-steps.md").read_text()
+    assert "ops" in text and "release" in text and "shipping" in text, text
+
+
+def test_an_agent_s_proposal_says_its_tags_were_not_kept(store):
+    r = run("remember", "Always X", "--type", "feedback", "--body", "Always do X.",
+            "--tags", "style", "--store", str(store.root), env=AGENT)
+    assert r.returncode == 0, r.stderr
+    assert "proposal" in r.stdout and "tags were not kept" in r.stdout, r.stdout
