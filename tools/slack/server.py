@@ -7,8 +7,10 @@ Over HTTP, `events()` sees each request's raw bytes first: the signature and tim
 (`X-Slack-Signature`, `X-Slack-Request-Timestamp`: forged, unsigned or over 5 minutes off
 is a 401), then a JSON object (else 400), then the event's field types (else 400), all
 before Bolt parses it; with the answerer's queues full, a 503 (Slack retries it later).
-Bolt then answers the `url_verification` challenge and acks each event before our
-listener runs. The server is httpd.py's: a deep listen queue, a bounded pool of handlers.
+Bolt then answers the `url_verification` challenge and runs our listener before it acks
+(`process_before_response`; `take()` never blocks): an event the answerer could not take
+is a 503 too, never acked and then lost. The server is httpd.py's: a deep listen queue, a
+bounded pool of handlers.
 """
 from __future__ import annotations
 
@@ -27,6 +29,9 @@ from .settings import SlackSettings
 from cardmem.tools import model
 
 __all__ = ["EVENTS_PATH", "SlackServer", "model_client", "web_client"]
+# What the listener's take() said, per handler thread: Bolt runs the listener in the thread
+# that dispatched the request (process_before_response), so events() can answer 503 for it.
+_TAKEN = threading.local()
 RATE_LIMIT_RETRIES = 2  # a 429 is retried after its Retry-After, this many times
 
 
@@ -78,12 +83,13 @@ class SlackServer:
             raise CardmemError("slack", f"cannot reach the Web API at {settings.api_url}: "
                                         f"{exc}") from None
         app = App(client=web, signing_secret=settings.signing_secret if http else "",
-                  request_verification_enabled=http, logger=logger)
+                  request_verification_enabled=http, logger=logger,
+                  process_before_response=True)
         answerer_kw.setdefault("sdk", model_client(store))
         answerer = Answerer(store, web, settings, **answerer_kw)
 
         def listener(body: dict, request: Any, context: Any) -> None:
-            answerer.take(body, request.headers, context.bot_user_id)
+            _TAKEN.outcome = answerer.take(body, request.headers, context.bot_user_id)
 
         app.event("app_mention")(listener)
         app.event("message")(listener)  # direct messages; the rest is ignored by take()
@@ -114,8 +120,11 @@ class SlackServer:
         if self.answerer.full():
             self.answerer.quiet.refused("an event", "every queue is full; Slack will retry")
             return Response(503, b"busy", {"Retry-After": "60"})
+        _TAKEN.outcome = None
         out = self.app.dispatch(BoltRequest(body=raw.decode(), query="", headers={
             k.lower(): v for k, v in headers.items()}))
+        if _TAKEN.outcome == "dropped":  # filled between the check above and take(): not acked
+            return Response(503, b"busy", {"Retry-After": "60"})
         return Response(out.status, (out.body or "").encode(),
                         {k: v[0] if isinstance(v, (list, tuple)) else v for k, v in out.headers.items()
                          if k.lower() != "content-length"})

@@ -132,6 +132,32 @@ def test_full_queues_answer_503_and_memory_stays_bounded(srv, slack, monkeypatch
     srv.wait_done(6, timeout=60)
 
 
+def test_an_event_acked_is_an_event_taken_even_when_take_runs_late(srv, slack, monkeypatch):
+    """Bolt ran the listener after acking: an event could pass events()'s full() check, be
+    acked 200, and then be dropped by take() once the queue had filled in between; Slack
+    would not send it again. A take() slowed by a loaded machine showed it every time."""
+    monkeypatch.setattr(answerer_module, "MAX_ACKS_WAITING", 3)
+    gate, ack, take = threading.Event(), answerer_module.Answerer._ack, answerer_module.Answerer.take
+
+    def held_ack(self, q) -> None:
+        gate.wait(60)
+        ack(self, q)
+
+    def late_take(self, *args, **kw):
+        time.sleep(0.2)
+        return take(self, *args, **kw)
+
+    monkeypatch.setattr(answerer_module.Answerer, "_ack", held_ack)
+    monkeypatch.setattr(answerer_module.Answerer, "take", late_take)
+    statuses = [srv.send(mention(f"who owns the rota? (#{i})"))[0] for i in range(6)]
+    time.sleep(1.0)  # any take() still running finishes
+    counts = dict(srv.server.answerer.counts)
+    gate.set()
+    assert counts["dropped"] == 0 and counts["taken"] == statuses.count(200) == 3, (
+        statuses, counts)
+    srv.wait_done(3, timeout=60)
+
+
 UNSIGNED = [  # (raw body, headers): what anyone who can reach the port may send
     (b"{not json", {"Content-Type": "application/json"}),
     (b"[1, 2]", {"Content-Type": "application/json"}),
