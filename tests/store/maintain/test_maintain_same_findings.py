@@ -106,8 +106,9 @@ def generated_store(root, rng):
         body = "\n\n".join(rng.sample(paras, rng.randint(1, 3)))
         if rng.random() < 0.3:
             body = body.replace(" ", rng.choice(ODD), rng.randint(1, 4))
-        if rng.random() < 0.3:
-            body += f"\n\nSee [[{rng.choice(ids + ['no/such-card', 'Ruff'])}]] and `[[in code]]`."
+        if n == 0 or rng.random() < 0.3:  # the first always broken: a seed may draw none
+            to = "no/such-card" if n == 0 else rng.choice(ids + ["no/such-card", "Ruff"])
+            body += f"\n\nSee [[{to}]] and `[[in code]]`."
         if rng.random() < 0.4:
             heading = rng.choice(["## History", "## history", "##  History ##", "### History"])
             lines = [f"- 2026-11-{rng.randint(1, 28):02d} · session {n:07x} · Decision: "
