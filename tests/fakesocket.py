@@ -43,10 +43,13 @@ class FakeSocket:
     def __exit__(self, *exc: object) -> None:
         self._stop = True
         for s in (self.conn, self.sock):
-            try:
-                s and s.close()
+            if s is None:
+                continue
+            try:  # a close alone leaves accept() blocked, its port still taking connections
+                s.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+            s.close()
 
     def wait_connected(self, timeout: float = 10.0) -> None:
         assert self.connected.wait(timeout), "the Socket Mode client never connected"

@@ -164,6 +164,8 @@ def test_a_dripping_server_is_cut_off_by_the_wall_clock(example_store, monkeypat
 
     srv = socket.create_server(("127.0.0.1", 0))
     stop = threading.Event()
+    conns: list[socket.socket] = []
+    threads: list[threading.Thread] = []
 
     def drip(conn: socket.socket) -> None:
         try:
@@ -183,9 +185,12 @@ def test_a_dripping_server_is_cut_off_by_the_wall_clock(example_store, monkeypat
                 conn, _ = srv.accept()
             except OSError:
                 return
-            threading.Thread(target=drip, args=(conn,), daemon=True).start()
+            conns.append(conn)
+            threads.append(threading.Thread(target=drip, args=(conn,), daemon=True))
+            threads[-1].start()
 
-    threading.Thread(target=serve, daemon=True).start()
+    threads.append(threading.Thread(target=serve, daemon=True))
+    threads[-1].start()
     monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{srv.getsockname()[1]}")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
     # The walk far longer than the first request's 0.5 s, so that bound is the one met
@@ -198,8 +203,19 @@ def test_a_dripping_server_is_cut_off_by_the_wall_clock(example_store, monkeypat
         answer = ask(example_store, "x?", limits=limits)
         took = time.monotonic() - t
     finally:
+        # Every socket and thread of this server ended before the next test: a close alone
+        # left accept() blocked in its thread, and the drip once answered another test's
+        # fake Slack client with this header (an fd number reused in the same worker).
         stop.set()
+        for s in [srv, *conns]:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         srv.close()
+        for t in threads:
+            t.join(5)
+    assert not [t for t in threads if t.is_alive()]  # nothing of it left for the next test
     rec = receipt(example_store, answer)
     assert took < limits.deadline_s + 3.0  # cut at the deadline: the server drips forever
     assert [r["error"] for r in rec["requests"]][0] == "no answer within 0.5 s (abandoned)"
