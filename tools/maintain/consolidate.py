@@ -21,12 +21,12 @@ is not changed again in it: that finding waits for the next run, and the notes s
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Callable
 
 from cardmem.store.cards import card as cardlib
+from cardmem.store.cards import markdown
 from cardmem.store.learning import proposals
 from cardmem.store.errors import CardmemError, StoreBusy
 from cardmem.store.maintain import Finding, Survey
@@ -60,17 +60,25 @@ def superseded(text: str, by: str) -> str:
 
 
 def _paragraphs(body: str) -> list[str]:
-    """A body's paragraphs (fenced code kept whole), a heading as a bold first line."""
-    out, cur, fence = [], [], False
+    """A body's paragraphs (fenced code kept whole, by store/cards/markdown.py's one fence
+    rule), a heading as a bold first line."""
+    out: list[str] = []
+    cur: list[str] = []
+    run = ""
     for ln in body.splitlines():
-        if ln.lstrip().startswith(("```", "~~~")):
-            fence = not fence
-        heading = not fence and re.match(r" {0,3}#{1,6}\s", ln)
-        if not fence and (heading or not ln.strip()):
+        if run:  # inside a fence: kept as it is, up to the line that closes it
+            cur.append(ln)
+            run = "" if markdown.closes(ln, run) else run
+            continue
+        if run := markdown.fence(ln):
+            cur.append(ln)
+            continue
+        head = markdown.heading(ln)
+        if head or not ln.strip():
             if cur:
                 out.append("\n".join(cur))
             # a heading moves as a bold line: the kept card's sections stay its own
-            cur = [f"**{ln.strip().lstrip('#').strip()}**"] if heading else []
+            cur = [f"**{head[1]}**"] if head else []
         else:
             cur.append(ln)
     if cur:

@@ -251,3 +251,19 @@ def test_one_run_makes_at_most_max_changes_commits(corpus, monkeypatch) -> None:
     report = run(corpus, {"broken-link"}, apply=True)
     assert len(report.applied) == 1 and report.applied[0]["ids"] == ["projects/ruff/a"]
     assert "1 finding(s) wait for the next run" in report.notes[-1]
+
+
+def test_a_merge_moves_a_code_block_as_it_is() -> None:
+    """A ```` fence holding a ``` line (or a ~~~ one holding ```) was closed early by the
+    merge's own fence check: the block was cut at its blank lines and its shell comments
+    made bold headings, so the sentence check refused the merge. The cards room's one
+    fence rule keeps it whole and the duplicate merges."""
+    from cardmem.tools.maintain.consolidate import merged
+
+    code = ("````sh\n```\n# install the deps first\n\nnpm ci\n````\n\n"
+            "~~~\n```\n# then build\n\nnpm run build\n~~~")
+    keep = "---\ntitle: Build\n---\nBuild with npm.\n"
+    other = f"---\ntitle: Building\n---\nBuild with npm.\n\n{code}\n"
+    k, _ = merged(keep, other, "reference/build", "reference/building", "2026-12-01")
+    assert code in k, k
+    assert "**" not in k
