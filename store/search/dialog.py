@@ -14,6 +14,10 @@ from __future__ import annotations
 import re
 import sqlite3
 
+from ..index.schema import COLUMNS, TOKENIZE
+from .snippets import _json_ids
+from .terms import plan
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -50,9 +54,6 @@ def turn_scores(idx: "Index", query: str, bodies: "dict[int, str]") -> dict[int,
     """Each dialog card's turn score (rowid -> its best turn's bm25, higher better) for the
     query's terms (terms.plan's, as the words searched them); cards of another shape, or
     whose turns hold no query term, are left out."""
-    from ..index.schema import TOKENIZE
-    from .terms import plan
-
     rows = [(n, t) for n, body in bodies.items() for t in turns(body)]
     if not rows:
         return {}
@@ -79,13 +80,9 @@ def turn_scores(idx: "Index", query: str, bodies: "dict[int, str]") -> dict[int,
 def lend(idx: "Index", query: str, fused: "dict[int, dict[str, Any]]") -> None:
     """The fused results' scores (rowid -> result) raised by their turn scores: MIX times
     each dialog card's share of the best one's."""
-    import json
-
-    from ..index.schema import COLUMNS
-
     bodies = dict(idx.conn.execute(
         f"SELECT id, c{COLUMNS.index('body')} FROM fts_content"
-        " WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(list(fused)),)))
+        " WHERE id IN (SELECT value FROM json_each(?))", (_json_ids(fused),)))
     got = turn_scores(idx, query, bodies)
     top = max(got.values(), default=0.0)
     if top <= 0:
