@@ -57,6 +57,20 @@ TARGETS: dict[str, tuple[list[str], list[str]]] = {
               ["tests/tools/ask/test_judge.py", "tests/tools/cli/test_cli_judge.py"]),
     "learning": (["tools/learning/session_end.py", "tools/learning/backlog.py"],
                  ["tests/tools/learning/test_backlog.py"]),
+    "rank": (["store/search/hybrid.py", "store/search/dialog.py", "store/search/neighbours.py",
+              "store/search/confidence.py"],
+             ["tests/store/search/test_fusion.py", "tests/store/search/test_dialog.py",
+              "tests/store/search/test_ranking.py", "tests/store/search/test_semantic.py"]),
+    "merge": (["tools/maintain/consolidate.py", "tools/maintain/fold.py"],
+              ["tests/tools/maintain/test_maintain_apply.py",
+               "tests/tools/maintain/test_maintain_reject.py",
+               "tests/tools/maintain/test_maintain_properties.py"]),
+    "import": (["tools/importers/plan.py", "tools/importers/identity.py",
+                "tools/importers/claude_md.py"],
+               ["tests/tools/importers/test_import.py",
+                "tests/tools/importers/test_import_updates.py",
+                "tests/tools/importers/test_import_identity.py",
+                "tests/tools/importers/test_import_properties.py"]),
 }
 
 # cosmic-ray's core operators, less the ones that only repeat another: of the eleven ways
