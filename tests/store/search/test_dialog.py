@@ -69,3 +69,13 @@ def test_a_dialog_is_turns_whose_speakers_come_back() -> None:
     assert dialog.turns("Ana: hi\n\nBen: hello") == []  # too short to be about many things
     prose = "\n\n".join(["Some prose without speakers."] * 3 + ["Ana: one", "Ben: two"])
     assert dialog.turns(prose) == []  # most paragraphs are not turns
+
+
+def test_a_card_whose_turns_are_exactly_the_share_asked_is_a_dialog() -> None:
+    """At least TURN_SHARE of the paragraphs: a heading line and four turns (0.8) is a
+    dialog, one line more is not (a mutant turned `<` to `<=`: the exact share was not)."""
+    said = ["Ana: Did the lens arrive?", "Ben: Yes, this morning.", "Ana: Does it fit?",
+            "Ben: It does."]
+    assert dialog.TURN_SHARE == 0.8
+    assert dialog.turns("\n\n".join(["Chat of 8 May."] + said)) == said
+    assert dialog.turns("\n\n".join(["Chat of 8 May.", "Notes taken by Ana."] + said)) == []

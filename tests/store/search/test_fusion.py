@@ -172,3 +172,33 @@ def test_a_card_deleted_between_the_fusions_two_reads_is_skipped(tmp_path, monke
         hybrid.fuse(idx, res, Similarities(np.array([gone]), np.array([0.9])), 5, None, None)
         ids = [r["id"] for r in res.results]
     assert ids and ids[0] == "notes/deploys" and "notes/gone" not in ids, ids
+
+
+def test_the_card_holding_a_rare_word_is_unique_whichever_word_of_the_query_it_is(tmp_path
+                                                                                   ) -> None:
+    """confidence.coverage marks the only holder of the rare word, not the holders of the
+    query's first word (a mutant took `holders[0]`: every card holding the common word
+    was pinned as the only holder of a query word)."""
+    root = tmp_path / "store"
+    for cid, t, b in NOTES:
+        write(root, cid, t, b + " Each rollout is announced.")
+    write(root, "notes/infra", "Infra notes", "We run pgbouncer in transaction mode.")
+    store = init(root)[0]
+    with Index(store) as idx:
+        idx.refresh()
+        for q in ("rollout pgbouncer", "pgbouncer rollout"):
+            res = lexical(idx, q, hybrid.POOL)
+            assert {"notes/infra", "notes/deploys"} <= set(res.rowids), res.results
+            assert res.unique == {"notes/infra"}, (q, res.unique)
+
+
+def test_only_the_first_results_lend_to_cards_not_found(tmp_path) -> None:
+    """The neighbours added are those of the FROM best cards, never of the weakest ones
+    (a mutant sorted the scores upwards: the weakest results' neighbours came in)."""
+    from cardmem.store.search.neighbours import FROM, spread
+
+    scores = {f"notes/topic-{c}-1": 1.0 - i / 10 for i, c in enumerate("abcdefg")}
+    assert len(scores) > FROM
+    _, new = spread(scores)
+    assert "notes/topic-a-2" in new and "notes/topic-a-0" in new, new
+    assert not {"notes/topic-g-2", "notes/topic-f-2"} & set(new), new
