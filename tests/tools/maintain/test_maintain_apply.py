@@ -192,6 +192,9 @@ def test_long_history_is_found_and_folded_by_the_model(corpus, model_env) -> Non
     text = p.read_text()
     asked = [r for r in model_env.requests if r.path.endswith("/messages")]
     assert len(asked) == 1 and "limit is 25" in json.dumps(asked[0].body)
+    # the card's text is what the model rewrites: a fold without it drops its facts
+    assert "Current text:\\nCI runs the test suite on several workers." in json.dumps(
+        asked[0].body)
     assert "limit is 26" not in json.dumps(asked[0].body)  # the kept lines are not folded
     assert text.split("---\n", 2)[2].startswith("CI runs the test suite on 25 workers")
     assert len(cardlib.history(text)) == 20
@@ -267,3 +270,55 @@ def test_a_merge_moves_a_code_block_as_it_is() -> None:
     k, _ = merged(keep, other, "reference/build", "reference/building", "2026-12-01")
     assert code in k, k
     assert "**" not in k
+
+
+def _links_store(root):
+    """Cards a, b, c each linking to an old name, committed by a person (no corpus)."""
+    from cardmem.store.store import init
+
+    for name in ("a", "b", "c"):
+        p = root / f"reference/{name}.md"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(f"---\ntitle: Card {name}\n---\nSee [[reference/old-{name}]].\n")
+    store = init(root)[0]
+    commit_as_person(store)
+    return store
+
+
+def _relink(cid: str) -> "Finding":
+    from cardmem.store.maintain import Finding
+
+    name = cid.rsplit("/", 1)[1]
+    return Finding("broken-link", [cid], "", "", fix={"card": cid, "target": f"reference/old-{name}",
+                                                      "new": f"reference/new-{name}"})
+
+
+def test_a_finding_left_for_the_next_run_does_not_stop_the_ones_after_it(tmp_path) -> None:
+    """A finding whose card this run already changed waits; the findings after it are
+    still applied (a mutant made the skip a `break`: the run stopped there)."""
+    from cardmem.store.maintain import Survey
+    from cardmem.tools.maintain.consolidate import consolidate
+
+    store = _links_store(tmp_path / "store")
+    notes: list[str] = []
+    found = [_relink("reference/a"), _relink("reference/a"), _relink("reference/c")]
+    applied = consolidate(Survey.of(store), found, notes)
+    assert [d["ids"] for d in applied] == [["reference/a"], ["reference/c"]], notes
+    assert "[[reference/new-c]]" in (store.root / "reference/c.md").read_text()
+    assert any("left for the next run" in n for n in notes), notes
+
+
+def test_a_change_that_fails_does_not_stop_the_ones_after_it(tmp_path, monkeypatch) -> None:
+    """A merge refused (it would lose a sentence) is noted; the findings after it are
+    still applied (a mutant made the refusal a `break`)."""
+    from cardmem.store.maintain import Finding, Survey
+    from cardmem.tools.maintain import consolidate
+
+    monkeypatch.setattr(consolidate, "_paragraphs", lambda body: [])  # moves nothing
+    store = _links_store(tmp_path / "store")
+    notes: list[str] = []
+    dup = Finding("duplicate", ["reference/a", "reference/b"], "", "",
+                  fix={"keep": "reference/a", "others": ["reference/b"]})
+    applied = consolidate.consolidate(Survey.of(store), [dup, _relink("reference/c")], notes)
+    assert [d["ids"] for d in applied] == [["reference/c"]], notes
+    assert any("not applied" in n and "would lose" in n for n in notes), notes
