@@ -209,3 +209,29 @@ def test_claude_md_project_is_named_as_session_start_names_it(person, tmp_path) 
     code, out, err = imp(person, "claude-md", repo / "AGENTS.md")
     assert code == 0, err
     assert person.exists("projects/acme-api/release") and "(project acme-api)" in out
+
+
+def test_a_folder_imports_its_claude_md_else_agents_md_else_dot_claude(tmp_path) -> None:
+    """The order a folder's files are looked for in (a mutant took the last found)."""
+    from cardmem.tools.importers import claude_md
+
+    repo = tmp_path / "repo"
+    (repo / ".claude").mkdir(parents=True)
+    for name in ("CLAUDE.md", "AGENTS.md", ".claude/CLAUDE.md"):
+        (repo / name).write_text(f"## Notes\n\nFrom {name}.\n")
+    for name in ("CLAUDE.md", "AGENTS.md", ".claude/CLAUDE.md"):
+        parsed = claude_md.parse(repo, "acme")
+        assert parsed.origin == repo / name
+        assert [d.body for d in parsed.drafts] == [f"From {name}.\n"]
+        (repo / name).unlink()
+
+
+def test_a_file_without_headings_is_one_card_named_for_its_file_and_project(tmp_path) -> None:
+    """(A mutant swapped the two names: "CLAUDE.md of None" for the user's own file.)"""
+    from cardmem.tools.importers import claude_md
+
+    f = tmp_path / "CLAUDE.md"
+    f.write_text("Answer in British English.\n\n- Never use emoji.\n")
+    for project, title in (("acme", "CLAUDE.md of acme"), (None, "CLAUDE.md")):
+        [d] = claude_md.parse(f, project).drafts
+        assert (d.title, d.body) == (title, f.read_text()), d
