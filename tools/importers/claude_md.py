@@ -65,8 +65,10 @@ def parse(path: Path, project: str | None) -> Parsed:
         out.skipped.append(Skipped(shown(path), "is JSON, not a CLAUDE.md (an MCP memory "
                                                 "file? `cardmem import mcp-memory PATH`)"))
         return out
-    span = cardlib.split(text)
-    body = text[span[2]:] if span else text
+    try:  # a frontmatter (a YAML mapping) is the file's settings, not its text
+        body = cardlib.parse(text, "claude-md").body
+    except cardlib.CardProblem:  # `---` lines around prose, or a broken block: all text
+        body = text
     heads = cardlib.headings(body)
     keys: set[str] = set()
     if not heads:

@@ -235,3 +235,21 @@ def test_a_file_without_headings_is_one_card_named_for_its_file_and_project(tmp_
     for project, title in (("acme", "CLAUDE.md of acme"), (None, "CLAUDE.md")):
         [d] = claude_md.parse(f, project).drafts
         assert (d.title, d.body) == (title, f.read_text()), d
+
+
+def test_prose_between_two_rule_lines_at_the_top_is_text_not_frontmatter(tmp_path) -> None:
+    """A CLAUDE.md opening with `---`, a line of prose and `---` (a thematic break, not
+    YAML): the prose is imported. It was taken for frontmatter and dropped (found by
+    test_claude_md_properties.py); a real frontmatter (a YAML mapping) is still left out."""
+    from cardmem.tools.importers import claude_md
+
+    f = tmp_path / "CLAUDE.md"
+    f.write_text("---\nRead the README first.\n---\n\n## Rules\n\n- Always run the tests\n"
+                 "- Never push to main\n")
+    drafts = claude_md.parse(f, None).drafts
+    assert "Read the README first." in drafts[0].body, drafts
+    assert len(drafts) == 3
+    f.write_text("---\ndescription: house rules\n---\n\n## Rules\n\n- Always run the tests\n"
+                 "- Never push to main\n")
+    assert [d.title for d in claude_md.parse(f, None).drafts] == ["Always run the tests",
+                                                                  "Never push to main"]
