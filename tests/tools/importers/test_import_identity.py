@@ -181,3 +181,35 @@ def test_a_card_deleted_after_its_yaml_was_broken_is_not_made_again(person, src)
     assert not person.exists(DONT_MOCK) and not person.exists(REGRESSION)
     assert "created" not in actions(doc) and doc["commit"] is None
     assert {DONT_MOCK, REGRESSION} <= actions(doc)["kept"]
+
+
+def test_two_reworded_items_near_one_card_take_it_once(tmp_path) -> None:
+    """By rewording, one card per item and one item per card, the closest pair first (a
+    mutant's `or` gave one card to both items, and an item the worse of two cards)."""
+    from types import SimpleNamespace
+
+    from cardmem.tools.importers.identity import Known, match
+    from cardmem.tools.importers.model import Draft
+
+    rule = "Always run the whole test suite with pytest before every push"
+    card = Known("x#old", SimpleNamespace(body=rule, id="rules/old"))
+    nearer = Draft("a", "a", "feedback", rule.replace("whole ", ""))  # ratio 0.95
+    near = Draft("b", "b", "feedback", rule.replace("every", "each"))  # 0.94
+    got = match({"x#a": nearer, "x#b": near}, [card], "x#")
+    assert list(got) == ["x#a"] and got["x#a"] is card, got
+    other = Known("x#other", SimpleNamespace(body="Please a" + rule[1:], id="rules/other"))
+    got = match({"x#a": nearer}, [other, card], "x#")  # 0.89 and 0.95 near it
+    assert got == {"x#a": card}, got  # the nearer card, the other left free
+
+
+def test_a_deleted_card_whose_source_a_person_removed_is_no_trouble(person, src) -> None:
+    """A person takes an imported card as theirs (its `source:` line removed), then deletes
+    it: the next import runs (a mutant's `or` read the missing source: a traceback)."""
+    imp(person, src / PATHS["claude-md"])
+    p = person.root / f"{REGRESSION}.md"
+    p.write_text("".join(ln for ln in p.read_text().splitlines(True)
+                         if not ln.startswith("source:")))
+    git(person.root, "commit", "-qam", "mine now")
+    delete(person, REGRESSION)
+    doc = imp(person, src / PATHS["claude-md"])
+    assert doc["cards"], doc
