@@ -4,14 +4,8 @@ turn from the next few. hybrid.fuse on a small store's lexical result, every car
 near the query for the vectors (no model), so the words decide."""
 from __future__ import annotations
 
-import numpy as np
-
-from cardmem.store.index.db import Index
 from cardmem.store.search import hybrid, speakers
-from cardmem.store.search.search import run as lexical
-from cardmem.store.search.semantic import Similarities
-from cardmem.store.store import init
-from semantickit import write
+from semantickit import fused_ids
 
 # One day of a chat kept a card a turn, as a transcript importer would (`On <date>, Name:`).
 # Ben asks about Ana's pet with every word of the question; Ana answers in her own turn.
@@ -27,16 +21,7 @@ NOTES = {f"notes/note-{i}": f"A note about {w}, kept for later." for i, w in enu
 
 
 def ranked(tmp_path, query: str, cards: dict[str, str] = TURNS) -> list[str]:
-    root = tmp_path / "store"
-    for cid, body in (NOTES | cards).items():
-        write(root, cid, cid.split("/")[-1], body)
-    store = init(root)[0]
-    with Index(store) as idx:
-        idx.refresh()
-        res = lexical(idx, query, hybrid.POOL)
-        ns = np.array(sorted(res.rowids.values()))
-        hybrid.fuse(idx, res, Similarities(ns, np.full(len(ns), 0.5)), 5, None, None)
-        return [r["id"] for r in res.results]
+    return fused_ids(tmp_path / "store", NOTES | cards, query)
 
 
 def test_the_named_persons_own_turn_comes_before_the_question_put_to_her(tmp_path):
