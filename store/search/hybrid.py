@@ -230,13 +230,14 @@ def fuse(idx: "Index", res: "SearchResult", sims: "Similarities", limit: int,
     if NEIGHBOURS:
         _lend(idx, fused, sims, where, args)
     mark_stale(idx, [r for r in fused.values() if r["match"] in ("semantic", "neighbour")])
-    out = sorted(fused.values(), key=lambda r: _fused_order(r, pinned))[:limit]
-    if SPEAKERS:
+    out = sorted(fused.values(), key=lambda r: _fused_order(r, pinned))
+    if SPEAKERS:  # before the cut: the first result is the same whatever the limit
         from .speakers import named_first
 
         lead = named_first(idx, res.query, out, {r["id"]: n for n, r in fused.items()})
         if lead is not None:
             out.sort(key=lambda r: _fused_order(r, pinned, lead))
+    out = out[:limit]
     confidence.stand_out(out, cover, res.unique)  # labels only: the order is the score's
     res.results = out
     res.no_confident_results = not any(r["confidence"] != "low" for r in out)

@@ -20,13 +20,17 @@ NOTES = {f"notes/note-{i}": f"A note about {w}, kept for later." for i, w in enu
     ["deploys", "backups", "on-call", "flags", "billing", "replicas", "releases", "tests"])}
 
 
-def ranked(tmp_path, query: str, cards: dict[str, str] = TURNS) -> list[str]:
-    return fused_ids(tmp_path / "store", NOTES | cards, query)
+def ranked(tmp_path, query: str, cards: dict[str, str] = TURNS, limit: int = 5) -> list[str]:
+    return fused_ids(tmp_path / "store", NOTES | cards, query, limit)
 
 
 def test_the_named_persons_own_turn_comes_before_the_question_put_to_her(tmp_path):
     ids = ranked(tmp_path, "What pet does Ana have?")
     assert ids[:2] == ["turns/d1-4", "turns/d1-3"], ids
+
+
+def test_the_first_result_is_the_same_whatever_the_limit(tmp_path):
+    assert ranked(tmp_path, "What pet does Ana have?", limit=1) == ["turns/d1-4"]
 
 
 def test_the_first_five_are_the_same_cards_whoever_is_named(tmp_path, monkeypatch):
