@@ -215,6 +215,9 @@ def misses(rows: list, signal: str = "fused") -> None:
                 where[s][0 if rank < 5 else 1 if rank < 10 else 2] += 1
     print(f"not all@5 by the {signal} search, by evidence cards (questions, missed): " +
           ", ".join(f"{'3+' if k == 3 else k}: {v[0]}, {v[1]}" for k, v in sorted(by.items())))
+    for k in (10, 20):  # a perfect reader reordering the signal's first k
+        ok = sum(len(ev) <= 5 and ev <= set(r[signal][:k]) for ev, r in rows) / len(rows)
+        print(f"all@5 if its first {k} were put in the best order: {ok:.3f}")
     print("the evidence cards missing from its first five, rank in each signal"
           " (first 5 / 6-10 / past 10 or absent): " +
           "; ".join(f"{s} {v[0]}/{v[1]}/{v[2]}" for s, v in where.items()))
