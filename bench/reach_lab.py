@@ -2,6 +2,7 @@
 
     python bench/reach_lab.py [--dir D] [--grid "LAM=0,0.5,1;SEMANTIC_WEIGHT=2.5,4"]
                               [--convs design] [--agents-md calib|none]
+    python bench/reach_lab.py --cost [--store /tmp/mcpfast/10000]
 
 Asks every design question (LoCoMo conv-26/30/41, session and turn cards; the agents-md
 calib half) twice, once against a store embedded by USE (DIR/use) and once against the
@@ -12,7 +13,8 @@ same cards embedded by multilingual-e5-small (DIR/e5, bench_models.E5), then:
   any@5 when one signal's first five do, all@5 when each evidence card is in some
   signal's first five (bench/RESULTS.md, "Session cards toward issue 27's targets"), and
   "one signal's five" when one signal alone has them all in its first five (what a
-  perfect switch between the signals would reach);
+  perfect switch between the signals would reach); then where the fused search's all@5
+  misses have their evidence, and rank fusion of the signals (RRF);
 - the product's fused search (fusion_lab.score, hybrid.fuse) with the similarity
   (1 - LAM) x USE's + LAM x e5's (e5's cosines mapped linearly onto USE's scale, the map
   fitted here on these design questions as bench_models.fit_affine does): LAM 0 is the
@@ -41,8 +43,8 @@ import fusion_lab as fl  # noqa: E402
 
 
 class Mix:
-    """Card similarities for hybrid.fuse: (1 - lam) x one model's + lam x another's, by the
-    first store's rowids (the second's cards found by id)."""
+    """Card similarities for hybrid.fuse: (1 - lam) x one model's + lam x another's (the
+    second already keyed by the first store's rowids: rekey())."""
 
     def __init__(self, first, second, lam: float) -> None:
         import numpy as np
