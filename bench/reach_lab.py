@@ -123,14 +123,24 @@ def pair(use: dict, e5: dict) -> dict[str, list]:
     return out
 
 
+# E5_WHEN (grid): which questions the second model is mixed into: 0 every one, 1 those
+# whose lexical first result is not labelled high, 2 those whose is low (or no result).
+E5_WHEN = 0
+
+
+def weak(lex) -> bool:
+    top = lex.results[0]["confidence"] if lex.results else "low"
+    return E5_WHEN == 0 or top != "high" and (E5_WHEN == 1 or top == "low")
+
+
 def as_fusion_lab(paired: dict[str, list], lam: float) -> dict[str, list]:
-    """fusion_lab's data shape with Mix similarities at this LAM."""
+    """fusion_lab's data shape with Mix similarities at this LAM (E5_WHEN's questions)."""
     out: dict[str, list] = {}
     for shape, rows in paired.items():
         got = []
         for a, sims_e5 in rows:
             lex, sims_use = a[-1]
-            mix = sims_use if lam == 0 else Mix(sims_use, sims_e5, lam)
+            mix = sims_use if lam == 0 or not weak(lex) else Mix(sims_use, sims_e5, lam)
             got.append((*a[:-1], (lex, mix)))
         out[shape] = got
     return out
@@ -348,6 +358,10 @@ def main() -> None:
         for k, v in zip(names, values):
             if k == "LAM":
                 lam = v
+            elif k == "E5_WHEN":
+                if v != E5_WHEN:
+                    cache = {}
+                globals()["E5_WHEN"] = int(v)
             elif "." in k:
                 import importlib
                 mod, name = k.split(".", 1)
