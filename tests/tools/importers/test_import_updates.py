@@ -32,10 +32,13 @@ def snapshot(store) -> dict[str, bytes]:
 def test_the_same_import_twice_changes_nothing(person, src, kind) -> None:
     code, _, err = imp(person, kind, src / PATHS[kind])
     assert code == 0, err
-    # A person's own card (no `source:`), read before the imported ones: passed over, not
-    # the end of the search for them (a mutant made it a `break`: all made again)
+    # A person's own card (no `source:`) and a broken one, read before the imported ones:
+    # passed over, not the end of the search for them (mutants made each skip a `break`:
+    # every card made again)
     (person.root / "decisions").mkdir(exist_ok=True)
     (person.root / "decisions" / "a-first.md").write_text("---\ntitle: Mine\n---\nMine.\n")
+    (person.root / "decisions" / "b-broken.md").write_text(
+        "---\ntitle: [never closed\nsource: mine\n---\nBroken.\n")
     git(person.root, "add", "-A")
     git(person.root, "commit", "-qm", "a card of my own")
     before, n = snapshot(person), commits(person)
