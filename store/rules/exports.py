@@ -25,7 +25,7 @@ person's text around it is kept byte for byte, and a file is rewritten only when
 bytes change, so a second run changes nothing. A path glob is what `applies_to` says is a
 path (triggers.py's table: the one reading of `applies_to`).
 
-An export is kept current: `remember` notes it in the store's `.cardmem/exports.json`, and
+An export is kept current: `export_and_keep` notes it in the store's `.cardmem/exports.json`, and
 `refresh` (run by store/derived.py after every write that changes a rule, and by doctor)
 writes each again. The list stays on this machine, uncommitted: its folders are this
 machine's, and a store shared by git must not make a teammate's cardmem write into paths
@@ -348,16 +348,20 @@ def locked(root: Any) -> Any:
     return write_lock(Path(root), float(load(Path(root))["store"]["lock_timeout_s"]))
 
 
-def remember(store: Any, host_name: str, folder: Path, project: str | None,
-             by: str | None = None) -> None:
-    """Keep this export current from now on (after an export that wrote it); `by`: what
-    made it, when that can end it (`install codex`: `uninstall codex` does)."""
-    where = str(Path(folder).resolve())
+def export_and_keep(store: Any, host_name: str, folder: Path, project: str | None = None,
+                    by: str | None = None) -> Result:
+    """export, then keep it current from now on, both under the store's write lock: a
+    commit's refresh or an `uninstall` cannot write or end it between the two (an old
+    block written back after theirs, a withdrawn export noted again). `by`: what made it,
+    when that can end it (`install codex`: `uninstall codex` does)."""
     with locked(store.root):
+        res = export(store, host_name, folder, project)
+        where = str(Path(folder).resolve())
         items = [t for t in targets(store.root)
                  if (t["host"], t["folder"]) != (host_name, where)]
         _save(store.root, [*items, {"host": host_name, "folder": where, "project": project,
                                     **({"by": by} if by else {})}])
+    return res
 
 
 def withdraw(root: Any, by: str) -> list[tuple[Path, str]]:
