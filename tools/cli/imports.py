@@ -23,6 +23,8 @@ Example:
 VERBS = {"created": "created", "proposed": "proposed", "updated": "updated",
          "unchanged": "unchanged", "kept": "kept your edit of", "gone": "gone from the source:"}
 WOULD = {"created": "would create", "proposed": "would propose", "updated": "would update"}
+# Who reads an imported instruction file into every session (a claude-md import's source).
+READERS = {"claude.md": "Claude Code", "agents.md": "Codex", "gemini.md": "Gemini CLI"}
 
 
 @click.command(name="import", epilog=EXAMPLE)
@@ -90,3 +92,11 @@ def _say(report) -> None:
         click.echo(f"note: a link names nothing in the source: {link}")
     if len(report.unresolved) > SHOWN:
         click.echo(f"note: and {len(report.unresolved) - SHOWN} more such links")
+    if report.kind == "claude-md" and report.commit and (report.count("created")
+                                                         or report.count("updated")):
+        # The file stays where its host reads it: each rule would reach a session twice,
+        # the file's copy going stale as the cards change.
+        reader = READERS.get(Path(report.source).name.lower(), "your agent")
+        click.echo(f"note: {reader} still reads {report.source}: with cardmem installed, "
+                   "what was imported reaches each session twice, and the file's copy goes "
+                   f"stale as the cards change; take the imported sections out of it")
