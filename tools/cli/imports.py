@@ -12,6 +12,9 @@ from .progress import bar
 
 KINDS = ["claude-md", "claude-memory", "basic-memory", "mcp-memory"]
 SHOWN = 20  # skipped inputs and unresolved links named before the rest is counted
+# Cards made or changed named before the rest is counted: an import of thousands would
+# scroll the lines that need a person (kept edits, cards gone from the source) away.
+LISTED = 50
 
 EXAMPLE = """\b
 Example:
@@ -76,13 +79,21 @@ def import_(kind: str, path: Path, project: str | None, dry_run: bool, keep_secr
 
 def _say(report) -> None:
     words = WOULD if report.dry_run else VERBS
+    listed = 0
     for o in report.outcomes:
         if o.action == "unchanged":
             continue
+        if o.action in WOULD:  # made or changed: listed up to LISTED, the rest counted
+            listed += 1
+            if listed > LISTED:
+                continue
         verb = words.get(o.action) or VERBS[o.action]
         fields = f" ({', '.join(o.fields)})" if o.fields else ""
         why = f": {o.why}" if o.why else ""
         click.echo(f"{verb} {o.id}{fields}{why}")
+    if listed > LISTED:
+        done = "to write" if report.dry_run else "written"
+        click.echo(f"and {listed - LISTED} more cards {done} (--json lists every one)")
     counts = ", ".join(f"{report.count(a)} {a}" for a in VERBS if report.count(a))
     head = "dry run, nothing written" if report.dry_run else \
         (f"commit {report.commit[:10]}" if report.commit else "no commit (nothing changed)")

@@ -86,6 +86,30 @@ def test_a_claude_md_import_says_the_file_would_reach_sessions_twice(person, tmp
     assert code == 0 and note not in out and "no commit (nothing changed)" in out
 
 
+def test_an_import_of_many_names_the_first_fifty_and_counts_the_rest(person, tmp_path
+                                                                     ) -> None:
+    """3,000 notes printed 3,000 `created` lines, scrolling away the lines a person must
+    read (first hour at scale); --json still lists every card."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i in range(60):
+        (notes / f"note-{i:02d}.md").write_text(f"# Note {i:02d}\n\nAbout thing {i}.\n")
+    code, out, err = imp(person, "basic-memory", notes, "--dry-run")
+    assert code == 0, err
+    assert out.splitlines()[50:] == ["and 10 more cards to write (--json lists every one)",
+                                     f"import basic-memory {notes}: 60 created; dry run, "
+                                     "nothing written"]
+    code, out, err = imp(person, "basic-memory", notes)
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 52 and lines[0] == "created reference/note-00"
+    assert lines[50] == "and 10 more cards written (--json lists every one)"
+    assert len(cards(person)) == 60
+    for i in range(60):
+        (notes / f"note-{i:02d}.md").write_text(f"# Note {i:02d}\n\nAbout thing {i}, more.\n")
+    code, out, err = imp(person, "basic-memory", notes, "--json")
+    assert code == 0 and sum(o["action"] == "updated" for o in json.loads(out)["cards"]) == 60
+
+
 def test_claude_memory_topics_become_cards_described_by_the_index(person, src) -> None:
     code, out, err = imp(person, "claude-memory", src / PATHS["claude-memory"],
                          "--project", "acme-api")
