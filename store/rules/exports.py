@@ -27,9 +27,9 @@ path (triggers.py's table: the one reading of `applies_to`).
 
 An export is kept current: `export_and_keep` notes it in the store's
 `.cardmem/exports.json`, and `refresh` (run by store/derived.py after every write that
-changes a rule, and by doctor) writes each again. The list stays on this machine, uncommitted: its folders are this
-machine's, and a store shared by git must not make a teammate's cardmem write into paths
-that are someone else's there. An export is kept while its block is there: a person who
+changes a rule, and by doctor) writes each again. The list stays on this machine,
+uncommitted: its folders are this machine's, and a store shared by git must not make a
+teammate's cardmem write into paths that are someone else's there. An export is kept while its block is there: a person who
 takes the block out (or deletes the file, or the folder) has ended it, and it is forgotten.
 """
 from __future__ import annotations
@@ -154,7 +154,7 @@ def export(store: Any, host_name: str, folder: Path, project: str | None = None)
     shown, res.left_out, names = _fit(host, existing, main, res.left_out, head)
     res.shown = [r.id for r in shown]
     wanted[main_path] = splice(existing, _block(host, [r.text for r in shown], res.left_out,
-                                                 head, names), host.frontmatter(None))
+                                                head, names), host.frontmatter(None))
     for path, text in wanted.items():
         res.files.append((path, write(path, text)))
     if host.scoped:
