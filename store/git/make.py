@@ -10,7 +10,8 @@ else is committed.
 All or nothing: when a step fails (a commit the user's git config refuses: signing with no
 key, a hook that fails; a file that cannot be written), what this run made is taken back
 (the repository it began, the files it wrote, what it staged) and the one error line says
-the folder is as it was. Else a second `init` would find a repository and adopt nothing.
+the folder is as it was (but for objects no commit holds, which git's gc removes). Else a
+second `init` would find a repository and adopt nothing.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from . import runner as git
 from .. import config
 from ..errors import CardmemError
 from .head_file import is_repo, repos_inside
-from .writer import Message, check_writable, write_lock
+from .writer import Message, atomic_write, check_writable, write_lock
 
 GITIGNORE = ".cardmem/\n"
 
@@ -54,6 +55,10 @@ def _literal(path: str) -> str:
     return "".join("\\" + c if c in "*?[]!#\\ " else c for c in path)
 
 
+def _write(path: Path, text: str) -> None:
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+
+
 def make(r: Path) -> Made:
     """Make the folder r (a resolved path) a store; see the module's docstring."""
     if r.exists() and not r.is_dir():
@@ -80,16 +85,17 @@ def _make(r: Path) -> Made:
     if created:
         git.run(r, "init", "-q", "-b", "main")
     gi = r / ".gitignore"
-    gi_text = gi.read_text() if gi.exists() else ""
+    # A person's bytes, kept as they are, UTF-8 or not.
+    gi_text = gi.read_bytes().decode("utf-8", "surrogateescape") if gi.exists() else ""
     if adopting and ADOPT_GITIGNORE not in gi_text:
         # A clone among the notes is its own repository's: `git add -A` would commit it as
         # a gitlink, or fail on one with no commit yet. Named after ours (`!*/` would take it
         # back in); a line of the user's own (`!keep.pdf`) still has the last word.
         inside = "".join(f"/{_literal(p)}\n" for p in repos_inside(r))
-        gi.write_text(ADOPT_GITIGNORE + inside + ("\n" + gi_text if gi_text else ""))
+        _write(gi, ADOPT_GITIGNORE + inside + ("\n" + gi_text if gi_text else ""))
     elif ".cardmem/" not in gi_text.split():
         sep = "" if not gi_text or gi_text.endswith("\n") else "\n"
-        gi.write_text(gi_text + sep + GITIGNORE)
+        _write(gi, gi_text + sep + GITIGNORE)
     if not (r / config.FILE).exists():
         (r / config.FILE).write_text(config.default_text())
     adopt = ["."] if created else [".gitignore", config.FILE]
@@ -112,7 +118,9 @@ def _make(r: Path) -> Made:
 
 
 class _Undo:
-    """What the folder was before init began, and how to give it back."""
+    """What the folder was before init began, and how to give it back: the files init
+    writes (and, in a repository of the person's, what its git index had staged and the
+    commit message git keeps), byte for byte."""
 
     def __init__(self, r: Path) -> None:
         self.r = r
@@ -121,7 +129,12 @@ class _Undo:
             top = top.parent
         self.made_folder = None if r.exists() else top
         self.repo = is_repo(r) if r.exists() else False
-        self.files = {name: self._bytes(r / name) for name in (".gitignore", config.FILE)}
+        names = [".gitignore", config.FILE]
+        # A worktree's .git is a file naming its git folder: there `git reset` unstages
+        self.dot_git = self.repo and (r / ".git").is_dir()
+        if self.dot_git:
+            names += [".git/index", ".git/COMMIT_EDITMSG"]
+        self.files = {name: self._bytes(r / name) for name in names}
         self.state = (r / ".cardmem").exists()
 
     @staticmethod
@@ -139,15 +152,14 @@ class _Undo:
             return [str(self.made_folder)] if self.made_folder.exists() else []
         if not self.repo:
             shutil.rmtree(r / ".git", ignore_errors=True)
-        elif self.files != {n: self._bytes(r / n) for n in self.files}:
-            # unstage what init staged, before its files go back to what they were
-            git.run(r, "reset", "-q", "--", *self.files, check=False)
+        elif not self.dot_git:
+            git.run(r, "reset", "-q", "--", ".gitignore", config.FILE, check=False)
         for name, was in self.files.items():
             try:
                 if was is None:
                     (r / name).unlink(missing_ok=True)
                 elif self._bytes(r / name) != was:
-                    (r / name).write_bytes(was)
+                    atomic_write(r / name, was)
             except OSError:
                 left.append(name)
         if not self.state:
