@@ -130,5 +130,15 @@ def test_help_shows_plot_with_an_example():
                                           "latency.svg" in r.stdout
 
 
+def test_a_receipt_edited_to_infinity_is_left_out_of_the_bars():
+    from cardmem.tools.ask.receipt_plot import svg
+    from cardmem.tools.ask.receipt_stats import distribution
+
+    recs = [answer(1, 2.0), answer(2, float("inf")), answer(3, 3.0)]
+    root = ET.fromstring(svg(distribution(recs), "heading"))
+    tips = [t.text for t in root.iter(f"{SVG}title")]
+    assert sum(int(t.split(": ")[1].split()[0]) for t in tips if " s to " in t) == 2
+
+
 def test_bucket_widths_are_round_numbers():
     assert [nice_step(s, 10) for s in (1.0, 3.0, 0.07, 42.0, 0.0)] == [0.1, 0.5, 0.01, 5, 1]
