@@ -123,7 +123,7 @@ def _panel(y0: float, name: str, about: str, p: dict[str, Any], fmt: Callable[[f
     out = [_text(x0 - 48, y0 + 10, head, size=13, weight="600"),
            _text(x0 - 48, y0 + 25, f"{about}; a bar: the answers in its range", size=11,
                  fill=MUTED)]
-    values = [v for v in p.get("values") or [] if math.isfinite(v)]  # a hand-edited receipt
+    values = p.get("values") or []
     if not values:
         out.append(_text((x0 + x1) / 2, (top + base) / 2, empty, fill=MUTED, anchor="middle"))
         return out
@@ -160,8 +160,6 @@ def _panel(y0: float, name: str, about: str, p: dict[str, Any], fmt: Callable[[f
                          fill=MUTED, anchor="middle"))
     out.append(f'<line x1="{x0}" x2="{x1}" y1="{base}" y2="{base}" stroke="{INK}"/>')
     for k, (mark, colour) in enumerate(MARKS):
-        if not math.isfinite(p[mark]):
-            continue
         mx = x(p[mark])
         out.append(f'<line x1="{mx:.1f}" x2="{mx:.1f}" y1="{top - 2}" y2="{base}" '
                    f'stroke="{colour}" stroke-width="1.5" stroke-dasharray="4 3"/>')

@@ -63,7 +63,13 @@ def cost(model: str | None, tokens: dict[str, Any] | None) -> float | None:
 
 
 def _num(x: Any) -> float:
-    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else 0.0
+    return float(x) if _finite(x) else 0.0
+
+
+def _finite(x: Any) -> bool:
+    """A number a chart can place: not a bool, nor Infinity or NaN (JSON reading takes
+    both, from a receipt edited by hand)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _latency(r: dict[str, Any], key: str) -> float | None:
@@ -74,7 +80,7 @@ def _latency(r: dict[str, Any], key: str) -> float | None:
         v = (r.get("timings") or {}).get("total_s")
     else:
         v = None
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    return float(v) if _finite(v) else None
 
 
 def missed_deadline(r: dict[str, Any]) -> bool:

@@ -130,13 +130,17 @@ def test_help_shows_plot_with_an_example():
                                           "latency.svg" in r.stdout
 
 
-def test_a_receipt_edited_to_infinity_is_left_out_of_the_bars():
-    from cardmem.tools.ask.receipt_plot import svg
-    from cardmem.tools.ask.receipt_stats import distribution
-
-    recs = [answer(1, 2.0), answer(2, float("inf")), answer(3, 3.0)]
-    root = ET.fromstring(svg(distribution(recs), "heading"))
-    tips = [t.text for t in root.iter(f"{SVG}title")]
+def test_a_receipt_edited_to_infinity_is_left_out(store, tmp_path):
+    """JSON reading takes `Infinity`: such a latency or token count is no number a chart
+    can place (the terminal chart and the plot stopped with a traceback)."""
+    receipts.append(store, answer(1, 2.0))
+    receipts.append(store, answer(2, float("inf"), ack=float("nan")))
+    receipts.append(store, {**answer(3, 3.0), "tokens": {"input": float("inf"), "output": 1}})
+    target = tmp_path / "latency.svg"
+    r = run("receipts", "--stats", "--plot", str(target), "--store", str(store.root))
+    assert r.returncode == 0, r.stderr
+    assert "reply latency      p50 2.00 s  p90 3.00 s" in r.stdout and "(n=2)" in r.stdout
+    tips = [t.text for t in ET.fromstring(target.read_text()).iter(f"{SVG}title")]
     assert sum(int(t.split(": ")[1].split()[0]) for t in tips if " s to " in t) == 2
 
 
