@@ -2,9 +2,11 @@
 
 Fetch; replay the local commits on top of the remote's (a rebase: cards are separate files,
 so most replays are clean); push; then move the store to the result. The replay runs in a
-throwaway worktree, never in the store: a real conflict is aborted there and the store
-keeps exactly its HEAD, its tree and its uncommitted files, and the error names the
-conflicting cards. The store moves only after the push succeeded, by the same checked,
+throwaway worktree, never in the store. A card both sides changed is settled there so
+that no side loses a line (conflicts.py: the remote's lines where they clash, the local
+version in a conflict card); a clash it does not settle (a file that is no card) is
+aborted, the store keeps exactly its HEAD, its tree and its uncommitted files, and the
+error names the files. The store moves only after the push succeeded, by the same checked,
 recorded move as `cardmem update` (so `cardmem rollback` undoes a sync too).
 """
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING
 from ..git import runner as git
 from ..cards.paths import id_of_path
 from ..errors import CardmemError
+from .conflicts import Settled, settle, stages, unsettled
 from .updates import (BEFORE_UPDATE, NET_ENV, Moved, UncommittedEdits, _locked,
                       blocking_edits, counts, fetch, is_ancestor, recorded_move,
                       refresh_index, refreshed, short, upstream)
@@ -47,40 +50,62 @@ def _committer_env(root: Path) -> dict[str, str]:
     return {k: v for k, v in git.identity_env(root).items() if "COMMITTER" in k}
 
 
-def replay(root: Path, local: str, onto: str, what: str) -> str:
-    """Rebase local's own commits onto `onto` in a side worktree; the new head's sha.
+def replay(root: Path, local: str, onto: str, what: str) -> tuple[str, list[Settled]]:
+    """Rebase local's own commits onto `onto` in a side worktree: the new head's sha and
+    the clashes settled on the way (conflicts.py: no side loses a line).
 
-    Raises SyncConflict naming the conflicting files; the store itself is never touched.
+    Raises SyncConflict naming the files it does not settle (not cards); the store itself
+    is never touched.
     """
     tmp = Path(tempfile.mkdtemp(prefix="cardmem-sync-"))
     wt = tmp / "wt"
     git.run(root, "worktree", "prune", check=False)  # one a killed sync left behind
     git.run(root, "worktree", "add", "-q", "--detach", str(wt), local)
+    env = {**_committer_env(root), "GIT_EDITOR": "true"}
+    settled: list[Settled] = []
     try:
         proc = git.call(wt, ["-c", "rebase.autoStash=false", "-c", "rebase.updateRefs=false",
-                             "rebase", "-q", "--no-verify", onto], env=_committer_env(root))
-        if proc.returncode != 0:
-            conflicted = [f for f in git.run(wt, "diff", "--name-only", "-z",
-                                             "--diff-filter=U").split("\0") if f]
-            git.run(wt, "rebase", "--abort", check=False)
-            if not conflicted:
-                msg = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
-                raise CardmemError(what, f"replaying local commits failed: "
-                                         f"{msg[0] if msg else f'exit {proc.returncode}'}")
-            names = card_names(conflicted)
-            mine, theirs = counts(root, local, onto)
-            raise SyncConflict(
-                what, f"conflict in {', '.join(names)}: local and remote both changed the "
-                f"same lines ({mine} local commit(s), {theirs} remote); nothing changed, "
-                f"HEAD is still {short(local)}. Merge by hand (`git -C {root} pull --rebase`) "
-                "or revert one side, then sync again", conflicted)
+                             "rebase", "-q", "--no-verify", onto], env=env)
+        while proc.returncode != 0:
+            conflicted = stages(wt)
+            stopped = unsettled(conflicted)
+            commit = git.run(wt, "rev-parse", "--verify", "-q", "REBASE_HEAD",
+                             check=False).strip()
+            if conflicted and not stopped and commit:
+                try:
+                    settled += settle(wt, commit, onto)
+                except (UnicodeDecodeError, ValueError):
+                    stopped = sorted(conflicted)
+            if not conflicted or stopped:
+                git.run(wt, "rebase", "--abort", check=False)
+                _refuse(root, local, onto, what, proc, stopped)
+            # A commit the settling left empty (its card deleted, the remote's edit kept)
+            # is skipped, as git skips one the remote already holds.
+            empty = git.call(wt, ["diff", "--cached", "--quiet", "HEAD"]).returncode == 0
+            proc = git.call(wt, ["-c", "core.hooksPath=/dev/null", "rebase",
+                                 "--skip" if empty else "--continue"], env=env)
         new = git.head(wt)
         assert new is not None
-        return new
+        return new, settled
     finally:
         git.run(root, "worktree", "remove", "--force", str(wt), check=False)
         shutil.rmtree(tmp, ignore_errors=True)
         git.run(root, "worktree", "prune", check=False)
+
+
+def _refuse(root: Path, local: str, onto: str, what: str, proc, files: list[str]) -> None:
+    """Raise why the replay stopped: the unsettled files by name, else git's own line."""
+    if not files:
+        msg = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+        raise CardmemError(what, f"replaying local commits failed: "
+                                 f"{msg[0] if msg else f'exit {proc.returncode}'}")
+    names = card_names(files)
+    mine, theirs = counts(root, local, onto)
+    raise SyncConflict(
+        what, f"conflict in {', '.join(names)}: local and remote both changed the "
+        f"same lines ({mine} local commit(s), {theirs} remote); nothing changed, "
+        f"HEAD is still {short(local)}. Merge by hand (`git -C {root} pull --rebase`) "
+        "or revert one side, then sync again", files)
 
 
 def push(root: Path, remote: str, commit: str, branch: str, expected: str | None) -> bool:
@@ -124,10 +149,11 @@ def sync_repo(store: "Store", remote: str | None = None) -> Moved:
             if push(root, remote, old, branch, incoming):
                 return Moved("sync", "pushed", new=old, pushed=ahead, **base)
             continue
+        settled: list[Settled] = []
         if is_ancestor(root, old, incoming):
             new = incoming  # only remote commits: a fast-forward, nothing to push
         else:
-            new = replay(root, old, incoming, what)
+            new, settled = replay(root, old, incoming, what)
         blocked = blocking_edits(root, old, new)
         if blocked:
             raise UncommittedEdits(what, blocked)
@@ -140,7 +166,7 @@ def sync_repo(store: "Store", remote: str | None = None) -> Moved:
         recorded_move(root, state, "sync", old, new, ref=BEFORE_UPDATE,
                       ff=is_ancestor(root, old, new), remote=remote)
         return Moved("sync", "synced" if pushed else "updated", new=new, commits=taken,
-                     pushed=pushed, index_error=refreshed(lambda: refresh_index(store)),
+                     pushed=pushed, conflicts=[c.as_dict() for c in settled], index_error=refreshed(lambda: refresh_index(store)),
                      **base)
     raise CardmemError(what, f"{remote} {branch} kept moving during {ATTEMPTS} attempts; "
                              "nothing changed here; try again")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
@@ -67,6 +67,9 @@ class Moved:
     commits: int = 0  # commits taken from the remote
     pushed: int = 0  # commits sent to it (sync)
     index_error: str | None = None
+    # Clashes a sync settled (store/sharing/conflicts.py Settled.as_dict): card, kind,
+    # commit, conflict_card.
+    conflicts: list[dict] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -194,7 +197,28 @@ def move_to(root: Path, new: str, *, ff: bool) -> None:
         git.run(root, "merge", "-q", "--ff-only", new)
     else:
         # --keep: like --hard for files that differ, but refuses to touch local changes.
+        # It keeps their files, not what was staged of them: that is put back after.
+        staged = staged_entries(root)
         git.run(root, "reset", "-q", "--keep", new)
+        if staged:
+            git.run(root, "update-index", "-z", "--index-info", input=staged)
+
+
+def staged_entries(root: Path) -> str:
+    """`git update-index -z --index-info` input that puts back every staged change (a
+    path whose index entry differs from HEAD's: added, modified or removed)."""
+    paths = [p for p in git.run(root, "diff", "--cached", "--name-only", "--no-renames",
+                                "-z").split("\0") if p]
+    if not paths:
+        return ""
+    present = {}
+    for entry in git.run(root, "ls-files", "-s", "-z", "--", *paths).split("\0"):
+        if entry:
+            meta, path = entry.split("\t", 1)
+            mode, blob, _ = meta.split()
+            present[path] = f"{mode} {blob}\t{path}"
+    gone = "0 " + "0" * len(git.head(root) or "") + "\t"  # mode 0: drop the entry
+    return "".join(present.get(p, gone + p) + "\0" for p in paths)
 
 
 def recorded_move(root: Path, state: Path, kind: str, old: str, new: str, *, ref: str,

@@ -1,4 +1,5 @@
-"""`cardmem sync`: several writers through one bare remote, conflicts aborted cleanly."""
+"""`cardmem sync`: several writers through one bare remote; a clash in a card keeps both
+sides, one in a file that is no card aborts cleanly."""
 from __future__ import annotations
 
 import subprocess
@@ -83,18 +84,93 @@ def test_interleaved_edits_end_identical_with_nothing_lost(team):
     assert git(bob.root, "status", "--porcelain") == ""
 
 
-def test_a_true_conflict_aborts_and_leaves_the_store_exactly_as_before(team):
+def test_a_clash_in_a_card_keeps_both_sides_and_a_conflict_card_says_so(team):
     bare, alice, bob = team
     edit_line(alice, "reference/runbook", 4, "Step 4: alice's way.")
+    edit_line(alice, "reference/runbook", 9, "Step 9: alice, clean.")
     assert sync(alice)[0] == 0
-    remote_head = git(bare, "rev-parse", "main").strip()
-    bob.new("reference/bob-clean", body="This one would replay cleanly.\n")
+    bob.new("reference/bob-clean", body="This one replays cleanly.\n")
     edit_line(bob, "reference/runbook", 4, "Step 4: bob's way.")
-    # Uncommitted work of every kind must survive the abort.
+    edit_line(bob, "reference/runbook", 1, "Step 1: bob, clean.")
+    # Uncommitted work of every kind rides along untouched.
     (bob.root / "people/sam.md").write_text("Sam, edited, not committed.\n")
     (bob.root / "reference/scratch.md").write_text("untracked\n")
     git(bob.root, "add", "reference/scratch.md")
     (bob.root / "notes.txt").write_text("untracked too\n")
+
+    code, out, err = sync(bob)
+
+    assert code == 0, err
+    assert head(bob.root) == git(bare, "rev-parse", "main").strip()
+    runbook = (bob.root / "reference/runbook.md").read_text()
+    # The card: the remote's line where both changed it, every clean change of both.
+    for line in ("Step 4: alice's way.", "Step 9: alice, clean.", "Step 1: bob, clean."):
+        assert line in runbook
+    assert "bob's way" not in runbook and "<<<<<<<" not in runbook
+    conflict = [c for c in bob.card_files() if c[0].startswith("conflicts/")]
+    assert len(conflict) == 1, conflict
+    cid, path = conflict[0]
+    card = bob.read(cid)
+    assert card.type == "conflict" and card.meta["conflict_of"] == "reference/runbook"
+    assert "Step 4: bob's way." in card.body and "[[reference/runbook]]" in card.body
+    assert "<<<<<<<" not in path.read_text()
+    assert f"conflict: reference/runbook was changed on both sides" in out
+    assert cid in out
+    assert (bob.root / "reference/bob-clean.md").is_file()
+    assert (bob.root / "people/sam.md").read_text() == "Sam, edited, not committed.\n"
+    assert git(bob.root, "status", "--porcelain", "--", "reference/scratch.md") == "A  reference/scratch.md\n"
+    assert (bob.root / "notes.txt").read_text() == "untracked too\n"
+    # Alice's next sync takes both; the two stores agree.
+    assert sync(alice)[0] == 0
+    assert snapshot(alice.root) == {k: v for k, v in snapshot(bob.root).items()
+                                    if k not in ("people/sam.md", "reference/scratch.md",
+                                                 "notes.txt")} | {
+        "people/sam.md": (alice.root / "people/sam.md").read_bytes()}
+
+
+def test_a_card_deleted_on_one_side_and_edited_on_the_other_stays_edited(team):
+    from cardmem.store.moves import remove
+
+    bare, alice, bob = team
+    remove(alice, "people/sam")
+    assert sync(alice)[0] == 0
+    bob.update_text("people/sam", lambda t: t + "Prefers Slack.\n", "edit: sam")
+    remove(bob, "entities/billing")
+    alice.update_text("entities/billing", lambda t: t + "Owned by ops.\n", "edit: billing")
+
+    code, out, err = sync(bob)
+    assert code == 0, err
+    assert "kept: people/sam, deleted on one side and changed on the other" in out
+    code, out, err = sync(alice)
+    assert code == 0, err
+    assert "kept: entities/billing" in out
+    assert sync(bob)[0] == 0
+
+    for s in (alice, bob):
+        assert "Prefers Slack." in (s.root / "people/sam.md").read_text()
+        assert "Owned by ops." in (s.root / "entities/billing.md").read_text()
+    assert head(alice.root) == head(bob.root)
+
+
+def test_a_clash_in_a_file_that_is_no_card_aborts_and_leaves_the_store_as_before(team):
+    bare, alice, bob = team
+    toml = "cardmem.toml"
+
+    def set_budget(store: Store, n: int) -> None:
+        path = store.root / toml
+        path.write_text(path.read_text().replace("budget_chars = 9000", f"budget_chars = {n}"))
+        git(store.root, "commit", "-q", "-m", f"budget {n}", "--", toml)
+
+    assert "budget_chars = 9000" in (alice.root / toml).read_text()
+    set_budget(alice, 8000)
+    assert sync(alice)[0] == 0
+    remote_head = git(bare, "rev-parse", "main").strip()
+    bob.new("reference/bob-clean", body="This one would replay cleanly.\n")
+    edit_line(bob, "reference/runbook", 4, "Step 4: bob's way.")
+    set_budget(bob, 7000)
+    (bob.root / "people/sam.md").write_text("Sam, edited, not committed.\n")
+    (bob.root / "reference/scratch.md").write_text("untracked\n")
+    git(bob.root, "add", "reference/scratch.md")
     before = state(bob.root)
     index_before = git(bob.root, "ls-files", "--stage")
 
@@ -102,8 +178,8 @@ def test_a_true_conflict_aborts_and_leaves_the_store_exactly_as_before(team):
 
     assert code == 3 and out == ""
     assert err.startswith("cardmem: sync ") and err.count("\n") == 1
-    assert "conflict in reference/runbook:" in err
-    assert "reference/bob-clean" not in err  # only the cards that really conflict
+    assert "conflict in cardmem.toml:" in err
+    assert "reference/" not in err  # only the files that really conflict
     assert state(bob.root) == before
     assert git(bob.root, "ls-files", "--stage") == index_before
     assert git(bare, "rev-parse", "main").strip() == remote_head
@@ -216,3 +292,25 @@ def test_rollback_undoes_a_sync(team):
     # The next sync replays nothing twice: bob's card is upstream already.
     assert sync(bob)[0] == 0
     assert subjects(bob).count("new: reference/bob-z") == 1
+
+
+def test_what_was_staged_stays_staged_across_a_replayed_sync(team):
+    """git reset --keep keeps uncommitted files but unstages them: put back after."""
+    _, alice, bob = team
+    alice.new("reference/alice-s", body="a\n")
+    assert sync(alice)[0] == 0
+    bob.new("reference/bob-s", body="b\n")
+    (bob.root / "people/sam.md").write_text("Sam, staged edit.\n")
+    (bob.root / "reference/fresh.md").write_text("staged new card\n")
+    git(bob.root, "rm", "-q", "entities/billing.md")
+    git(bob.root, "add", "people/sam.md", "reference/fresh.md")
+    (bob.root / "people/sam.md").write_text("Sam, staged edit, then typed on.\n")
+    staged_before = git(bob.root, "diff", "--cached", "HEAD")
+    status_before = git(bob.root, "status", "--porcelain")
+
+    code, out, err = sync(bob)
+
+    assert code == 0 and "replayed and pushed 1" in out, err
+    assert git(bob.root, "diff", "--cached", "HEAD") == staged_before
+    assert git(bob.root, "status", "--porcelain") == status_before
+    assert (bob.root / "people/sam.md").read_text() == "Sam, staged edit, then typed on.\n"
