@@ -24,6 +24,7 @@ from datetime import date
 from pathlib import Path
 
 from ..cards.card import render
+from ..cards.markdown import code_spans
 from ..cards.paths import id_of_path, normalize_id
 from ..errors import BadId
 from ..git import runner as git
@@ -153,3 +154,37 @@ def settle(wt: Path, commit: str, onto: str) -> list[Settled]:
             target.unlink(missing_ok=True)
             git.run(wt, "rm", "-q", "--cached", "--ignore-unmatch", "--", path)
     return done
+
+
+_MARKER = re.compile(r"^(<{7}|>{7})(?: |\r?$)", re.M)
+
+
+def has_markers(text: str) -> bool:
+    """Whether text holds both ends of a git conflict (`<<<<<<<` … `>>>>>>>` lines) outside
+    code fences: a merge someone committed unfinished."""
+    spans = code_spans(text)
+    ends = {m.group(1)[0] for m in _MARKER.finditer(text)
+            if not any(a <= m.start() < b for a, b in spans)}
+    return ends == {"<", ">"}
+
+
+def marked_cards(root: Path, since: str | None, new: str) -> list[str]:
+    """Cards that new changes from since (None: the whole tree) and that hold conflict
+    markers since does not: what a sync must not hand teammates as clean cards."""
+    if since is None:
+        listed = git.run(root, "ls-tree", "-r", "--name-only", "-z", new)
+    else:
+        listed = git.run(root, "diff", "--name-only", "--no-renames", "--diff-filter=AM",
+                         "-z", since, new, "--")
+    found = []
+    for path in (p for p in listed.split("\0") if p and id_of_path(p)):
+        try:
+            if not has_markers(git.run(root, "cat-file", "blob", f"{new}:{path}")):
+                continue
+            if since is not None and has_markers(git.run(
+                    root, "cat-file", "blob", f"{since}:{path}", check=False)):
+                continue  # the remote holds it so already: not this sync's doing
+        except UnicodeDecodeError:
+            continue
+        found.append(path)
+    return found

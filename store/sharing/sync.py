@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ..git import runner as git
 from ..cards.paths import id_of_path
 from ..errors import CardmemError
-from .conflicts import Settled, settle, stages, unsettled
+from .conflicts import Settled, marked_cards, settle, stages, unsettled
 from .updates import (BEFORE_UPDATE, NET_ENV, Moved, UncommittedEdits, _locked,
                       blocking_edits, counts, fetch, is_ancestor, recorded_move,
                       refresh_index, refreshed, short, upstream)
@@ -108,6 +108,16 @@ def _refuse(root: Path, local: str, onto: str, what: str, proc, files: list[str]
         "or revert one side, then sync again", files)
 
 
+def _refuse_marked(root: Path, incoming: str | None, new: str, what: str) -> None:
+    """Stop before sharing a card someone committed mid-merge, markers and all."""
+    marked = marked_cards(root, incoming, new)
+    if marked:
+        raise SyncConflict(what, f"{', '.join(card_names(marked))} hold(s) git conflict "
+                                 "markers (<<<<<<< … >>>>>>>) a commit here left in; nothing "
+                                 "changed or pushed: resolve them, commit, then sync again",
+                           marked)
+
+
 def push(root: Path, remote: str, commit: str, branch: str, expected: str | None) -> bool:
     """Push commit to remote's branch if the branch is still at `expected`; False if not."""
     lease = f"--force-with-lease=refs/heads/{branch}:{expected or ''}"
@@ -146,6 +156,7 @@ def sync_repo(store: "Store", remote: str | None = None) -> Moved:
             # Only local commits: share them as they are.
             ahead = counts(root, old, incoming)[0] if incoming else int(
                 git.run(root, "rev-list", "--count", old).strip())
+            _refuse_marked(root, incoming, old, what)
             if push(root, remote, old, branch, incoming):
                 return Moved("sync", "pushed", new=old, pushed=ahead, **base)
             continue
@@ -157,6 +168,7 @@ def sync_repo(store: "Store", remote: str | None = None) -> Moved:
         blocked = blocking_edits(root, old, new)
         if blocked:
             raise UncommittedEdits(what, blocked)
+        _refuse_marked(root, incoming, new, what)
         if new != incoming and not push(root, remote, new, branch, incoming):
             continue
         taken = counts(root, old, incoming)[1]

@@ -314,3 +314,33 @@ def test_what_was_staged_stays_staged_across_a_replayed_sync(team):
     assert git(bob.root, "diff", "--cached", "HEAD") == staged_before
     assert git(bob.root, "status", "--porcelain") == status_before
     assert (bob.root / "people/sam.md").read_text() == "Sam, staged edit, then typed on.\n"
+
+
+HALF_MERGED = ("<<<<<<< HEAD\nStep 4: ours.\n=======\nStep 4: theirs.\n"
+               ">>>>>>> 1a2b3c4 (edit)\n")
+
+
+def test_a_card_committed_with_conflict_markers_is_not_shared(team):
+    bare, alice, bob = team
+    alice.new("reference/alice-m", body="a\n")
+    assert sync(alice)[0] == 0
+    remote_head = git(bare, "rev-parse", "main").strip()
+    path = bob.root / "reference/runbook.md"
+    path.write_text(path.read_text().replace("Step 4: do thing 4.\n", HALF_MERGED))
+    git(bob.root, "commit", "-q", "-am", "merged by hand, not quite")
+    before = state(bob.root)
+
+    code, out, err = sync(bob)
+
+    assert code == 3 and out == "" and err.count("\n") == 1, err
+    assert "reference/runbook hold(s) git conflict markers" in err
+    assert state(bob.root) == before
+    assert git(bare, "rev-parse", "main").strip() == remote_head
+
+
+def test_conflict_markers_shown_in_a_code_block_are_a_card_like_any_other(team):
+    bare, alice, _ = team
+    alice.new("reference/git-howto", body=f"What a conflict looks like:\n\n```\n{HALF_MERGED}```\n")
+    code, out, err = sync(alice)
+    assert code == 0 and "pushed 1" in out, err
+    assert git(bare, "rev-parse", "main").strip() == head(alice.root)
