@@ -22,11 +22,14 @@ from ..errors import CardmemError
 from .conflicts import Settled, marked_cards, settle, stages, unsettled
 from .updates import (BEFORE_UPDATE, NET_ENV, Moved, UncommittedEdits, _locked,
                       blocking_edits, counts, fetch, is_ancestor, recorded_move,
-                      refresh_index, refreshed, short, upstream)
+                      refresh_index, refreshed, rev, short, upstream)
 
 if TYPE_CHECKING:
     from ..store import Store
 
+# A sync that pushed but could not move the store: the local head it replayed, and what
+# it pushed for it.
+PUSHED_FROM, PUSHED_AS = "refs/cardmem/sync/pushed-from", "refs/cardmem/sync/pushed-as"
 ATTEMPTS = 3  # the remote moved between our fetch and our push: fetch and replay again
 
 
@@ -50,9 +53,11 @@ def _committer_env(root: Path) -> dict[str, str]:
     return {k: v for k, v in git.identity_env(root).items() if "COMMITTER" in k}
 
 
-def replay(root: Path, local: str, onto: str, what: str) -> tuple[str, list[Settled]]:
-    """Rebase local's own commits onto `onto` in a side worktree: the new head's sha and
-    the clashes settled on the way (conflicts.py: no side loses a line).
+def replay(root: Path, local: str, onto: str, what: str, since: str | None = None
+           ) -> tuple[str, list[Settled]]:
+    """Rebase local's own commits (those after `since`, else those `onto` lacks) onto
+    `onto` in a side worktree: the new head's sha and the clashes settled on the way
+    (conflicts.py: no side loses a line).
 
     Raises SyncConflict naming the files it does not settle (not cards); the store itself
     is never touched.
@@ -65,7 +70,8 @@ def replay(root: Path, local: str, onto: str, what: str) -> tuple[str, list[Sett
     settled: list[Settled] = []
     try:
         proc = git.call(wt, ["-c", "rebase.autoStash=false", "-c", "rebase.updateRefs=false",
-                             "rebase", "-q", "--no-verify", onto], env=env)
+                             "rebase", "-q", "--no-verify",
+                             *(["--onto", onto, since] if since else [onto])], env=env)
         while proc.returncode != 0:
             conflicted = stages(wt)
             stopped = unsettled(conflicted)
@@ -161,10 +167,11 @@ def sync_repo(store: "Store", remote: str | None = None) -> Moved:
                 return Moved("sync", "pushed", new=old, pushed=ahead, **base)
             continue
         settled: list[Settled] = []
-        if is_ancestor(root, old, incoming):
-            new = incoming  # only remote commits: a fast-forward, nothing to push
+        shared = _shared_before(root, old, incoming)
+        if is_ancestor(root, old, incoming) or shared == old:
+            new = incoming  # only remote commits (or ours, pushed already): nothing to push
         else:
-            new, settled = replay(root, old, incoming, what)
+            new, settled = replay(root, old, incoming, what, since=shared)
         blocked = blocking_edits(root, old, new)
         if blocked:
             raise UncommittedEdits(what, blocked)
@@ -175,13 +182,44 @@ def sync_repo(store: "Store", remote: str | None = None) -> Moved:
         pushed = counts(root, incoming, new)[1]
         # A fast-forward when only the remote moved; else (replayed, or local commits the
         # remote already had and the replay dropped) the branch is reset to the result.
-        recorded_move(root, state, "sync", old, new, ref=BEFORE_UPDATE,
-                      ff=is_ancestor(root, old, new), remote=remote)
+        try:
+            recorded_move(root, state, "sync", old, new, ref=BEFORE_UPDATE,
+                          ff=is_ancestor(root, old, new), remote=remote)
+        except CardmemError as exc:
+            if new == incoming:
+                raise
+            # Pushed, not moved (a file saved during the push): the next sync moves here
+            # without replaying these commits again (_shared_before).
+            git.run(root, "update-ref", PUSHED_FROM, old)
+            git.run(root, "update-ref", PUSHED_AS, new)
+            raise CardmemError(what, f"pushed to {remote} {branch} ({short(new)}), but this "
+                                     f"store could not move there: {exc.why}; it is still at "
+                                     f"{short(old)}, nothing here changed; `cardmem sync` "
+                                     "again finishes the move") from None
+        _forget_pushed(root)
         return Moved("sync", "synced" if pushed else "updated", new=new, commits=taken,
-                     pushed=pushed, conflicts=[c.as_dict() for c in settled], index_error=refreshed(lambda: refresh_index(store)),
-                     **base)
+                     pushed=pushed, conflicts=[c.as_dict() for c in settled],
+                     index_error=refreshed(lambda: refresh_index(store)), **base)
     raise CardmemError(what, f"{remote} {branch} kept moving during {ATTEMPTS} attempts; "
                              "nothing changed here; try again")
+
+
+def _shared_before(root: Path, old: str, incoming: str) -> str | None:
+    """The local commit up to which a sync pushed, then could not move, if the remote still
+    holds what it pushed and HEAD is that commit or grew from it: only the commits after
+    it are left to replay. None otherwise (the record, if any, is stale and dropped)."""
+    since, pushed = rev(root, PUSHED_FROM), rev(root, PUSHED_AS)
+    if since is None or pushed is None:
+        return None
+    if is_ancestor(root, pushed, incoming) and is_ancestor(root, since, old):
+        return since
+    _forget_pushed(root)
+    return None
+
+
+def _forget_pushed(root: Path) -> None:
+    for ref in (PUSHED_FROM, PUSHED_AS):
+        git.run(root, "update-ref", "-d", ref, check=False)
 
 
 def sync(store: "Store", remote: str | None = None) -> Moved:

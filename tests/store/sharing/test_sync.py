@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from cardmem.store.index.db import Index
+from cardmem.store.git.writer import AS_IS, Message
 from cardmem.store.store import Store
 from gitremote import cli, clone, git, head, make_remote, snapshot, state, tree
 
@@ -344,3 +345,44 @@ def test_conflict_markers_shown_in_a_code_block_are_a_card_like_any_other(team):
     code, out, err = sync(alice)
     assert code == 0 and "pushed 1" in out, err
     assert git(bare, "rev-parse", "main").strip() == head(alice.root)
+
+
+def test_a_sync_that_pushed_but_could_not_move_is_finished_by_the_next(team):
+    """A person saves a card the sync is about to change while it pushes: the store stays
+    as it was, says the push happened, and the next sync moves it without replaying the
+    pushed commits again (no second conflict card, no commit twice)."""
+    bare, alice, bob = team
+    alice.update_text("people/sam", lambda t: t + "Alice's line.\n", "edit: sam")
+    edit_line(alice, "reference/runbook", 4, "Step 4: alice's way.")
+    assert sync(alice)[0] == 0
+    edit_line(bob, "reference/runbook", 4, "Step 4: bob's way.")
+    hook = bare / "hooks" / "post-receive"
+    hook.write_text(f"#!/bin/sh\necho 'Typed during the push.' >> '{bob.root}/people/sam.md'\n")
+    hook.chmod(0o755)
+    old = head(bob.root)
+
+    code, out, err = sync(bob)
+
+    assert code == 1 and out == "" and err.count("\n") == 1, err
+    assert "pushed to origin main" in err and "could not move there" in err
+    assert "`cardmem sync` again finishes the move" in err
+    assert head(bob.root) == old
+    pushed = git(bare, "rev-parse", "main").strip()
+    assert git(bare, "log", "-1", "--format=%s", "main").strip() == "edit: reference/runbook step 4"
+    hook.unlink()
+    bob.commit({"people/sam.md": AS_IS}, Message("watch: 1 card edited by hand", [], "watch"),
+               agent=False)  # what the watcher does next
+
+    code, out, err = sync(bob)
+
+    assert code == 0 and "replayed and pushed 1" in out, err
+    assert git(bare, "rev-parse", "main~1").strip() == pushed
+    assert subjects(bob).count("edit: reference/runbook step 4") == 2  # alice's, bob's once
+    conflicts = sorted(c for c, _ in bob.card_files() if c.startswith("conflicts/"))
+    # One for the runbook (the first sync's); the typed line and Alice's both end sam's card.
+    assert [c.rsplit("-", 1)[0] for c in conflicts] == ["conflicts/people/sam",
+                                                       "conflicts/reference/runbook"]
+    assert "Alice's line." in (bob.root / "people/sam.md").read_text()
+    assert "Typed during the push." in (bob.root / f"{conflicts[0]}.md").read_text()
+    assert git(bob.root, "for-each-ref", "refs/cardmem/sync") == ""
+    assert sync(alice)[0] == 0 and head(alice.root) == head(bob.root)
