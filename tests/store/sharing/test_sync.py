@@ -386,3 +386,31 @@ def test_a_sync_that_pushed_but_could_not_move_is_finished_by_the_next(team):
     assert "Typed during the push." in (bob.root / f"{conflicts[0]}.md").read_text()
     assert git(bob.root, "for-each-ref", "refs/cardmem/sync") == ""
     assert sync(alice)[0] == 0 and head(alice.root) == head(bob.root)
+
+
+def test_the_network_gone_mid_push_changes_nothing_here(team):
+    """The remote vanishes while receiving (its pre-receive moves it away, then fails):
+    one error line, the store exactly as it was, and the next sync, with the remote
+    back, shares everything once."""
+    bare, alice, bob = team
+    alice.new("reference/alice-n", body="a\n")
+    assert sync(alice)[0] == 0
+    edit_line(bob, "reference/runbook", 3, "Step 3: bob, offline.")
+    bob.new("reference/bob-n", body="b\n")
+    hook = bare / "hooks" / "pre-receive"
+    away = bare.with_name("away.git")
+    hook.write_text(f"#!/bin/sh\nmv '{bare}' '{away}'\nexit 1\n")
+    hook.chmod(0o755)
+    before = state(bob.root)
+
+    code, out, err = sync(bob)
+
+    assert code == 1 and out == "" and err.count("\n") == 1, err
+    assert err.startswith("cardmem: git ")
+    assert state(bob.root) == before
+    assert len(git(bob.root, "worktree", "list").splitlines()) == 1
+    away.rename(bare)
+    hook.unlink()
+    code, out, err = sync(bob)
+    assert code == 0 and "replayed and pushed 2" in out, err
+    assert subjects(bob).count("new: reference/bob-n") == 1

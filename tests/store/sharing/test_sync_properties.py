@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from cardmem.store.cards.card import set_key
@@ -190,16 +192,30 @@ def check_end(team: Team) -> None:
         assert indexed == on_disk, f"index of {store.root.name} differs from its files"
 
 
-def play(script: list[tuple[int, tuple]], clones: int) -> None:
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The remote and three clones, made once; each example plays on a copy."""
+    tmp = tmp_path_factory.mktemp("team")
+    bare, _ = make_remote(tmp, {cid: steps_body(cid.rsplit("/", 1)[-1]) for cid in SEED_CARDS})
+    for i in range(3):
+        root = clone(bare, tmp / f"clone{i}").root
+        git(root, "config", "user.name", f"Person {i}")
+        git(root, "config", "user.email", f"p{i}@example.com")
+    return tmp
+
+
+def play(template: Path, script: list[tuple[int, tuple]], clones: int) -> None:
     with tempfile.TemporaryDirectory(prefix="cardmem-team-") as tmp:
         tmp_path = Path(tmp)
-        bare, _ = make_remote(tmp_path, {cid: steps_body(cid.rsplit("/", 1)[-1])
-                                         for cid in SEED_CARDS})
-        team = Team(bare, [clone(bare, tmp_path / f"clone{i}") for i in range(clones)])
-        for i, store in enumerate(team.stores):
-            git(store.root, "config", "user.name", f"Person {i}")
-            git(store.root, "config", "user.email", f"p{i}@example.com")
-        team.pending = [set() for _ in range(clones)]
+        bare = tmp_path / "remote.git"
+        shutil.copytree(template / "remote.git", bare, symlinks=True)
+        stores = []
+        for i in range(clones):
+            root = tmp_path / f"clone{i}"
+            shutil.copytree(template / f"clone{i}", root, symlinks=True)
+            git(root, "remote", "set-url", "origin", str(bare))
+            stores.append(Store.open(root))
+        team = Team(bare, stores, pending=[set() for _ in range(clones)])
         for c, op in script:
             apply(team, c, op)
         for c in range(clones):
@@ -211,17 +227,17 @@ def play(script: list[tuple[int, tuple]], clones: int) -> None:
 
 
 # Few examples, so the suite stays quick; CARDMEM_SYNC_EXAMPLES=200 hunts longer.
-FAST = settings(max_examples=int(os.environ.get("CARDMEM_SYNC_EXAMPLES", 6)), deadline=None,
+FAST = settings(max_examples=int(os.environ.get("CARDMEM_SYNC_EXAMPLES", 5)), deadline=None,
                 suppress_health_check=[HealthCheck.too_slow])
 
 
 @FAST
 @given(script=scripts(2, 10))
-def test_two_clones_synced_in_any_order_keep_every_fact(script):
-    play(script, 2)
+def test_two_clones_synced_in_any_order_keep_every_fact(template, script):
+    play(template, script, 2)
 
 
 @FAST
 @given(script=scripts(3, 10))
-def test_three_clones_synced_in_any_order_keep_every_fact(script):
-    play(script, 3)
+def test_three_clones_synced_in_any_order_keep_every_fact(template, script):
+    play(template, script, 3)
