@@ -101,7 +101,9 @@ def run_sync(team: Team, c: int, refused: bool = False) -> None:
         hook.chmod(0o755)
     before, remote_before = state(store.root), git(team.bare, "rev-parse", "main")
     try:
-        sync(store)
+        moved = sync(store)
+        if moved.status in ("synced", "updated"):
+            assert index_matches(team, c, refresh=False), "a sync left the index stale"
     except CardmemError as exc:
         # Nothing half done: the clone and the remote are exactly as they were.
         assert state(store.root) == before, exc
@@ -181,15 +183,21 @@ def check_end(team: Team) -> None:
         assert not MARKER.search(text), f"{cid} holds conflict markers:\n{text}"
         if cid.startswith("conflicts/"):
             assert "type: conflict" in text and "conflict_of:" in text, text
-    for store in team.stores:
-        # What a search sees: the index after its own freshness check (a move that
-        # left a stat the index trusts would show here as a stale row).
-        with Index.open(store) as idx:
+    for c, store in enumerate(team.stores):
+        assert index_matches(team, c), f"index of {store.root.name} differs from its files"
+
+
+def index_matches(team: Team, c: int, refresh: bool = True) -> bool:
+    """Whether clone c's index holds every card file as it is. With refresh, as a search
+    sees it, after its own freshness check (a move that left a stat the index trusts
+    would show as a stale row); without, as the last sync left it."""
+    store = team.stores[c]
+    with Index.open(store) as idx:
+        if refresh:
             idx.refresh()
-            indexed = idx.hashes()
-        on_disk = {cid: content_hash((store.root / f"{cid}.md").read_bytes())
-                   for cid in team.ids(team.stores.index(store))}
-        assert indexed == on_disk, f"index of {store.root.name} differs from its files"
+        indexed = idx.hashes()
+    return indexed == {cid: content_hash((store.root / f"{cid}.md").read_bytes())
+                       for cid in team.ids(c)}
 
 
 @pytest.fixture(scope="module")
@@ -222,7 +230,7 @@ def play(template: Path, script: list[tuple[int, tuple]], clones: int) -> None:
             commit_unsaved(team, c)
         for _ in range(2):
             for c in range(clones):
-                sync(team.stores[c])
+                run_sync(team, c)
         check_end(team)
 
 
