@@ -79,9 +79,12 @@ def replay(root: Path, local: str, onto: str, what: str, since: str | None = Non
                              check=False).strip()
             if conflicted and not stopped and commit:
                 try:
-                    settled += settle(wt, commit, onto)
+                    now = settle(wt, commit, onto)
                 except (UnicodeDecodeError, ValueError):
                     stopped = sorted(conflicted)
+                else:
+                    _say_in_message(wt, now)
+                    settled += now
             if not conflicted or stopped:
                 git.run(wt, "rebase", "--abort", check=False)
                 _refuse(root, local, onto, what, proc, stopped)
@@ -97,6 +100,21 @@ def replay(root: Path, local: str, onto: str, what: str, since: str | None = Non
         git.run(root, "worktree", "remove", "--force", str(wt), check=False)
         shutil.rmtree(tmp, ignore_errors=True)
         git.run(root, "worktree", "prune", check=False)
+
+
+def _say_in_message(wt: Path, settled: list[Settled]) -> None:
+    """Add a trailer per settled card to the message the replayed commit will carry, so
+    `git log` tells how the commit changed on the way."""
+    if not settled:
+        return
+    msg = Path(git.run(wt, "rev-parse", "--path-format=absolute", "--git-path",
+                       "rebase-merge/message").strip())
+    text = msg.read_text(encoding="utf-8").rstrip("\n")
+    lines = [f"Cardmem-Conflict: {s.card} kept both sides; this commit's version in "
+             f"{s.conflict_card}" if s.conflict_card else
+             f"Cardmem-Conflict: {s.card} kept, edited on one side, deleted on the other"
+             for s in settled]
+    msg.write_text(text + "\n" + "\n".join(lines) + "\n", encoding="utf-8")
 
 
 def _refuse(root: Path, local: str, onto: str, what: str, proc, files: list[str]) -> None:

@@ -115,8 +115,13 @@ def test_a_clash_in_a_card_keeps_both_sides_and_a_conflict_card_says_so(team):
     assert card.type == "conflict" and card.meta["conflict_of"] == "reference/runbook"
     assert "Step 4: bob's way." in card.body and "[[reference/runbook]]" in card.body
     assert "<<<<<<<" not in path.read_text()
-    assert f"conflict: reference/runbook was changed on both sides" in out
+    assert "conflict: reference/runbook was changed on both sides" in out
     assert cid in out
+    # The replayed commit keeps its author and says, in a trailer, how it changed.
+    message = git(bob.root, "log", "-1", "--format=%an|%B", "--", f"{cid}.md")
+    assert message.startswith("cardmem|edit: reference/runbook step 4\n")  # bob's, as before
+    assert f"Cardmem-Conflict: reference/runbook kept both sides; this commit's version in {cid}" \
+        in message.splitlines()
     assert (bob.root / "reference/bob-clean.md").is_file()
     assert (bob.root / "people/sam.md").read_text() == "Sam, edited, not committed.\n"
     assert git(bob.root, "status", "--porcelain", "--", "reference/scratch.md") == "A  reference/scratch.md\n"
