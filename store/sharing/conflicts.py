@@ -4,13 +4,15 @@
 the same lines of a card as the remote did, git stops; here each such card is settled,
 in the side worktree, by rules that keep every line someone wrote:
 
-- both sides changed the card: the card takes every change that did not clash and, where
-  they clashed, the remote's lines (what teammates already have); the replayed commit's
-  whole version goes into a conflict card, `conflicts/<card id>-<commit>`, whose
+- both sides only added lines at the same place in a card's body (two History lines, two
+  notes appended): the card takes both, the remote's first;
+- both sides changed the card otherwise: the card takes every change that did not clash
+  and, where they clashed, the remote's lines (what teammates already have); the replayed
+  commit's whole version goes into a conflict card, `conflicts/<card id>-<commit>`, whose
   frontmatter says `type: conflict` and `conflict_of: <card id>`, and whose body says
   what happened and holds that version in a fence: a person merges it and deletes it;
 - one side deleted (or renamed away) the card the other edited: the edited card stays;
-- both sides made the same new card differently: as a clash, with an empty base.
+- both sides made the same new card: as above, with nothing in common to start from.
 
 Never settled here (the sync stops, nothing changed, as before): a clash in a file that
 is not a card (`cardmem.toml`), a symlink, or text that is not UTF-8.
@@ -24,6 +26,7 @@ from datetime import date
 from pathlib import Path
 
 from ..cards.card import render
+from ..cards.frontmatter import split
 from ..cards.markdown import code_spans
 from ..cards.paths import id_of_path, normalize_id
 from ..errors import BadId
@@ -67,19 +70,59 @@ def _blob(wt: Path, blob: str) -> str:
     return git.run(wt, "cat-file", "blob", blob)  # UnicodeDecodeError for non-UTF-8
 
 
+# Markers longer than any line a card holds by chance, so the hunks below parse safely.
+_SIZE = 32
+_OPEN, _BASE, _SEP, _CLOSE = ("<" * _SIZE + " remote", "|" * _SIZE + " base", "=" * _SIZE,
+                              ">" * _SIZE + " local")
+
+
 def _merge(wt: Path, ours: str, base: str, theirs: str) -> tuple[str, bool]:
-    """(merged text, whether any hunk clashed): clashing hunks take `ours`."""
+    """(merged text, whether any hunk clashed): every change of both sides that does not
+    touch the other's; where both only added lines at one place in the body (two History
+    lines, two appended notes), both, the remote's first; any other clash, the remote's."""
     with tempfile.TemporaryDirectory(prefix="cardmem-merge-") as tmp:
         files = []
         for name, text in (("remote", ours), ("base", base), ("local", theirs)):
             (Path(tmp) / name).write_text(text, encoding="utf-8", newline="")
             files.append(str(Path(tmp) / name))
-        plain = git.call(wt, ["merge-file", "-p", *files])
-        if plain.returncode == 0:
-            return plain.stdout, False
-        if plain.returncode < 0 or plain.returncode > 127:
-            raise ValueError(plain.stderr.strip() or f"git merge-file exit {plain.returncode}")
-        return git.run(wt, "merge-file", "-p", "--ours", *files), True
+        proc = git.call(wt, ["merge-file", "-p", "--diff3", f"--marker-size={_SIZE}",
+                             "-L", "remote", "-L", "base", "-L", "local", *files])
+    if proc.returncode == 0:
+        return proc.stdout, False
+    if proc.returncode < 0 or proc.returncode > 127:
+        raise ValueError(proc.stderr.strip() or f"git merge-file exit {proc.returncode}")
+    span = split(ours)
+    head = ours[:span[2]].count("\n") if span else 0  # lines of the frontmatter block
+    out: list[str] = []
+    parts: dict[str, list[str]] = {}
+    section, at, clashed = "", 0, False
+    for line in proc.stdout.splitlines(keepends=True):
+        tag = line.rstrip("\r\n")
+        if not section and tag == _OPEN:
+            section, at, parts = "remote", len(out), {"remote": [], "base": [], "local": []}
+        elif section == "remote" and tag == _BASE:
+            section = "base"
+        elif section == "base" and tag == _SEP:
+            section = "local"
+        elif section == "local" and tag == _CLOSE:
+            remote = parts["remote"]
+            if remote and not remote[-1].endswith("\n"):
+                remote = [*remote[:-1], remote[-1] + "\n"]
+            if not parts["base"] and at >= head:
+                # Lines both begin with (a `## History` heading each side opened) once.
+                local, same = parts["local"], 0
+                while same < min(len(remote), len(local)) and remote[same] == local[same]:
+                    same += 1
+                out += remote + local[same:]
+            else:
+                out += parts["remote"]
+                clashed = True
+            section = ""
+        elif section:
+            parts[section].append(line)
+        else:
+            out.append(line)
+    return "".join(out), clashed
 
 
 def _fenced(text: str) -> str:

@@ -383,12 +383,11 @@ def test_a_sync_that_pushed_but_could_not_move_is_finished_by_the_next(team):
     assert code == 0 and "replayed and pushed 1" in out, err
     assert git(bare, "rev-parse", "main~1").strip() == pushed
     assert subjects(bob).count("edit: reference/runbook step 4") == 2  # alice's, bob's once
-    conflicts = sorted(c for c, _ in bob.card_files() if c.startswith("conflicts/"))
-    # One for the runbook (the first sync's); the typed line and Alice's both end sam's card.
-    assert [c.rsplit("-", 1)[0] for c in conflicts] == ["conflicts/people/sam",
-                                                       "conflicts/reference/runbook"]
-    assert "Alice's line." in (bob.root / "people/sam.md").read_text()
-    assert "Typed during the push." in (bob.root / f"{conflicts[0]}.md").read_text()
+    conflicts = [c for c, _ in bob.card_files() if c.startswith("conflicts/")]
+    assert len(conflicts) == 1 and conflicts[0].startswith("conflicts/reference/runbook-")
+    # The typed line and Alice's were both added at the card's end: both kept.
+    assert (bob.root / "people/sam.md").read_text().endswith(
+        "Alice's line.\nTyped during the push.\n")
     assert git(bob.root, "for-each-ref", "refs/cardmem/sync") == ""
     assert sync(alice)[0] == 0 and head(alice.root) == head(bob.root)
 
@@ -419,3 +418,28 @@ def test_the_network_gone_mid_push_changes_nothing_here(team):
     code, out, err = sync(bob)
     assert code == 0 and "replayed and pushed 2" in out, err
     assert subjects(bob).count("new: reference/bob-n") == 1
+
+
+def test_lines_both_sides_added_at_the_same_place_are_both_kept_without_a_conflict(team):
+    """Two History lines, two notes appended at a card's end: no clash worth a person's
+    time; the card holds both, the remote's first."""
+    from cardmem.store.cards.card import append_history
+
+    _, alice, bob = team
+    for store, who in ((alice, "alice"), (bob, "bob")):
+        store.update_text("people/sam", lambda t, w=who: append_history(
+            t, f"2026-12-03 · {w} · Knowledge: {w} saw Sam fix the pager"), f"history: {who}")
+        store.update_text("reference/runbook", lambda t, w=who: t + f"Note from {w}.\n",
+                          f"note: {who}")
+    assert sync(alice)[0] == 0
+
+    code, out, err = sync(bob)
+
+    assert code == 0 and "conflict" not in out, (out, err)
+    assert not [c for c, _ in bob.card_files() if c.startswith("conflicts/")]
+    sam = (bob.root / "people/sam.md").read_text()
+    assert sam.index("alice saw Sam") < sam.index("bob saw Sam")
+    assert sam.count("## History") == 1
+    runbook = (bob.root / "reference/runbook.md").read_text()
+    assert runbook.endswith("Note from alice.\nNote from bob.\n")
+    assert bob.read("people/sam").title == "sam"
