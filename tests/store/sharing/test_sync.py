@@ -443,3 +443,40 @@ def test_lines_both_sides_added_at_the_same_place_are_both_kept_without_a_confli
     runbook = (bob.root / "reference/runbook.md").read_text()
     assert runbook.endswith("Note from alice.\nNote from bob.\n")
     assert bob.read("people/sam").title == "sam"
+
+
+def test_a_card_renamed_on_one_side_takes_the_edits_made_on_the_other(team):
+    from cardmem.store.cards.card import set_key
+    from cardmem.store.moves import rename
+
+    _, alice, bob = team
+    rename(alice, "reference/runbook", "reference/deploy-runbook")
+    assert sync(alice)[0] == 0
+    edit_line(bob, "reference/runbook", 5, "Step 5: bob, on the old name.")
+    bob.update_text("reference/runbook", lambda t: set_key(t, "description", "How we deploy"),
+                    "describe: reference/runbook")
+
+    code, out, err = sync(bob)
+
+    assert code == 0 and "conflict" not in out and "kept" not in out, (out, err)
+    assert not (bob.root / "reference/runbook.md").exists()
+    card = bob.read("reference/deploy-runbook")
+    assert "Step 5: bob, on the old name." in card.body and card.description == "How we deploy"
+    assert sync(alice)[0] == 0 and head(alice.root) == head(bob.root)
+
+
+def test_a_frontmatter_edit_and_a_body_edit_of_one_card_both_land(team):
+    from cardmem.store.cards.card import set_key
+
+    _, alice, bob = team
+    alice.update_text("people/sam", lambda t: set_key(t, "aliases", ["@sam"]), "alias: sam")
+    assert sync(alice)[0] == 0
+    bob.update_text("people/sam", lambda t: t.replace("Sam, on call.", "Sam, on call this week."),
+                    "edit: sam")
+
+    code, out, err = sync(bob)
+
+    assert code == 0 and "conflict" not in out, (out, err)
+    card = bob.read("people/sam")
+    assert card.aliases == ["@sam"] and "on call this week." in card.body
+    assert not [c for c, _ in bob.card_files() if c.startswith("conflicts/")]
