@@ -21,7 +21,7 @@ from ..cards.paths import id_of_path
 from ..errors import CardmemError
 from .conflicts import Settled, marked_cards, settle, stages, unsettled
 from .updates import (BEFORE_UPDATE, NET_ENV, Moved, UncommittedEdits, _locked,
-                      blocking_edits, counts, fetch, is_ancestor, recorded_move,
+                      blocking_edits, counts, dirty_paths, fetch, is_ancestor, recorded_move,
                       refresh_index, refreshed, rev, short, upstream)
 
 if TYPE_CHECKING:
@@ -243,4 +243,7 @@ def _forget_pushed(root: Path) -> None:
 def sync(store: "Store", remote: str | None = None) -> Moved:
     """`cardmem sync`: the store's write lock held for the whole fetch-replay-push-move."""
     with _locked(store):
-        return sync_repo(store, remote)
+        moved = sync_repo(store, remote)
+        # Edits not yet committed stay here: say so, lest a person think them shared.
+        moved.unshared = card_names([p for p in dirty_paths(store.root) if id_of_path(p)])
+        return moved

@@ -70,6 +70,7 @@ class Moved:
     # Clashes a sync settled (store/sharing/conflicts.py Settled.as_dict): card, kind,
     # commit, conflict_card.
     conflicts: list[dict] = field(default_factory=list)
+    unshared: list[str] = field(default_factory=list)  # cards with uncommitted edits (sync)
 
     def as_dict(self) -> dict:
         return asdict(self)

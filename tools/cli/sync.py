@@ -47,6 +47,11 @@ def _report(moved, as_json: bool, label: str, undo: str = "cardmem rollback") ->
             else:
                 click.echo(f"  kept: {c['card']}, deleted on one side and changed on the "
                            "other")
+        if m.unshared:
+            shown = ", ".join(m.unshared[:5]) + (f" and {len(m.unshared) - 5} more"
+                                                 if len(m.unshared) > 5 else "")
+            click.echo(f"  not shared: uncommitted edits in {shown} (commit them, or keep "
+                       "`cardmem watch` running, then sync)")
     if m.index_error:
         click.echo(f"cardmem: index: {m.index_error}; the {m.kind} stands, the index is stale "
                    "(`cardmem index --full` rebuilds it)", err=True)

@@ -2,6 +2,7 @@
 sides, one in a file that is no card aborts cleanly."""
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -124,7 +125,8 @@ def test_a_clash_in_a_card_keeps_both_sides_and_a_conflict_card_says_so(team):
         in message.splitlines()
     assert (bob.root / "reference/bob-clean.md").is_file()
     assert (bob.root / "people/sam.md").read_text() == "Sam, edited, not committed.\n"
-    assert git(bob.root, "status", "--porcelain", "--", "reference/scratch.md") == "A  reference/scratch.md\n"
+    scratch = git(bob.root, "status", "--porcelain", "--", "reference/scratch.md")
+    assert scratch == "A  reference/scratch.md\n"
     assert (bob.root / "notes.txt").read_text() == "untracked too\n"
     # Alice's next sync takes both; the two stores agree.
     assert sync(alice)[0] == 0
@@ -346,7 +348,8 @@ def test_a_card_committed_with_conflict_markers_is_not_shared(team):
 
 def test_conflict_markers_shown_in_a_code_block_are_a_card_like_any_other(team):
     bare, alice, _ = team
-    alice.new("reference/git-howto", body=f"What a conflict looks like:\n\n```\n{HALF_MERGED}```\n")
+    alice.new("reference/git-howto",
+              body=f"What a conflict looks like:\n\n```\n{HALF_MERGED}```\n")
     code, out, err = sync(alice)
     assert code == 0 and "pushed 1" in out, err
     assert git(bare, "rev-parse", "main").strip() == head(alice.root)
@@ -373,7 +376,8 @@ def test_a_sync_that_pushed_but_could_not_move_is_finished_by_the_next(team):
     assert "`cardmem sync` again finishes the move" in err
     assert head(bob.root) == old
     pushed = git(bare, "rev-parse", "main").strip()
-    assert git(bare, "log", "-1", "--format=%s", "main").strip() == "edit: reference/runbook step 4"
+    last = git(bare, "log", "-1", "--format=%s", "main").strip()
+    assert last == "edit: reference/runbook step 4"
     hook.unlink()
     bob.commit({"people/sam.md": AS_IS}, Message("watch: 1 card edited by hand", [], "watch"),
                agent=False)  # what the watcher does next
@@ -480,3 +484,19 @@ def test_a_frontmatter_edit_and_a_body_edit_of_one_card_both_land(team):
     card = bob.read("people/sam")
     assert card.aliases == ["@sam"] and "on call this week." in card.body
     assert not [c for c, _ in bob.card_files() if c.startswith("conflicts/")]
+
+
+def test_sync_names_the_cards_whose_uncommitted_edits_it_did_not_share(team):
+    _, alice, _ = team
+    (alice.root / "people/sam.md").write_text("Sam, typed, not saved to git.\n")
+    (alice.root / "notes.txt").write_text("not a card\n")
+
+    code, out, err = sync(alice)
+
+    assert code == 0, err
+    assert out.splitlines() == [
+        "sync: already at " + head(alice.root)[:10] + " (origin main)",
+        "  not shared: uncommitted edits in people/sam (commit them, or keep `cardmem watch` "
+        "running, then sync)"]
+    code, out, _ = cli("sync", "--json", "--store", str(alice.root))
+    assert json.loads(out)["unshared"] == ["people/sam"]

@@ -7,8 +7,9 @@ the script each clone commits what it left unsaved (as the watcher would) and al
 twice round. Then: every clone is at the remote's head with a clean work tree; every fact
 is in some card, unless a clone removed it knowingly (deleted the card or rewrote the line
 it was on, having seen it); no file holds conflict markers; a conflict card says it is
-one; each clone's index, as a search finds it, matches its files. A sync that fails mid-script (a push the
-remote refuses, an unsaved edit in the way) leaves that clone and the remote as they were.
+one; each clone's index matches its files (right after a sync that moved it, and as a
+search finds it at the end). A sync that fails mid-script (a push the remote refuses, an
+unsaved edit in the way) leaves that clone and the remote as they were.
 """
 from __future__ import annotations
 
