@@ -29,7 +29,7 @@ from ..cards.card import render
 from ..cards.frontmatter import split
 from ..cards.markdown import code_spans
 from ..cards.paths import id_of_path, normalize_id
-from ..errors import BadId
+from ..errors import BadId, CardmemError
 from ..git import runner as git
 
 FOLDER = "conflicts"
@@ -214,13 +214,16 @@ def has_markers(text: str) -> bool:
 def marked_cards(root: Path, since: str | None, new: str) -> list[str]:
     """Cards that new changes from since (None: the whole tree) and that hold conflict
     markers since does not: what a sync must not hand teammates as clean cards."""
-    if since is None:
-        listed = git.run(root, "ls-tree", "-r", "--name-only", "-z", new)
-    else:
-        listed = git.run(root, "diff", "--name-only", "--no-renames", "--diff-filter=AM",
-                         "-z", since, new, "--")
+    # One `git grep` over the tree finds the few candidates; only they are read.
+    proc = git.call(root, ["grep", "-l", "-z", "-I", "-E", "^(<{7}|>{7})( |$)", new, "--"])
+    if proc.returncode not in (0, 1):
+        raise CardmemError("git grep", proc.stderr.strip() or f"exit {proc.returncode}")
+    hits = {h.split(":", 1)[1] for h in proc.stdout.split("\0") if h}
+    if since is not None and hits:
+        hits &= set(p for p in git.run(root, "diff", "--name-only", "--no-renames",
+                                        "--diff-filter=AM", "-z", since, new, "--").split("\0"))
     found = []
-    for path in (p for p in listed.split("\0") if p and id_of_path(p)):
+    for path in sorted(p for p in hits if id_of_path(p)):
         try:
             if not has_markers(git.run(root, "cat-file", "blob", f"{new}:{path}")):
                 continue
