@@ -235,18 +235,20 @@ def play(template: Path, script: list[tuple[int, tuple]], clones: int) -> None:
         check_end(team)
 
 
-# Few examples, so the suite stays quick; CARDMEM_SYNC_EXAMPLES=200 hunts longer.
+# Few short scripts, so the suite stays quick; CARDMEM_SYNC_EXAMPLES=200 and
+# CARDMEM_SYNC_STEPS=30 hunt longer.
 FAST = settings(max_examples=int(os.environ.get("CARDMEM_SYNC_EXAMPLES", 5)), deadline=None,
                 suppress_health_check=[HealthCheck.too_slow])
+STEPS_MAX = int(os.environ.get("CARDMEM_SYNC_STEPS", 10))
 
 
 @FAST
-@given(script=scripts(2, 10))
+@given(script=scripts(2, STEPS_MAX))
 def test_two_clones_synced_in_any_order_keep_every_fact(template, script):
     play(template, script, 2)
 
 
 @FAST
-@given(script=scripts(3, 10))
+@given(script=scripts(3, STEPS_MAX))
 def test_three_clones_synced_in_any_order_keep_every_fact(template, script):
     play(template, script, 3)
