@@ -27,8 +27,7 @@ from .updates import (BEFORE_UPDATE, NET_ENV, Moved, UncommittedEdits, _locked,
 if TYPE_CHECKING:
     from ..store import Store
 
-# A sync that pushed but could not move the store: the local head it replayed, and what
-# it pushed for it.
+# The last sync that replayed and pushed: the local head it replayed, and what it pushed.
 PUSHED_FROM, PUSHED_AS = "refs/cardmem/sync/pushed-from", "refs/cardmem/sync/pushed-as"
 ATTEMPTS = 3  # the remote moved between our fetch and our push: fetch and replay again
 
@@ -194,8 +193,14 @@ def sync_repo(store: "Store", remote: str | None = None) -> Moved:
         if blocked:
             raise UncommittedEdits(what, blocked)
         _refuse_marked(root, incoming, new, what)
-        if new != incoming and not push(root, remote, new, branch, incoming):
-            continue
+        if new != incoming:
+            if not push(root, remote, new, branch, incoming):
+                continue
+            # What was pushed for which local head: should this store not move there (a
+            # file saved during the push) or be rolled back, the next sync replays only
+            # the commits made since, not these again (_shared_before).
+            git.run(root, "update-ref", PUSHED_FROM, old)
+            git.run(root, "update-ref", PUSHED_AS, new)
         taken = counts(root, old, incoming)[1]
         pushed = counts(root, incoming, new)[1]
         # A fast-forward when only the remote moved; else (replayed, or local commits the
@@ -206,15 +211,10 @@ def sync_repo(store: "Store", remote: str | None = None) -> Moved:
         except CardmemError as exc:
             if new == incoming:
                 raise
-            # Pushed, not moved (a file saved during the push): the next sync moves here
-            # without replaying these commits again (_shared_before).
-            git.run(root, "update-ref", PUSHED_FROM, old)
-            git.run(root, "update-ref", PUSHED_AS, new)
             raise CardmemError(what, f"pushed to {remote} {branch} ({short(new)}), but this "
                                      f"store could not move there: {exc.why}; it is still at "
                                      f"{short(old)}, nothing here changed; `cardmem sync` "
                                      "again finishes the move") from None
-        _forget_pushed(root)
         return Moved("sync", "synced" if pushed else "updated", new=new, commits=taken,
                      pushed=pushed, conflicts=[c.as_dict() for c in settled],
                      index_error=refreshed(lambda: refresh_index(store)), **base)
@@ -223,9 +223,10 @@ def sync_repo(store: "Store", remote: str | None = None) -> Moved:
 
 
 def _shared_before(root: Path, old: str, incoming: str) -> str | None:
-    """The local commit up to which a sync pushed, then could not move, if the remote still
-    holds what it pushed and HEAD is that commit or grew from it: only the commits after
-    it are left to replay. None otherwise (the record, if any, is stale and dropped)."""
+    """The local head the last replaying sync pushed for, if the remote still holds what it
+    pushed and HEAD is that head or grew from it (the store did not move, or was rolled
+    back): only the commits after it are left to replay. None otherwise (the record, if
+    any, is stale and dropped)."""
     since, pushed = rev(root, PUSHED_FROM), rev(root, PUSHED_AS)
     if since is None or pushed is None:
         return None

@@ -392,7 +392,6 @@ def test_a_sync_that_pushed_but_could_not_move_is_finished_by_the_next(team):
     # The typed line and Alice's were both added at the card's end: both kept.
     assert (bob.root / "people/sam.md").read_text().endswith(
         "Alice's line.\nTyped during the push.\n")
-    assert git(bob.root, "for-each-ref", "refs/cardmem/sync") == ""
     assert sync(alice)[0] == 0 and head(alice.root) == head(bob.root)
 
 
@@ -500,3 +499,22 @@ def test_sync_names_the_cards_whose_uncommitted_edits_it_did_not_share(team):
         "running, then sync)"]
     code, out, _ = cli("sync", "--json", "--store", str(alice.root))
     assert json.loads(out)["unshared"] == ["people/sam"]
+
+
+def test_a_sync_rolled_back_and_synced_again_settles_no_clash_twice(team):
+    bare, alice, bob = team
+    edit_line(alice, "reference/runbook", 4, "Step 4: alice's way.")
+    assert sync(alice)[0] == 0
+    edit_line(bob, "reference/runbook", 4, "Step 4: bob's way.")
+    before = head(bob.root)
+    assert sync(bob)[0] == 0
+    remote = git(bare, "rev-parse", "main").strip()
+    assert cli("rollback", "--store", str(bob.root))[0] == 0
+    assert head(bob.root) == before
+    bob.new("reference/bob-after", body="made after the rollback\n")
+
+    code, out, err = sync(bob)
+
+    assert code == 0 and "conflict" not in out, (out, err)
+    assert git(bob.root, "rev-parse", "HEAD~1").strip() == remote  # only the new card
+    assert len([c for c, _ in bob.card_files() if c.startswith("conflicts/")]) == 1
