@@ -294,6 +294,7 @@ def rollback_repo(root: Path, state: Path, to: str | None = None, *,
     old = git.head(root)
     if to is not None and (not to.strip() or to.startswith("-")):
         raise CardmemError(what, f"{to!r} is not a commit or ref")
+    last = None
     if to is None:
         last = next((h for h in reversed(history(state))
                      if h.get("kind") != "rollback" and "failed" not in h), None)
@@ -309,6 +310,17 @@ def rollback_repo(root: Path, state: Path, to: str | None = None, *,
         raise CardmemError(what, "the repository has no commits yet")
     if target == old:
         return Moved("rollback", "up-to-date", old=old, new=old)
+    if to is None and last and last.get("new") and rev(root, last["new"]):
+        # Commits made since the update (a card written, the watcher's commit) are no part
+        # of what the update brought: going back would drop them from the branch unseen.
+        since = [ln for ln in git.run(root, "log", "--format=%h %s",
+                                      f"{last['new']}..{old}").splitlines() if ln]
+        if since:
+            raise Diverged(what, f"{len(since)} commit(s) made since the last update would be "
+                                 f"dropped ({'; '.join(since[:3])}"
+                                 f"{'; …' if len(since) > 3 else ''}); nothing changed: "
+                                 "`cardmem revert` what the update brought instead, or name "
+                                 "the commit to return to with --to")
     blocked = blocking_edits(root, old, target)
     if blocked:
         raise UncommittedEdits(what, blocked)

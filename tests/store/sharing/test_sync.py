@@ -518,3 +518,20 @@ def test_a_sync_rolled_back_and_synced_again_settles_no_clash_twice(team):
     assert code == 0 and "conflict" not in out, (out, err)
     assert git(bob.root, "rev-parse", "HEAD~1").strip() == remote  # only the new card
     assert len([c for c, _ in bob.card_files() if c.startswith("conflicts/")]) == 1
+
+
+def test_rollback_refuses_to_drop_commits_made_after_the_sync(team):
+    bare, alice, bob = team
+    bob.new("reference/bob-r", body="b\n")
+    assert sync(bob)[0] == 0
+    assert sync(alice)[0] == 0
+    alice.new("reference/alice-after", body="written after the sync\n")
+    before = state(alice.root)
+
+    code, out, err = cli("rollback", "--store", str(alice.root))
+
+    assert code == 3 and out == "" and err.count("\n") == 1, err
+    assert "1 commit(s) made since the last update" in err and "new: reference/alice-after" in err
+    assert state(alice.root) == before
+    code, _, err = cli("rollback", "--to", "HEAD~2", "--store", str(alice.root))
+    assert code == 0, err  # named by the person: done, as asked

@@ -30,6 +30,7 @@ from cardmem.store.index.db import Index
 from cardmem.store.index.rows import content_hash
 from cardmem.store.moves import remove, rename
 from cardmem.store.sharing.sync import sync
+from cardmem.store.sharing.updates import rollback
 from cardmem.store.store import Store
 from gitremote import clone, git, head, make_remote, state
 
@@ -49,6 +50,7 @@ OPS = st.one_of(
     st.tuples(st.just("reindex")),
     st.tuples(st.just("sync")),
     st.tuples(st.just("sync"), st.just("refused")),
+    st.tuples(st.just("rollback")),
 )
 
 
@@ -121,7 +123,8 @@ def apply(team: Team, c: int, op: tuple) -> None:
     # Cards with an unsaved edit are left alone by the committed operations (as cardmem's
     # agents are refused them); a person editing by hand goes on in the same file.
     free = [i for i in ids if f"{i}.md" not in team.pending[c]]
-    pick = free[op[1] % len(free)] if kind not in ("new", "autocommit", "reindex", "sync") \
+    pick = free[op[1] % len(free)] if kind not in ("new", "autocommit", "reindex", "sync",
+                                                   "rollback") \
         and free else None
     if kind == "new":
         cid = f"reference/new{op[1]}" if op[1] < 2 else f"reference/c{c}n{team.made}"
@@ -168,6 +171,12 @@ def apply(team: Team, c: int, op: tuple) -> None:
             idx.rebuild()
     elif kind == "sync":
         run_sync(team, c, refused=len(op) > 1)
+    elif kind == "rollback":
+        before = state(store.root)
+        try:
+            rollback(store)
+        except CardmemError:  # nothing to roll back to, or an unsaved edit in the way
+            assert state(store.root) == before
 
 
 def check_end(team: Team) -> None:
