@@ -67,6 +67,7 @@ def replay(root: Path, local: str, onto: str, what: str, since: str | None = Non
     git.run(root, "worktree", "add", "-q", "--detach", str(wt), local)
     env = {**_committer_env(root), "GIT_EDITOR": "true"}
     settled: list[Settled] = []
+    seen: set[str] = set()
     try:
         proc = git.call(wt, ["-c", "rebase.autoStash=false", "-c", "rebase.updateRefs=false",
                              "rebase", "-q", "--no-verify",
@@ -76,6 +77,9 @@ def replay(root: Path, local: str, onto: str, what: str, since: str | None = Non
             stopped = unsettled(conflicted)
             commit = git.run(wt, "rev-parse", "--verify", "-q", "REBASE_HEAD",
                              check=False).strip()
+            if commit in seen:  # git stopped on it again after settling: do not loop
+                stopped = sorted(conflicted) or [commit]
+            seen.add(commit)
             if conflicted and not stopped and commit:
                 try:
                     now = settle(wt, commit, onto)
