@@ -1,7 +1,7 @@
 """Fit the fusion's constants (store/search/hybrid.py) on design data only (issue 27).
 
     python bench/fusion_lab.py [--convs design] [--split calib] [--dir D] [--grid ...]
-                               [--context-vectors base|mean|3-mean|row]
+                               [--context-vectors base|mean|3-mean|row] [--misses-at-1]
 
 Asks every design question once, keeping what the fusion sees (the lexical pool and the
 similarity of every card in it or near the query), then replays hybrid.fuse() over a grid
@@ -260,6 +260,59 @@ def score(data: dict[str, list]) -> dict[str, float]:
     return got
 
 
+def misses_at_1(data: dict[str, list]) -> None:
+    """Where the evidence is when the fused first result is not it (design, both shapes):
+    its fused rank, whether the words' or the vectors' own first had it, and what the card
+    that beat it is (how it came, lifted by a neighbour or a dialog's best turn, longer)."""
+    import collections
+    import copy
+
+    from cardmem.store.search import dialog, hybrid
+
+    seen: dict[str, dict] = {}
+    lend, spread = dialog.lend, hybrid._lend
+
+    def lend_seen(idx, q, fused):
+        seen["pre"] = {r["id"]: r["score"] for r in fused.values()}
+        lend(idx, q, fused)
+
+    def spread_seen(idx, fused, *args):
+        seen["lent"] = {r["id"]: r["score"] for r in fused.values()}
+        spread(idx, fused, *args)
+
+    dialog.lend, hybrid._lend = lend_seen, spread_seen
+    try:
+        for shape in ("session", "turn"):
+            c: collections.Counter = collections.Counter()
+            for idx, q, ev, (lex, sims) in data[shape]:
+                seen.clear()
+                res = copy.deepcopy(lex)
+                hybrid.fuse(idx, res, sims, bl.LIMIT, None, None)
+                ids = [r["id"] for r in res.results]
+                c["questions"] += 1
+                if not ids or ids[0] in ev:
+                    continue
+                names = dict(idx.conn.execute("SELECT n, id FROM cards"))
+                size = dict(idx.conn.execute("SELECT id, size FROM cards"))
+                at = next((i for i, x in enumerate(ids) if x in ev), None)
+                w = res.results[0]
+                pre, lent = seen.get("pre", {}), seen.get("lent", {})
+                c["missed"] += 1
+                c["evidence " + ("2nd" if at == 1 else "3rd-5th" if at is not None and at < 5
+                                 else "6th-10th" if at is not None else "not in 10")] += 1
+                c["the words' first had it"] += bool(lex.results) and lex.results[0]["id"] in ev
+                near = sims.top(1)
+                c["the vectors' first had it"] += bool(near) and names[near[0][0]] in ev
+                c[f"the winner came as {w['match']}"] += 1
+                c["the winner lifted by a neighbour"] += w["score"] > lent.get(w["id"], w["score"])
+                c["the winner lifted by its best turn"] += lent.get(w["id"], 0) > pre.get(w["id"], 1e9)
+                c["the winner longer than the evidence"] += at is not None and (
+                    size[w["id"]] > size[ids[at]])
+            print(f"misses at 1, {shape}: " + ", ".join(f"{k} {v}" for k, v in c.items()))
+    finally:
+        dialog.lend, hybrid._lend = lend, spread
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--convs", default="design")
@@ -271,6 +324,8 @@ def main() -> None:
     ap.add_argument("--context-vectors", choices=CONTEXT_VECTORS,
                     help="turn cards' vectors made here, with the previous card's text")
     ap.add_argument("--dump", type=Path, help="write each question's fused results (JSON lines)")
+    ap.add_argument("--misses-at-1", action="store_true",
+                    help="where the evidence is when the first result is not it")
     ap.add_argument("--relex", action="store_true",
                     help="search the words again at each grid point (lexical constants:"
                          " STOP=0,1 the stop words, W_title=... a bm25 column weight)")
@@ -304,6 +359,8 @@ def main() -> None:
                 setattr(importlib.import_module(f"cardmem.store.search.{mod}"), name, v)
             else:
                 setattr(hybrid, k, int(v) if k == "POOL" else v)
+        if args.misses_at_1:
+            misses_at_1(data)
         got = score(data)
         lab = got.pop("labels")
         print(" ".join(f"{k}={v:g}" for k, v in zip(names, values)), "|",

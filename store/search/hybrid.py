@@ -42,6 +42,7 @@ SIM_PIN = confidence.SIM_BOTH
 POOL = 20  # candidates taken from each side before fusing
 NEIGHBOURS = True  # cards in a sequence lend each other score (store/search/neighbours.py)
 DIALOG = True  # a conversation kept in one card is scored by its best turns too (dialog.py)
+SPEAKERS = True  # a turn of the speaker a question names goes first (speakers.py)
 # Cards a search embeds at most (each costs the search CPU: bench/RESULTS.md, "Figures from
 # comments"): a store new to the model is embedded by `cardmem index`, the watcher or the
 # MCP server, not by one shell search.
@@ -229,19 +230,28 @@ def fuse(idx: "Index", res: "SearchResult", sims: "Similarities", limit: int,
     if NEIGHBOURS:
         _lend(idx, fused, sims, where, args)
     mark_stale(idx, [r for r in fused.values() if r["match"] in ("semantic", "neighbour")])
-    out = sorted(fused.values(), key=lambda r: _fused_order(r, pinned))[:limit]
+    out = sorted(fused.values(), key=lambda r: _fused_order(r, pinned))
+    if SPEAKERS:  # before the cut: the first result is the same whatever the limit
+        from .speakers import named_first
+
+        lead = named_first(idx, res.query, out, {r["id"]: n for n, r in fused.items()})
+        if lead is not None:
+            out.sort(key=lambda r: _fused_order(r, pinned, lead))
+    out = out[:limit]
     confidence.stand_out(out, cover, res.unique)  # labels only: the order is the score's
     res.results = out
     res.no_confident_results = not any(r["confidence"] != "low" for r in out)
 
 
-def _fused_order(r: dict[str, Any], pinned: set[str]) -> tuple[Any, ...]:
-    """A card holding a query word no other card holds first; then by fused score; a
-    superseded, archived, proposed or stale card after the active ones (as search._order)."""
+def _fused_order(r: dict[str, Any], pinned: set[str], lead: str | None = None
+                 ) -> tuple[Any, ...]:
+    """A card holding a query word no other card holds first; then the lead (a turn of
+    the speaker the query names, speakers.py); then by fused score; a superseded,
+    archived, proposed or stale card after the active ones (as search._order)."""
     from ..cards.status import INACTIVE
 
     inactive = r["status"] in INACTIVE or "stale" in r
-    return (inactive, r["id"] not in pinned, -r["score"], r["id"])
+    return (inactive, r["id"] not in pinned, r["id"] != lead, -r["score"], r["id"])
 
 
 def _snippet(desc: str, body: str, passage: int) -> str:

@@ -3,14 +3,8 @@ hybrid.fuse on a small store's lexical result, every card equally near the query
 vectors (no model), so the words decide."""
 from __future__ import annotations
 
-import numpy as np
-
-from cardmem.store.index.db import Index
-from cardmem.store.search import dialog, hybrid
-from cardmem.store.search.search import run as lexical
-from cardmem.store.search.semantic import Similarities
-from cardmem.store.store import init
-from semantickit import write
+from cardmem.store.search import dialog
+from semantickit import fused_ids
 
 # Small talk around what matters, as in any chat log.
 FILLER = ["How was your week?", "Busy, the kids had a cold.", "Hope they feel better soon.",
@@ -37,16 +31,7 @@ NOTES = {f"notes/note-{i}": f"A note about {w}, kept for later." for i, w in enu
 
 
 def ranked(tmp_path, bodies: dict[str, str]) -> list[str]:
-    root = tmp_path / "store"
-    for cid, body in (NOTES | bodies).items():
-        write(root, cid, cid.split("/")[-1].replace("-", " ").title(), body)
-    store = init(root)[0]
-    with Index(store) as idx:
-        idx.refresh()
-        res = lexical(idx, QUESTION, hybrid.POOL)
-        ns = np.array(sorted(res.rowids.values()))
-        hybrid.fuse(idx, res, Similarities(ns, np.full(len(ns), 0.5)), 5, None, None)
-        return [r["id"] for r in res.results]
+    return fused_ids(tmp_path / "store", NOTES | bodies, QUESTION)
 
 
 def test_the_day_whose_one_turn_answers_comes_before_the_day_that_repeats_the_words(tmp_path):
