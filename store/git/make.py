@@ -73,7 +73,7 @@ def make(r: Path) -> Made:
             raise
         why = (f"{exc.what}: {exc.why}" if isinstance(exc, CardmemError) else
                f"cannot write {exc.filename or r}: {exc.strerror}")
-        said = (f"; the folder is left as it was (fix that, then run `cardmem init` again)"
+        said = ("; the folder is left as it was (fix that, then run `cardmem init` again)"
                 if not left else f"; could not take back {', '.join(left)}")
         raise CardmemError(f"init {r}", why + said,
                            getattr(exc, "exit_code", None)) from None
