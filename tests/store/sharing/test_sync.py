@@ -535,3 +535,21 @@ def test_rollback_refuses_to_drop_commits_made_after_the_sync(team):
     assert state(alice.root) == before
     code, _, err = cli("rollback", "--to", "HEAD~2", "--store", str(alice.root))
     assert code == 0, err  # named by the person: done, as asked
+
+
+def test_doctor_names_the_conflict_cards_a_sync_left_until_they_are_removed(team):
+    _, alice, bob = team
+    edit_line(alice, "reference/runbook", 4, "Step 4: alice's way.")
+    assert sync(alice)[0] == 0
+    edit_line(bob, "reference/runbook", 4, "Step 4: bob's way.")
+    assert sync(bob)[0] == 0
+    [cid] = [c for c, _ in bob.card_files() if c.startswith("conflicts/")]
+
+    code, out, _ = cli("doctor", "--store", str(bob.root), "--json")
+    lines = [c["message"] for c in json.loads(out) if "conflict card" in c["message"]]
+    assert lines == [f"sync: 1 conflict card to merge by hand: {cid} (each names its card; "
+                     "merge what is missing, then `cardmem rm` it)"], out
+
+    assert cli("rm", cid, "--store", str(bob.root))[0] == 0
+    _, out, _ = cli("doctor", "--store", str(bob.root), "--json")
+    assert "conflict card" not in out
