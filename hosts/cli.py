@@ -216,14 +216,13 @@ def _export_rules(host: str, folder: Path, home_wide: bool, root: Path) -> None:
     it, remembered so that every rule change writes it again."""
     from cardmem.hosts.install import spec
     from cardmem.store.context.session import project_for
-    from cardmem.store.rules.exports import HOSTS as FILES, export, remember
+    from cardmem.store.rules.exports import HOSTS as FILES, export_and_keep
 
     kind = spec(host)["export"][0]
     folder.mkdir(parents=True, exist_ok=True)  # the host's own folder may not exist yet
     store = open_store(root)
     project = None if home_wide else project_for(store, folder)  # home-wide: no project's
-    result = export(store, kind, folder, project)
-    remember(store, kind, folder, project, by=f"install {host}")
+    result = export_and_keep(store, kind, folder, project, by=f"install {host}")
     left = f", {len(result.left_out)} left out to fit (named there)" if result.left_out else ""
     click.echo(f"rules: {plural(result.total, 'rule')} in {folder / FILES[kind].main}{left}; "
                "kept current as rules change")

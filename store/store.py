@@ -16,7 +16,8 @@ from .cards import scan as cardscan
 from .cards.scan import Problem
 from .errors import CardmemError, NotFound
 from .root import StoreRoot
-from .git.head_file import dot_git, is_repo, repos_inside, require_store
+from .git.head_file import dot_git, require_store
+from .git.make import make
 from .git.writer import Message, check_writable, commit_changes, write_lock
 
 if TYPE_CHECKING:
@@ -24,9 +25,6 @@ if TYPE_CHECKING:
 
 # The derived-state step and the index are imported where used: a command that only reads
 # (show, map, log) loads neither.
-
-GITIGNORE = ".cardmem/\n"
-
 
 class Store(StoreRoot):
     """StoreRoot (where it is, how it is opened, its state folder and card paths) with
@@ -270,11 +268,6 @@ class Store(StoreRoot):
         return git.head(self.root) or ""
 
 
-def _literal(path: str) -> str:
-    """A path as a .gitignore pattern matching it alone (its special characters escaped)."""
-    return "".join("\\" + c if c in "*?[]!#\\ " else c for c in path)
-
-
 def _title_key(title: str) -> str:
     return " ".join(title.split()).casefold()
 
@@ -289,22 +282,6 @@ def utf8(text: str, what: str) -> bytes:
         return text.encode()
     except UnicodeEncodeError:
         raise CardmemError(what, "the text has bytes that are not UTF-8") from None
-
-
-# The .gitignore of a folder `init` adopts: its notes (*.md) and the store's own files go
-# into git, everything else stays out (a .env, node_modules/, photos), also from `sync`.
-ADOPT_GITIGNORE = """\
-# Written by `cardmem init`: this store keeps notes (*.md) and its settings in git, and
-# leaves everything else in the folder out (`git add -f PATH` keeps one anyway).
-*
-!*/
-!*.md
-.*
-node_modules/
-!/.gitignore
-!/cardmem.toml
-.cardmem/
-"""
 
 
 @dataclass
@@ -325,50 +302,10 @@ def init(root: Path | str) -> tuple[Store, bool]:
 
 
 def init_store(root: Path | str) -> Initialized:
-    """Make a store at root (git init, .gitignore, cardmem.toml, first commit).
-
-    A folder that is not yet a repository is adopted: its notes (`*.md`) go into the first
-    commit and a .gitignore keeps everything else out. On an existing repository only what
-    is missing is added, and nothing else is committed.
-    """
+    """Make a store at root (git init, .gitignore, cardmem.toml, first commit), all or
+    nothing: store/git/make.py."""
     if not str(root).strip():
         raise CardmemError("store", "the path is empty; name a folder")
     store = Store(root)
-    r = store.root
-    if r.exists() and not r.is_dir():
-        raise CardmemError(f"store {r}", "exists and is not a folder")
-    r.mkdir(parents=True, exist_ok=True)
-    created = not is_repo(r)
-    adopting = created and any(r.iterdir())
-    if created:
-        git.run(r, "init", "-q", "-b", "main")
-    gi = r / ".gitignore"
-    gi_text = gi.read_text() if gi.exists() else ""
-    if adopting and ADOPT_GITIGNORE not in gi_text:
-        # A clone among the notes is its own repository's: `git add -A` would commit it as
-        # a gitlink, or fail on one with no commit yet. Named after ours (`!*/` would take it
-        # back in); a line of the user's own (`!keep.pdf`) still has the last word.
-        inside = "".join(f"/{_literal(p)}\n" for p in repos_inside(r))
-        gi.write_text(ADOPT_GITIGNORE + inside + ("\n" + gi_text if gi_text else ""))
-    elif ".cardmem/" not in gi_text.split():
-        sep = "" if not gi_text or gi_text.endswith("\n") else "\n"
-        gi.write_text(gi_text + sep + GITIGNORE)
-    if not (r / config.FILE).exists():
-        (r / config.FILE).write_text(config.default_text())
-    adopt = ["."] if created else [".gitignore", config.FILE]
-    adopted: list[str] = []
-    left_out: list[str] = []
-    with write_lock(r):
-        check_writable(r)  # under the lock, where another writer's git lock is no live one
-        git.run(r, "add", "-A", "--", *adopt)
-        adopted = [p for p in git.run(r, "diff", "--cached", "--name-only", "-z", "--",
-                                      *adopt).split("\0") if p]
-        if n := len(adopted):
-            msg = Message("init: cardmem store", [f"{n} files"] if n > 2 else [], source="init")
-            git.run(r, "commit", "-q", "--no-verify", "--only", "-F", "-", "--", *adopt,
-                    input=msg.text(), env=git.identity_env(r))
-        if adopting:
-            out = git.run(r, "ls-files", "-z", "--others", "--ignored", "--exclude-standard",
-                          "--directory")
-            left_out = sorted(p for p in out.split("\0") if p and p != ".cardmem/")
-    return Initialized(store, created, adopted if adopting else [], left_out)
+    made = make(store.root)
+    return Initialized(store, made.created, made.adopted, made.left_out)

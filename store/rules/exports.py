@@ -20,22 +20,21 @@ Each host reads its own instruction file into every session, within its own cap:
 
 The rules are the ones the Claude Code rules file shows (host_file: active feedback cards,
 the store's rules then the project's), each whole (host_file.block) or not at all: what
-does not fit is named as left out. They go inside a marked block (BEGIN ... END); the
+does not fit is named as left out. They go inside a marked block (marked_block.py); the
 person's text around it is kept byte for byte, and a file is rewritten only when its
 bytes change, so a second run changes nothing. A path glob is what `applies_to` says is a
 path (triggers.py's table: the one reading of `applies_to`).
 
-An export is kept current: `remember` notes it in the store's `.cardmem/exports.json`, and
-`refresh` (run by store/derived.py after every write that changes a rule, and by doctor)
-writes each again. The list stays on this machine, uncommitted: its folders are this
-machine's, and a store shared by git must not make a teammate's cardmem write into paths
-that are someone else's there. An export is kept while its block is there: a person who
+An export is kept current: `export_and_keep` notes it in the store's
+`.cardmem/exports.json`, and `refresh` (run by store/derived.py after every write that
+changes a rule, and by doctor) writes each again. The list stays on this machine,
+uncommitted: its folders are this machine's, and a store shared by git must not make a
+teammate's cardmem write into paths that are someone else's there. An export is kept while its block is there: a person who
 takes the block out (or deletes the file, or the folder) has ended it, and it is forgotten.
 """
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,11 +44,9 @@ from ..errors import CardmemError
 from .host_file import block, current_rules, rule_project
 from .triggers import ensure
 from ..root import write_cache
+from .marked_block import (BEGIN, BEGIN_LINE, BROKEN_LEFT, END, parts, read, splice, take_out,
+                           write)
 
-BEGIN = "<!-- cardmem:begin (written by `cardmem export {host}`: edit the rule cards, not this block) -->"
-END = "<!-- cardmem:end -->"
-_BEGIN = re.compile(r"^<!-- cardmem:begin\b.*$", re.M)
-_END = re.compile(r"^<!-- cardmem:end -->[ \t]*\r?$", re.M)
 PREFIX = "cardmem-"  # of the per-rule files an export owns
 
 
@@ -144,22 +141,22 @@ def export(store: Any, host_name: str, folder: Path, project: str | None = None)
     wanted: dict[Path, str] = {}
     for r in scoped:
         path = folder / host.scoped / f"{PREFIX}{r.id.replace('/', '--')}{host.suffix}"
-        text = _splice(_read(path), _block(host, [r.text], [], ""), host.frontmatter(r), path)
+        text = splice(read(path), _block(host, [r.text], [], ""), host.frontmatter(r), path)
         if host.measure(text) <= host.cap:
             wanted[path] = text
             res.scoped.append(r.id)
         else:
             res.left_out.append(r.id)
-    main_path, existing = folder / host.main, _read(folder / host.main)
+    main_path, existing = folder / host.main, read(folder / host.main)
     where = (f"{len(res.scoped)} of them apply only to the files their globs match, from "
              f"{host.scoped}/{PREFIX}*{host.suffix}. " if res.scoped else "")
     head = _head(store.root, len(rules), where)
     shown, res.left_out, names = _fit(host, existing, main, res.left_out, head)
     res.shown = [r.id for r in shown]
-    wanted[main_path] = _splice(existing, _block(host, [r.text for r in shown], res.left_out,
-                                                 head, names), host.frontmatter(None))
+    wanted[main_path] = splice(existing, _block(host, [r.text for r in shown], res.left_out,
+                                                head, names), host.frontmatter(None))
     for path, text in wanted.items():
-        res.files.append((path, _write(path, text)))
+        res.files.append((path, write(path, text)))
     if host.scoped:
         res.files += _remove_stale(folder / host.scoped, host.suffix, set(wanted))
     return res
@@ -195,7 +192,7 @@ def _fit(host: Host, existing: str, rules: list[Rule], left_already: list[str], 
     rules in order while the file keeps within the host's cap, the left-out line counted."""
     # The person's text around the block, found once (a broken block is said here, before
     # anything else): each trial below only joins the block between them.
-    before, after = _parts(existing, host.frontmatter(None), host.main)
+    before, after = parts(existing, host.frontmatter(None), host.main)
 
     def fits(shown: list[Rule], left: list[str], names: int) -> bool:
         text = before + _block(host, [r.text for r in shown], left, head, names) + after
@@ -223,58 +220,6 @@ def _fit(host: Host, existing: str, rules: list[Rule], left_already: list[str], 
     return shown, left, names
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_bytes().decode("utf-8", "surrogateescape")
-    except FileNotFoundError:
-        return ""
-    except OSError as exc:
-        raise CardmemError(str(path), f"cannot read: {exc.strerror}") from None
-
-
-def _splice(existing: str, block_text: str, front: str, path: Path | str = "export") -> str:
-    """existing with its block replaced by block_text (or block_text appended), and the
-    frontmatter (Cursor's, Copilot's) set to front; the rest kept as it is."""
-    before, after = _parts(existing, front, path)
-    return before + block_text + after
-
-
-def _parts(existing: str, front: str, path: Path | str) -> tuple[str, str]:
-    """(what goes before the block, what after it), the frontmatter included."""
-    if front and existing.startswith("---\n"):
-        end = existing.find("\n---\n", 3)
-        existing = existing[end + 5:] if end >= 0 else existing
-    begins, ends = list(_BEGIN.finditer(existing)), list(_END.finditer(existing))
-    if len(begins) == len(ends) == 1 and begins[0].start() < ends[0].start():
-        return front + existing[:begins[0].start()], existing[ends[0].end():]
-    if not begins and not ends:
-        sep = "" if not existing else "\n" if existing.endswith("\n") else "\n\n"
-        return f"{front}{existing}{sep}", "\n"
-    raise CardmemError(str(path), "holds a broken cardmem block (a begin line without "
-                                  "its end, or two blocks): mend it or delete it")
-
-
-def _write(path: Path, text: str) -> str:
-    data = text.encode("utf-8", "surrogateescape")
-    try:
-        if path.read_bytes() == data:
-            return "unchanged"
-    except OSError:
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise CardmemError(str(path), f"cannot write: {exc.strerror}") from None
-    finally:
-        tmp.unlink(missing_ok=True)
-    return "written"
-
-
 def _remove_stale(folder: Path, suffix: str, keep: set[Path]) -> list[tuple[Path, str]]:
     """Per-rule files of ours whose rule is gone or no longer has globs: the block goes,
     and the file with it unless a person wrote something of their own in it."""
@@ -283,36 +228,8 @@ def _remove_stale(folder: Path, suffix: str, keep: set[Path]) -> list[tuple[Path
         return out
     for path in sorted(folder.glob(f"{PREFIX}*{suffix}")):
         if path not in keep:
-            out += _take_out(path, ours_front=True)
+            out += take_out(path, ours_front=True)
     return out
-
-
-BROKEN_LEFT = "left as it is: it holds a broken cardmem block"
-
-
-def _take_out(path: Path, ours_front: bool) -> list[tuple[Path, str]]:
-    """The block out of a file (and the frontmatter, when ours_front: Cursor's, Copilot's),
-    the file with it unless a person wrote something of their own in it. A broken block
-    (no end line, or two blocks) is left as it is: what follows may be a person's."""
-    begins, ends = list(_BEGIN.finditer(text := _read(path))), list(_END.finditer(text))
-    if not begins:
-        return []
-    if not (len(begins) == len(ends) == 1 and begins[0].start() < ends[0].start()):
-        return [(path, BROKEN_LEFT)]
-    begin, end = begins[0], ends[0]
-    after = text[end.end():]
-    after = after[after.startswith("\n"):]  # that newline is ours
-    rest = text[:begin.start()] + after
-    if ours_front and rest.startswith("---\n"):
-        cut = rest.find("\n---\n", 3)
-        rest = rest[cut + 5:] if cut >= 0 else rest
-    if not after.strip():  # and the blank line export put before the block
-        rest = rest.rstrip("\n") + "\n"
-    if rest.strip():
-        _write(path, rest)
-    else:
-        path.unlink()
-    return [(path, "removed")]
 
 
 TARGETS = "exports.json"  # in .cardmem/: the exports this machine keeps current
@@ -348,16 +265,20 @@ def locked(root: Any) -> Any:
     return write_lock(Path(root), float(load(Path(root))["store"]["lock_timeout_s"]))
 
 
-def remember(store: Any, host_name: str, folder: Path, project: str | None,
-             by: str | None = None) -> None:
-    """Keep this export current from now on (after an export that wrote it); `by`: what
-    made it, when that can end it (`install codex`: `uninstall codex` does)."""
-    where = str(Path(folder).resolve())
+def export_and_keep(store: Any, host_name: str, folder: Path, project: str | None = None,
+                    by: str | None = None) -> Result:
+    """export, then keep it current from now on, both under the store's write lock: a
+    commit's refresh or an `uninstall` cannot write or end it between the two (an old
+    block written back after theirs, a withdrawn export noted again). `by`: what made it,
+    when that can end it (`install codex`: `uninstall codex` does)."""
     with locked(store.root):
+        res = export(store, host_name, folder, project)
+        where = str(Path(folder).resolve())
         items = [t for t in targets(store.root)
                  if (t["host"], t["folder"]) != (host_name, where)]
         _save(store.root, [*items, {"host": host_name, "folder": where, "project": project,
                                     **({"by": by} if by else {})}])
+    return res
 
 
 def withdraw(root: Any, by: str) -> list[tuple[Path, str]]:
@@ -371,7 +292,7 @@ def withdraw(root: Any, by: str) -> list[tuple[Path, str]]:
         out: list[tuple[Path, str]] = []
         for t in mine:
             host, folder = HOSTS[t["host"]], Path(t["folder"])
-            out += _take_out(folder / host.main, ours_front=bool(host.frontmatter(None)))
+            out += take_out(folder / host.main, ours_front=bool(host.frontmatter(None)))
             if host.scoped:
                 out += _remove_stale(folder / host.scoped, host.suffix, set())
     return out
@@ -389,7 +310,7 @@ def refresh(store: Any) -> list[tuple[dict[str, Any], str, str]]:
         folder = Path(t["folder"])
         main = folder / HOSTS[t["host"]].main
         try:
-            ours = folder.is_dir() and bool(_BEGIN.search(_read(main)))
+            ours = folder.is_dir() and bool(BEGIN_LINE.search(read(main)))
         except CardmemError:
             ours = True  # unreadable now: kept, and export says why
         if not ours:

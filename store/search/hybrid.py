@@ -47,6 +47,10 @@ SPEAKERS = True  # a turn of the speaker a question names goes first (speakers.p
 # comments"): a store new to the model is embedded by `cardmem index`, the watcher or the
 # MCP server, not by one shell search.
 SYNC_MAX = 50
+# More cards than this still without a vector after a search's SYNC_MAX (an import, an
+# adopted folder, a pull), and the search starts the background embedder `cardmem index`
+# starts: else every later search would pay for SYNC_MAX more until all were done.
+BACKGROUND_AT = 200
 
 
 def needs_vectors(lexical: "SearchResult", query: str) -> bool:
@@ -88,11 +92,13 @@ def run(idx: "Index", query: str, limit: int = 10, card_type: str | None = None,
         try:
             # While a background embedder works (the watcher's, `cardmem index`'s), a
             # search embeds nothing itself: it leaves it the work (store/search/vectors.py).
-            from .vectors import busy
+            from .vectors import busy, spawn
 
             lagging = embedding.BACKFILL or busy(idx.db_path.parent)
             embed_max = 0 if lagging else SYNC_MAX
             pending = semantic.sync(idx, model, limit=embed_max)["pending"]
+            if not lagging and pending > BACKGROUND_AT:
+                lagging = spawn(idx.root, idx.db_path) is not None
             sims = semantic.similarities(idx, model, query)
         except Exception as exc:  # noqa: BLE001 - a failing model must not fail the search
             if busy_index(exc):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
@@ -67,6 +67,10 @@ class Moved:
     commits: int = 0  # commits taken from the remote
     pushed: int = 0  # commits sent to it (sync)
     index_error: str | None = None
+    # Clashes a sync settled (store/sharing/conflicts.py Settled.as_dict): card, kind,
+    # commit, conflict_card.
+    conflicts: list[dict] = field(default_factory=list)
+    unshared: list[str] = field(default_factory=list)  # cards with uncommitted edits (sync)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -194,7 +198,28 @@ def move_to(root: Path, new: str, *, ff: bool) -> None:
         git.run(root, "merge", "-q", "--ff-only", new)
     else:
         # --keep: like --hard for files that differ, but refuses to touch local changes.
+        # It keeps their files, not what was staged of them: that is put back after.
+        staged = staged_entries(root)
         git.run(root, "reset", "-q", "--keep", new)
+        if staged:
+            git.run(root, "update-index", "-z", "--index-info", input=staged)
+
+
+def staged_entries(root: Path) -> str:
+    """`git update-index -z --index-info` input that puts back every staged change (a
+    path whose index entry differs from HEAD's: added, modified or removed)."""
+    paths = [p for p in git.run(root, "diff", "--cached", "--name-only", "--no-renames",
+                                "-z").split("\0") if p]
+    if not paths:
+        return ""
+    present = {}
+    for entry in git.run(root, "ls-files", "-s", "-z", "--", *paths).split("\0"):
+        if entry:
+            meta, path = entry.split("\t", 1)
+            mode, blob, _ = meta.split()
+            present[path] = f"{mode} {blob}\t{path}"
+    gone = "0 " + "0" * len(git.head(root) or "") + "\t"  # mode 0: drop the entry
+    return "".join(present.get(p, gone + p) + "\0" for p in paths)
 
 
 def recorded_move(root: Path, state: Path, kind: str, old: str, new: str, *, ref: str,
@@ -269,6 +294,7 @@ def rollback_repo(root: Path, state: Path, to: str | None = None, *,
     old = git.head(root)
     if to is not None and (not to.strip() or to.startswith("-")):
         raise CardmemError(what, f"{to!r} is not a commit or ref")
+    last = None
     if to is None:
         last = next((h for h in reversed(history(state))
                      if h.get("kind") != "rollback" and "failed" not in h), None)
@@ -284,6 +310,17 @@ def rollback_repo(root: Path, state: Path, to: str | None = None, *,
         raise CardmemError(what, "the repository has no commits yet")
     if target == old:
         return Moved("rollback", "up-to-date", old=old, new=old)
+    if to is None and last and last.get("new") and rev(root, last["new"]):
+        # Commits made since the update (a card written, the watcher's commit) are no part
+        # of what the update brought: going back would drop them from the branch unseen.
+        since = [ln for ln in git.run(root, "log", "--format=%h %s",
+                                      f"{last['new']}..{old}").splitlines() if ln]
+        if since:
+            raise Diverged(what, f"{len(since)} commit(s) made since the last update would be "
+                                 f"dropped ({'; '.join(since[:3])}"
+                                 f"{'; …' if len(since) > 3 else ''}); nothing changed: "
+                                 "`cardmem revert` what the update brought instead, or name "
+                                 "the commit to return to with --to")
     blocked = blocking_edits(root, old, target)
     if blocked:
         raise UncommittedEdits(what, blocked)

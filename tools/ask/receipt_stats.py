@@ -3,6 +3,7 @@
     d = distribution(recs)      # ack/reply latency p50/p90/p99, walk calls, floors,
                                 # deadlines missed, tokens and cost per reply
     chart(d["reply_s"]["values"])   # a small histogram for the terminal
+                                    # (receipt_plot.py draws the same as an SVG image)
 
 Latency: a Slack answer's (`slack.ack_s`, `slack.reply_s`) counts from the event's
 arrival; an `ask`'s reply latency is its receipt's `timings.total_s`. Cost is tokens times
@@ -62,7 +63,13 @@ def cost(model: str | None, tokens: dict[str, Any] | None) -> float | None:
 
 
 def _num(x: Any) -> float:
-    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else 0.0
+    return float(x) if _finite(x) else 0.0
+
+
+def _finite(x: Any) -> bool:
+    """A number a chart can place: not a bool, nor Infinity or NaN (JSON reading takes
+    both, from a receipt edited by hand)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _latency(r: dict[str, Any], key: str) -> float | None:
@@ -73,7 +80,7 @@ def _latency(r: dict[str, Any], key: str) -> float | None:
         v = (r.get("timings") or {}).get("total_s")
     else:
         v = None
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    return float(v) if _finite(v) else None
 
 
 def missed_deadline(r: dict[str, Any]) -> bool:
@@ -101,6 +108,15 @@ def distribution(recs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def histogram(values: list[float], lo: float, step: float, n: int) -> list[int]:
+    """How many values fall in each of n buckets of width step from lo (the last bucket
+    takes its right edge and anything past it; the first, anything below lo)."""
+    counts = [0] * n
+    for x in values:
+        counts[min(n - 1, max(0, int((x - lo) / step)))] += 1
+    return counts
+
+
 def chart(values: list[float], buckets: int = 8, width: int = 30, unit: str = "s") -> list[str]:
     """A histogram in text: one line per bucket, `  0.5–1.0 s ███▌ 12`."""
     if not values:
@@ -109,9 +125,7 @@ def chart(values: list[float], buckets: int = 8, width: int = 30, unit: str = "s
     if hi == lo:
         hi = lo + 1e-9
     step = (hi - lo) / buckets
-    counts = [0] * buckets
-    for x in values:
-        counts[min(buckets - 1, int((x - lo) / step))] += 1
+    counts = histogram(values, lo, step, buckets)
     top = max(counts)
     lines = []
     for i, n in enumerate(counts):

@@ -19,6 +19,7 @@ from .. import model
 from ..ask.answer import ask as run_ask
 from ..ask import receipts as rc
 from ..ask.receipt_stats import chart, since, distribution
+from ..ask.receipt_plot import check_target, svg, write as write_plot
 from cardmem.store.by_address import parse_since
 
 NO_ANSWER_EXIT = 3
@@ -99,25 +100,33 @@ def ask(question: str, asker: str | None, progress: bool | None, as_json: bool,
                    "its most common failure reasons; ack and reply latency (p50/p90/p99, "
                    "with a chart), walk calls, deadlines missed, tokens and cost per reply.")
 @since_option("Only receipts written", dest="since_")
+@click.option("--plot", "plot_file", metavar="FILE",
+              help="Also draw ack and reply latency and cost per reply as an SVG image into "
+                   "FILE (.svg; open it in a browser). Implies --stats.")
 @json_option
 @store_option
-def receipts(n: int, last: int | None, show_stats: bool, since_: str | None, as_json: bool,
-             store_path: Path | None) -> None:
+def receipts(n: int, last: int | None, show_stats: bool, since_: str | None,
+             plot_file: str | None, as_json: bool, store_path: Path | None) -> None:
     """What each answer read and spent, newest last, with the judge's verdicts.
 
     \b
     Example:
         cardmem receipts --limit 3
         cardmem receipts --stats --since 7d
+        cardmem receipts --stats --since 7d --plot latency.svg
     """
     n = last or n
+    target = check_target(plot_file) if plot_file is not None else None
 
     store = open_store(store_path)
     recs = list(rc.iter_all(store))
     if since_ is not None:
         recs = since(recs, parse_since(since_))
-    if show_stats:
-        _print_stats(rc.stats(recs), distribution(recs), as_json)
+    if show_stats or target is not None:
+        dist = distribution(recs)
+        if target is not None:  # before any output: a failed write prints nothing else
+            write_plot(target, svg(dist, _plot_heading(store.root, len(recs), since_)))
+        _print_stats(rc.stats(recs), dist, as_json, target)
         return
     recs = recs[-n:]
     if as_json:
@@ -143,11 +152,20 @@ def receipts(n: int, last: int | None, show_stats: bool, since_: str | None, as_
                        f"{sl.get('reply_s', '-')} s")
 
 
-def _print_stats(st: dict, dist: dict, as_json: bool) -> None:
+def _plot_heading(root: Path, n: int, since_: str | None) -> str:
+    from datetime import datetime
+
+    when = f" since {since_}" if since_ else ""
+    return (f"cardmem receipts of {Path(root).name}: {n} receipts{when} "
+            f"(drawn {datetime.now().astimezone():%Y-%m-%d %H:%M})")
+
+
+def _print_stats(st: dict, dist: dict, as_json: bool, plot: Path | None = None) -> None:
     if as_json:
         emit_json({**st, "distribution": {k: ({x: y for x, y in v.items() if x != "values"}
                                               if isinstance(v, dict) else v)
-                                          for k, v in dist.items()}})
+                                          for k, v in dist.items()},
+                   **({"plot": str(plot)} if plot else {})})
         return
     j = st["judge"]
     click.echo(f"{st['receipts']} receipts: " + (", ".join(
@@ -160,6 +178,8 @@ def _print_stats(st: dict, dist: dict, as_json: bool) -> None:
     for r in j["failure_reasons"]:
         click.echo(f"  {r['count']:>4}  {r['reason']}")
     _print_distribution(dist)
+    if plot is not None:
+        click.echo(f"plot: {plot} (open it in a browser)")
 
 
 def _print_distribution(d: dict) -> None:

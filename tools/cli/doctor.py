@@ -104,6 +104,22 @@ def check_index(store: Store) -> list[tuple[bool, str]]:
     return out
 
 
+def check_conflicts(store: Store) -> list[tuple[bool | None, str]]:
+    """Conflict cards `sync` left (store/sharing/conflicts.py): each holds a side of a clash
+    a person still has to merge by hand; a warning until they are gone."""
+    idx = Index.open(store)
+    try:
+        ids = [i for (i,) in idx.conn.execute(
+            "SELECT id FROM cards WHERE type = 'conflict' ORDER BY id")]
+    finally:
+        idx.close()
+    if not ids:
+        return []
+    shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    return [(None, f"sync: {plural(len(ids), 'conflict card')} to merge by hand: {shown} "
+                   "(each names its card; merge what is missing, then `cardmem rm` it)")]
+
+
 # A session waiting longer than this has outlived the queue's backoff (about 15 h):
 # something keeps failing that retries alone will not mend.
 BACKLOG_STALE_S = 24 * 3600
@@ -214,7 +230,7 @@ def check_maintain(store: Store) -> list[tuple[bool | None, str]]:
 
 
 CHECKS: list[Check] = [check_repo, check_identity, check_config, check_cards, check_secrets,
-                       check_index, check_backlog, check_model, check_maintain]
+                       check_index, check_conflicts, check_backlog, check_model, check_maintain]
 
 
 def run_checks(store: Store, progress=None) -> list[tuple[bool, str]]:

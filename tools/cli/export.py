@@ -9,7 +9,7 @@ from cardmem.store.errors import CardmemError
 from cardmem.store.wording import plural
 from cardmem.tools.cli.options import emit_json, json_option, open_store, store_option
 from cardmem.store.context.session import project_for
-from cardmem.store.rules.exports import HOSTS as FILES, export as run, remember
+from cardmem.store.rules.exports import HOSTS as FILES, export_and_keep
 
 HOSTS = ("agents-md", "gemini-md", "cursor-rules", "copilot-instructions")
 EXAMPLE = """\b
@@ -49,8 +49,7 @@ def export(host: str, path: str | None, project: str | None, as_json: bool,
                                            "the host looks for its files)")
     store = open_store(store_path)
     project = project or project_for(store, folder)
-    result = run(store, host, folder, project)
-    remember(store, host, folder, project)
+    result = export_and_keep(store, host, folder, project)
     if as_json:
         emit_json({"host": host, "total": result.total, "shown": result.shown,
                    "scoped": result.scoped, "left_out": result.left_out,

@@ -2,8 +2,8 @@
 
 The group itself: the lazy command table (commands of other areas live in their own
 modules and load only when called, so `cardmem search` never pays for the MCP SDK or the
-model client), "did you mean", and main's one-line errors. The card commands (init, new,
-show, ...) are in tools/cli/cards.py.
+model client), "did you mean", and main's one-line errors. The card commands (new, show,
+...) are in tools/cli/cards.py, init and where in tools/cli/init.py.
 """
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import sys
 import click
 
 from cardmem.store.errors import CardmemError
-from cardmem.tools.cli.cards import edit, init, log, new, remember, revert, show, where
+from cardmem.tools.cli.cards import edit, log, new, remember, revert, show
+from cardmem.tools.cli.init import init, where
 from cardmem.tools.cli.options import STORE_HELP
 
 # command name -> "module:attribute" of a click command, imported on first use.

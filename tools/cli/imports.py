@@ -12,6 +12,9 @@ from .progress import bar
 
 KINDS = ["claude-md", "claude-memory", "basic-memory", "mcp-memory"]
 SHOWN = 20  # skipped inputs and unresolved links named before the rest is counted
+# Cards made or changed named before the rest is counted: an import of thousands would
+# scroll the lines that need a person (kept edits, cards gone from the source) away.
+LISTED = 50
 
 EXAMPLE = """\b
 Example:
@@ -23,6 +26,8 @@ Example:
 VERBS = {"created": "created", "proposed": "proposed", "updated": "updated",
          "unchanged": "unchanged", "kept": "kept your edit of", "gone": "gone from the source:"}
 WOULD = {"created": "would create", "proposed": "would propose", "updated": "would update"}
+# Who reads an imported instruction file into every session (a claude-md import's source).
+READERS = {"claude.md": "Claude Code", "agents.md": "Codex", "gemini.md": "Gemini CLI"}
 
 
 @click.command(name="import", epilog=EXAMPLE)
@@ -74,13 +79,21 @@ def import_(kind: str, path: Path, project: str | None, dry_run: bool, keep_secr
 
 def _say(report) -> None:
     words = WOULD if report.dry_run else VERBS
+    listed = 0
     for o in report.outcomes:
         if o.action == "unchanged":
             continue
+        if o.action in WOULD:  # made or changed: listed up to LISTED, the rest counted
+            listed += 1
+            if listed > LISTED:
+                continue
         verb = words.get(o.action) or VERBS[o.action]
         fields = f" ({', '.join(o.fields)})" if o.fields else ""
         why = f": {o.why}" if o.why else ""
         click.echo(f"{verb} {o.id}{fields}{why}")
+    if listed > LISTED:
+        done = "to write" if report.dry_run else "written"
+        click.echo(f"and {listed - LISTED} more cards {done} (--json lists every one)")
     counts = ", ".join(f"{report.count(a)} {a}" for a in VERBS if report.count(a))
     head = "dry run, nothing written" if report.dry_run else \
         (f"commit {report.commit[:10]}" if report.commit else "no commit (nothing changed)")
@@ -90,3 +103,11 @@ def _say(report) -> None:
         click.echo(f"note: a link names nothing in the source: {link}")
     if len(report.unresolved) > SHOWN:
         click.echo(f"note: and {len(report.unresolved) - SHOWN} more such links")
+    if report.kind == "claude-md" and report.commit and (report.count("created")
+                                                         or report.count("updated")):
+        # The file stays where its host reads it: each rule would reach a session twice,
+        # the file's copy going stale as the cards change.
+        reader = READERS.get(Path(report.source).name.lower(), "your agent")
+        click.echo(f"note: {reader} still reads {report.source}: with cardmem installed, "
+                   "what was imported reaches each session twice, and the file's copy goes "
+                   f"stale as the cards change; take the imported sections out of it")

@@ -39,6 +39,19 @@ def _report(moved, as_json: bool, label: str, undo: str = "cardmem rollback") ->
                       f"{short(m.old)})",
         }
         click.echo(lines.get(m.status, f"{label}: {m.status} {short(m.new)}"))
+        for c in m.conflicts:
+            if c["conflict_card"]:
+                click.echo(f"  conflict: {c['card']} was changed on both sides; the remote's "
+                           f"lines kept, commit {c['commit'][:10]}'s version in "
+                           f"{c['conflict_card']} (merge it by hand, then delete it)")
+            else:
+                click.echo(f"  kept: {c['card']}, deleted on one side and changed on the "
+                           "other")
+        if m.unshared:
+            shown = ", ".join(m.unshared[:5]) + (f" and {len(m.unshared) - 5} more"
+                                                 if len(m.unshared) > 5 else "")
+            click.echo(f"  not shared: uncommitted edits in {shown} (commit them, or keep "
+                       "`cardmem watch` running, then sync)")
     if m.index_error:
         click.echo(f"cardmem: index: {m.index_error}; the {m.kind} stands, the index is stale "
                    "(`cardmem index --full` rebuilds it)", err=True)
@@ -103,7 +116,7 @@ def rollback(to: str | None, base_name: str | None, as_json: bool,
 @json_option
 @store_option
 def sync(remote: str | None, as_json: bool, store_path: Path | None) -> None:
-    """Fetch, replay local commits on the remote's, push; a conflict changes nothing.
+    """Fetch, replay local commits on the remote's, push; a clash keeps both sides.
 
     \b
     Example:

@@ -205,8 +205,7 @@ def test_ending_an_export_leaves_a_broken_block_and_the_persons_text_alone(store
     the block's end line and wrote on below it keeps every word: the file is left as it
     is and said so (found by review: everything after the begin line was dropped)."""
     rule(store, "feedback/a", "A", "Rule A.")
-    exports.export(store, "agents-md", tmp_path)
-    exports.remember(store, "agents-md", tmp_path, None, by="install codex")
+    exports.export_and_keep(store, "agents-md", tmp_path, None, by="install codex")
     path = tmp_path / "AGENTS.md"
     text = path.read_text().replace("<!-- cardmem:end -->", "## Build\nRun make.")
     path.write_text(text)
@@ -225,8 +224,7 @@ def test_ending_an_export_waits_for_a_refresh_under_way(store, tmp_path, monkeyp
     from cardmem.store.git.writer import write_lock
 
     rule(store, "feedback/a", "A", "Rule A.")
-    exports.export(store, "agents-md", tmp_path)
-    exports.remember(store, "agents-md", tmp_path, None, by="install codex")
+    exports.export_and_keep(store, "agents-md", tmp_path, None, by="install codex")
     path = tmp_path / "AGENTS.md"
     export, reading, go = exports.export, threading.Event(), threading.Event()
 

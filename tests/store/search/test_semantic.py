@@ -323,6 +323,25 @@ def test_a_search_embeds_a_few_cards_and_says_the_rest_wait(cards, monkeypatch) 
     assert "not_embedded" not in third.semantic
 
 
+def test_a_search_finding_many_cards_without_vectors_starts_the_embedder(cards, monkeypatch
+                                                                          ) -> None:
+    """After an import of thousands of cards (more left without a vector after a search's
+    SYNC_MAX than BACKGROUND_AT), a shell search starts the background embedder `cardmem
+    index` starts: before, every later search embedded SYNC_MAX more, seconds of CPU each
+    on a busy machine, until a person thought of running `cardmem index`."""
+    from cardmem.store.search import vectors
+
+    started = []
+    monkeypatch.setattr(hybrid, "SYNC_MAX", 1)
+    monkeypatch.setattr(hybrid, "BACKGROUND_AT", 1)
+    monkeypatch.setattr(vectors, "spawn", lambda root, db, **kw: started.append(root) or True)
+    res = search(cards, "zod release checklist", limit=3)
+    assert [str(r) for r in started] == [str(cards.root)]
+    assert res.semantic["not_embedded"] == 2  # one embedded by the search, as before
+    assert res.note == ("semantic search: 2 cards not embedded yet (being embedded in the "
+                        "background)")
+
+
 def test_a_server_never_waits_for_the_model(cards, model, monkeypatch) -> None:
     import threading
 

@@ -111,3 +111,27 @@ def test_one_rule_is_one_rule(store, tmp_path) -> None:
     r = run("export", "gemini-md", str(tmp_path), "--store", str(store.root))
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[-1].startswith("1 rule in force: 1 whole in GEMINI.md")
+
+
+def test_an_export_writes_nothing_while_another_writer_holds_the_lock(store, tmp_path) -> None:
+    """An export writes its files and notes itself under the store's write lock, as
+    `uninstall` (withdraw) and a commit's refresh do: while another writer holds it,
+    nothing is written, and past lock_timeout_s the export says the store is busy (before,
+    its files were written outside the lock, so a refresh or an uninstall under way could
+    see its block written back after theirs)."""
+    from cardmem.store.rules.exports import locked, targets
+
+    rule(store, "small-prs", "Keep PRs small.")
+    with (store.root / "cardmem.toml").open("a") as fh:
+        fh.write("\n[store]\nlock_timeout_s = 0.3\n")
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    with locked(store.root):
+        r = run("export", "agents-md", str(folder), "--store", str(store.root))
+    assert r.returncode == 4 and r.stdout == ""
+    assert r.stderr.startswith(f"cardmem: {store.root}: store busy")
+    assert not (folder / "AGENTS.md").exists() and targets(store.root) == []
+    r = run("export", "agents-md", str(folder), "--store", str(store.root))
+    assert r.returncode == 0, r.stderr
+    assert "Keep PRs small." in (folder / "AGENTS.md").read_text()
+    assert [t["folder"] for t in targets(store.root)] == [str(folder.resolve())]

@@ -64,6 +64,52 @@ def test_claude_md_of_the_user_is_global(person, tmp_path, monkeypatch) -> None:
                                      "feedback/never-use-emoji-in-commit-messages"]
 
 
+def test_a_claude_md_import_says_the_file_would_reach_sessions_twice(person, tmp_path,
+                                                                   monkeypatch) -> None:
+    """The imported CLAUDE.md stays where Claude Code reads it, and cardmem's rules file
+    (install claude-code) now holds the same rules: each rule twice in every session, the
+    file's copy going stale as the cards change. The import says so, once, when it wrote
+    something (found in the first hour at scale: 150 rules, 24 KB and 49 KB read twice)."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    home = tmp_path / "home" / ".claude"
+    home.mkdir(parents=True)
+    (home / "CLAUDE.md").write_text("## Preferences\n\n- Always answer in British English\n")
+    note = ("note: Claude Code still reads ~/.claude/CLAUDE.md: with cardmem installed, what "
+            "was imported reaches each session twice, and the file's copy goes stale as the "
+            "cards change; take the imported sections out of it\n")
+    code, out, err = imp(person, "claude-md", home / "CLAUDE.md", "--dry-run")
+    assert code == 0 and note not in out
+    code, out, err = imp(person, "claude-md", home / "CLAUDE.md")
+    assert code == 0, err
+    assert out.endswith(note)
+    code, out, err = imp(person, "claude-md", home / "CLAUDE.md")  # nothing new: no note
+    assert code == 0 and note not in out and "no commit (nothing changed)" in out
+
+
+def test_an_import_of_many_names_the_first_fifty_and_counts_the_rest(person, tmp_path
+                                                                     ) -> None:
+    """3,000 notes printed 3,000 `created` lines, scrolling away the lines a person must
+    read (first hour at scale); --json still lists every card."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i in range(60):
+        (notes / f"note-{i:02d}.md").write_text(f"# Note {i:02d}\n\nAbout thing {i}.\n")
+    code, out, err = imp(person, "basic-memory", notes, "--dry-run")
+    assert code == 0, err
+    assert out.splitlines()[50:] == ["and 10 more cards to write (--json lists every one)",
+                                     f"import basic-memory {notes}: 60 created; dry run, "
+                                     "nothing written"]
+    code, out, err = imp(person, "basic-memory", notes)
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 52 and lines[0] == "created reference/note-00"
+    assert lines[50] == "and 10 more cards written (--json lists every one)"
+    assert len(cards(person)) == 60
+    for i in range(60):
+        (notes / f"note-{i:02d}.md").write_text(f"# Note {i:02d}\n\nAbout thing {i}, more.\n")
+    code, out, err = imp(person, "basic-memory", notes, "--json")
+    assert code == 0 and sum(o["action"] == "updated" for o in json.loads(out)["cards"]) == 60
+
+
 def test_claude_memory_topics_become_cards_described_by_the_index(person, src) -> None:
     code, out, err = imp(person, "claude-memory", src / PATHS["claude-memory"],
                          "--project", "acme-api")

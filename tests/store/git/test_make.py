@@ -1,0 +1,116 @@
+"""store/git/make.py: a folder made a store all or nothing. Whatever step fails (any git
+call, a file that cannot be written), the folder is left byte for byte as it was: a
+person's notes, their .gitignore, a repository of theirs and what it had staged (but for
+objects in .git/objects no commit or index holds, which git's gc removes)."""
+from __future__ import annotations
+
+import itertools
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cardmem.store.errors import CardmemError
+from cardmem.store.git import make as maker
+from cardmem.store.git import runner
+
+NAMES = st.sampled_from(["a.md", "b.md", "notes.txt", ".env", ".gitignore", "cardmem.toml",
+                         "sub/c.md", "sub/deep/d.md", "img.png"])
+TREES = st.dictionaries(NAMES, st.binary(max_size=40), max_size=6)
+_folders = itertools.count()
+
+
+def snapshot(folder: Path) -> dict[str, bytes | None]:
+    """Every path under folder, .git included, with its bytes (None for a folder)."""
+    if not folder.exists():
+        return {}
+    return {str(p.relative_to(folder)): None if p.is_dir() else p.read_bytes()
+            for p in sorted(folder.rglob("*")) if "/.git/objects/" not in f"/{p}/"}
+
+
+def git(folder: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(folder), "-c", "user.name=T", "-c",
+                           "user.email=t@example.com", *args], check=True, text=True,
+                          capture_output=True).stdout
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tree=TREES, repo=st.sampled_from(["none", "empty", "committed", "staged"]),
+       fail_at=st.integers(min_value=1, max_value=8), missing=st.booleans())
+def test_a_failure_at_any_step_leaves_the_folder_as_it_was(tmp_path, monkeypatch, tree, repo,
+                                                           fail_at, missing):
+    root = tmp_path / f"f{next(_folders)}" / "store"
+    if not missing or repo != "none":
+        root.mkdir(parents=True)
+        for name, data in tree.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_bytes(data)
+        if repo != "none":
+            git(root, "init", "-q")
+        if repo == "committed" and tree:
+            git(root, "add", "-f", "--", *tree)
+            git(root, "commit", "-q", "-m", "theirs")
+        if repo == "staged" and tree:
+            git(root, "add", "-f", "--", *tree)
+    before = snapshot(root.parent)
+    status = git(root, "status", "--porcelain", "--ignored") if repo != "none" else None
+    calls = itertools.count(1)
+    real = runner.run
+
+    def failing(*args, **kw):
+        if next(calls) == fail_at:
+            raise CardmemError("git commit", "refused by a hook")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(runner, "run", failing)
+    try:
+        made = maker.make(root)
+    except CardmemError as exc:
+        assert snapshot(root.parent) == before
+        if status is not None:
+            assert git(root, "status", "--porcelain", "--ignored") == status
+        assert exc.why.endswith("the folder is left as it was (fix that, then run "
+                                "`cardmem init` again)")
+        return
+    finally:
+        monkeypatch.setattr(runner, "run", real)
+    # no step failed (fail_at past the last git call): a store, its files committed
+    tracked = git(root, "ls-files").split()
+    assert {".gitignore", "cardmem.toml"} <= set(tracked) and made.created == (repo == "none")
+    if made.created and not missing:  # an adopted folder: its notes committed
+        assert {p for p in tree if p.endswith(".md")} <= set(made.adopted) <= set(tracked)
+
+
+def test_an_unwritable_file_is_taken_back_too(tmp_path, monkeypatch):
+    """cardmem.toml cannot be written (a full disk): the .gitignore init wrote and the
+    repository it began go again."""
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n")
+    real = Path.write_text
+
+    def full(self, *args, **kw):
+        if self.name == "cardmem.toml":
+            raise OSError(28, "No space left on device", str(self))
+        return real(self, *args, **kw)
+
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(CardmemError, match="cannot write .*cardmem.toml: No space left on "
+                                           "device; the folder is left as it was"):
+        maker.make(root)
+    assert snapshot(root) == {"a.md": b"# A\n"}
+
+
+def test_a_gitignore_that_is_not_utf8_is_kept_byte_for_byte(tmp_path):
+    """A person's .gitignore in Latin-1 (found by the property test above: init stopped
+    with a UnicodeDecodeError traceback)."""
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n")
+    (root / ".gitignore").write_bytes(b"caf\xe9.tmp\n")
+    made = maker.make(root)
+    assert made.created and made.adopted == [".gitignore", "a.md", "cardmem.toml"]
+    assert (root / ".gitignore").read_bytes().endswith(b"\n\ncaf\xe9.tmp\n")
