@@ -51,7 +51,8 @@ def import_(kind: str, path: Path, project: str | None, dry_run: bool, keep_secr
 
     One commit with your identity (Cardmem-Source: import); every card records its
     `source:`. Run it again after the source changed: cards follow it, edits you made
-    since are kept and named. Input it cannot read is named and skipped (exit 1).
+    since are kept and named. Input it cannot read is named and skipped (exit 1), as are
+    the other files of a folder holding more than one CLAUDE.md / AGENTS.md (one a run).
     """
     from cardmem.tools.cli.cards import say_secrets
     from cardmem.tools.importers import run

@@ -53,6 +53,11 @@ def parse(path: Path, project: str | None) -> Parsed:
             out.skipped.append(Skipped(shown(path), "is a folder with no CLAUDE.md or AGENTS.md"))
             return out
         path = found[0]
+        # One file a run (its cards' identity is the file's): the others are said, not
+        # passed over in silence, so their rules are not taken for imported.
+        out.skipped += [Skipped(shown(other), f"not imported: {shown(path)} was (one file a "
+                                              f"run); import {shown(other)} on its own")
+                        for other in found[1:]]
     out.origin = path
     text = read_text(path, out.skipped)
     if text is None:

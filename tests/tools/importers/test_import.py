@@ -272,6 +272,24 @@ def test_a_folder_imports_its_claude_md_else_agents_md_else_dot_claude(tmp_path)
         (repo / name).unlink()
 
 
+
+def test_a_folder_holding_claude_md_and_agents_md_says_which_it_did_not_import(person, tmp_path
+                                                                               ) -> None:
+    """One file a run: the other's rules are named as not imported (exit 1, as any input
+    given and not imported), never passed over in silence (they were: only CLAUDE.md's
+    cards came, exit 0, and the run said nothing of AGENTS.md)."""
+    repo = tmp_path / "both"
+    repo.mkdir()
+    (repo / "CLAUDE.md").write_text("## Deploy\n\nRun `make deploy`.\n")
+    (repo / "AGENTS.md").write_text("## Release\n\nTag, then push.\n")
+    code, out, err = imp(person, "claude-md", repo)
+    assert code == 1, err  # as for any input given and not imported
+    assert f"{repo / 'AGENTS.md'}: skipped: not imported: {repo / 'CLAUDE.md'} was" in err, err
+    assert [c for c, _ in person.card_files() if c.endswith("/deploy")], out
+    code, out, err = imp(person, "claude-md", repo / "AGENTS.md")
+    assert code == 0, err
+    assert [c for c, _ in person.card_files() if c.endswith("/release")], out
+
 def test_a_file_without_headings_is_one_card_named_for_its_file_and_project(tmp_path) -> None:
     """(A mutant swapped the two names: "CLAUDE.md of None" for the user's own file.)"""
     from cardmem.tools.importers import claude_md
