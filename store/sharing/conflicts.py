@@ -67,7 +67,13 @@ def unsettled(conflicted: dict[str, dict[int, tuple[str, str]]]) -> list[str]:
 
 
 def _blob(wt: Path, blob: str) -> str:
-    return git.run(wt, "cat-file", "blob", blob)  # UnicodeDecodeError for non-UTF-8
+    """A blob's text, its bytes as they are: git's output read as text would turn CRLF
+    into LF and a lone CR into a line break. UnicodeDecodeError for non-UTF-8."""
+    tmp = wt / git.run(wt, "unpack-file", blob).strip()
+    try:
+        return tmp.read_bytes().decode("utf-8")
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 # Markers longer than any line a card holds by chance, so the hunks below parse safely.
@@ -85,18 +91,20 @@ def _merge(wt: Path, ours: str, base: str, theirs: str) -> tuple[str, bool]:
         for name, text in (("remote", ours), ("base", base), ("local", theirs)):
             (Path(tmp) / name).write_text(text, encoding="utf-8", newline="")
             files.append(str(Path(tmp) / name))
-        proc = git.call(wt, ["merge-file", "-p", "--diff3", f"--marker-size={_SIZE}",
+        # The result into the first file, not stdout: read as bytes, its line ends stay.
+        proc = git.call(wt, ["merge-file", "--diff3", f"--marker-size={_SIZE}",
                              "-L", "remote", "-L", "base", "-L", "local", *files])
+        if proc.returncode < 0 or proc.returncode > 127:
+            raise ValueError(proc.stderr.strip() or f"git merge-file exit {proc.returncode}")
+        result = Path(files[0]).read_bytes().decode("utf-8")
     if proc.returncode == 0:
-        return proc.stdout, False
-    if proc.returncode < 0 or proc.returncode > 127:
-        raise ValueError(proc.stderr.strip() or f"git merge-file exit {proc.returncode}")
+        return result, False
     span = split(ours)
     head = ours[:span[2]].count("\n") if span else 0  # lines of the frontmatter block
     out: list[str] = []
     parts: dict[str, list[str]] = {}
     section, at, clashed = "", 0, False
-    for line in proc.stdout.splitlines(keepends=True):
+    for line in result.splitlines(keepends=True):
         tag = line.rstrip("\r\n")
         if not section and tag == _OPEN:
             section, at, parts = "remote", len(out), {"remote": [], "base": [], "local": []}

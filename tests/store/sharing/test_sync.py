@@ -553,3 +553,35 @@ def test_doctor_names_the_conflict_cards_a_sync_left_until_they_are_removed(team
     assert cli("rm", cid, "--store", str(bob.root))[0] == 0
     _, out, _ = cli("doctor", "--store", str(bob.root), "--json")
     assert "conflict card" not in out
+
+
+def test_a_clash_in_a_crlf_card_keeps_its_line_endings_and_lone_carriage_returns(team):
+    """git's output read as text turns CRLF into LF and a lone CR into a line break: the
+    settled card would change on every line no one touched."""
+    _, alice, bob = team
+    path = "reference/runbook.md"
+
+    def commit_bytes(store: Store, change, subject: str) -> None:
+        f = store.root / path
+        f.write_bytes(change(f.read_bytes()))
+        git(store.root, "commit", "-q", "-am", subject)
+
+    commit_bytes(alice, lambda b: b.replace(b"\n", b"\r\n").replace(
+        b"Step 7: do thing 7.", b"Step 7: valve A\rvalve B."), "crlf")
+    assert sync(alice)[0] == 0 and sync(bob)[0] == 0
+    shared = (bob.root / path).read_bytes()
+    commit_bytes(alice, lambda b: b.replace(b"Step 4: do thing 4.", b"Step 4: alice's way."),
+                 "alice step 4")
+    assert sync(alice)[0] == 0
+    commit_bytes(bob, lambda b: b.replace(b"Step 4: do thing 4.", b"Step 4: bob's way.")
+                 .replace(b"Step 1: do thing 1.", b"Step 1: bob, clean."), "bob steps 1, 4")
+
+    code, out, err = sync(bob)
+
+    assert code == 0 and "conflict" in out, (out, err)
+    expected = shared.replace(b"Step 4: do thing 4.", b"Step 4: alice's way.").replace(
+        b"Step 1: do thing 1.", b"Step 1: bob, clean.")
+    assert (bob.root / path).read_bytes() == expected
+    conflict = [p for c, p in bob.card_files() if c.startswith("conflicts/")]
+    assert len(conflict) == 1 and b"Step 4: bob's way.\r\n" in conflict[0].read_bytes()
+    assert b"valve A\rvalve B." in conflict[0].read_bytes()
