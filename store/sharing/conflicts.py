@@ -99,8 +99,7 @@ def _merge(wt: Path, ours: str, base: str, theirs: str) -> tuple[str, bool]:
         result = Path(files[0]).read_bytes().decode("utf-8")
     if proc.returncode == 0:
         return result, False
-    span = split(ours)
-    head = ours[:span[2]].count("\n") if span else 0  # lines of the frontmatter block
+    fm = split(ours) is not None  # the remote's card has a frontmatter block
     out: list[str] = []
     parts: dict[str, list[str]] = {}
     section, at, clashed = "", 0, False
@@ -116,7 +115,9 @@ def _merge(wt: Path, ours: str, base: str, theirs: str) -> tuple[str, bool]:
             remote = parts["remote"]
             if remote and not remote[-1].endswith("\n"):
                 remote = [*remote[:-1], remote[-1] + "\n"]
-            if not parts["base"] and at >= head:
+            # In the body only if the merged lines before it already close the frontmatter
+            # (counting the remote's lines would miss those the local side added above).
+            if not parts["base"] and (not fm or split("".join(out[:at])) is not None):
                 # Lines both begin with (a `## History` heading each side opened) once.
                 local, same = parts["local"], 0
                 while same < min(len(remote), len(local)) and remote[same] == local[same]:

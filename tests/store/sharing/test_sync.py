@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -585,3 +586,31 @@ def test_a_clash_in_a_crlf_card_keeps_its_line_endings_and_lone_carriage_returns
     conflict = [p for c, p in bob.card_files() if c.startswith("conflicts/")]
     assert len(conflict) == 1 and b"Step 4: bob's way.\r\n" in conflict[0].read_bytes()
     assert b"valve A\rvalve B." in conflict[0].read_bytes()
+
+
+def test_a_clash_in_the_frontmatter_after_lines_added_above_it_is_a_clash(team):
+    """Whether a clash is in the body was told by counting the remote's frontmatter lines
+    against the merged lines before it: lines the local side added higher up made a
+    frontmatter clash look like two added body lines, and the card took both values of
+    one key (the local's read), no conflict card."""
+    _, alice, bob = team
+    created = f"created: {date.today().isoformat()}\n---\n"  # the fixture's cards: today
+
+    def before_end(line: str):
+        return lambda t: t.replace(created, created[:-4] + line + "\n---\n", 1)
+
+    alice.update_text("reference/runbook", before_end("status: done"), "alice: done")
+    assert sync(alice)[0] == 0
+    bob.update_text("reference/runbook", lambda t: before_end("status: open")(t.replace(
+        "title: runbook\n", "title: runbook\naliases:\n- deploy\n- release\n", 1)),
+        "bob: aliases, open")
+
+    code, out, err = sync(bob)
+
+    assert code == 0, (out, err)
+    text = (bob.root / "reference/runbook.md").read_text()
+    assert text.count("status:") == 1, text
+    card = bob.read("reference/runbook")
+    assert card.meta["status"] == "done" and card.aliases == ["deploy", "release"]
+    conflict = [c for c, _ in bob.card_files() if c.startswith("conflicts/")]
+    assert len(conflict) == 1 and "status: open" in bob.read(conflict[0]).body
