@@ -159,7 +159,8 @@ class _Undo:
                 if was is None:
                     (r / name).unlink(missing_ok=True)
                 elif self._bytes(r / name) != was:
-                    atomic_write(r / name, was)
+                    # Through a symlink (a shared .gitignore), as init wrote: not over it.
+                    atomic_write((r / name).resolve(), was)
             except OSError:
                 left.append(name)
         if not self.state:

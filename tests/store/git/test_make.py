@@ -114,3 +114,32 @@ def test_a_gitignore_that_is_not_utf8_is_kept_byte_for_byte(tmp_path):
     made = maker.make(root)
     assert made.created and made.adopted == [".gitignore", "a.md", "cardmem.toml"]
     assert (root / ".gitignore").read_bytes().endswith(b"\n\ncaf\xe9.tmp\n")
+
+
+def test_a_symlinked_gitignore_stays_a_link_to_bytes_as_they_were(tmp_path, monkeypatch):
+    """A repository whose .gitignore links to a shared file (dotfiles): init writes through
+    the link; the undo wrote its copy over the link itself, which left the shared file
+    changed and the link gone."""
+    shared = tmp_path / "dotfiles" / "gitignore"
+    shared.parent.mkdir()
+    shared.write_bytes(b"*.log\n")
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n")
+    (root / ".gitignore").symlink_to(shared)
+    git(root, "init", "-q")
+    git(root, "add", "--", "a.md", ".gitignore")
+    git(root, "commit", "-q", "-m", "theirs")
+    before = snapshot(root)
+    real = runner.run
+
+    def refuse_commit(root_, *args, **kw):
+        if args and args[0] == "commit":
+            raise CardmemError("git commit", "refused by a hook")
+        return real(root_, *args, **kw)
+
+    monkeypatch.setattr(runner, "run", refuse_commit)
+    with pytest.raises(CardmemError, match="the folder is left as it was"):
+        maker.make(root)
+    assert (root / ".gitignore").is_symlink() and shared.read_bytes() == b"*.log\n"
+    assert snapshot(root) == before
