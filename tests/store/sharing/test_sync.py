@@ -614,3 +614,26 @@ def test_a_clash_in_the_frontmatter_after_lines_added_above_it_is_a_clash(team):
     assert card.meta["status"] == "done" and card.aliases == ["deploy", "release"]
     conflict = [c for c, _ in bob.card_files() if c.startswith("conflicts/")]
     assert len(conflict) == 1 and "status: open" in bob.read(conflict[0]).body
+
+
+@pytest.mark.parametrize("raw", [b"caf\xe9 ", b"nul\x00 "], ids=["latin1", "binary"])
+def test_a_clash_in_a_card_that_is_not_utf8_text_stops_the_sync_and_changes_nothing(team, raw):
+    _, alice, bob = team
+    path = "reference/runbook.md"
+
+    def commit_bytes(store: Store, old: bytes, new: bytes) -> None:
+        f = store.root / path
+        f.write_bytes(f.read_bytes().replace(old, new))
+        git(store.root, "commit", "-q", "-am", "raw")
+
+    commit_bytes(alice, b"Step 2: ", b"Step 2: " + raw)
+    assert sync(alice)[0] == 0 and sync(bob)[0] == 0
+    commit_bytes(alice, b"Step 4: do", b"Step 4: alice, do")
+    assert sync(alice)[0] == 0
+    commit_bytes(bob, b"Step 4: do", b"Step 4: bob, do")
+    before = state(bob.root)
+
+    code, out, err = sync(bob)
+
+    assert code == 3 and "reference/runbook" in err and "Traceback" not in err, (out, err)
+    assert state(bob.root) == before
