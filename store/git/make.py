@@ -156,12 +156,12 @@ class _Undo:
             git.run(r, "reset", "-q", "--", ".gitignore", config.FILE, check=False)
         for name, was in self.files.items():
             try:
-                if was is None:
-                    (r / name).unlink(missing_ok=True)
+                if was is None:  # a link there was one before init (it makes none)
+                    (r / name).resolve().unlink(missing_ok=True)
                 elif self._bytes(r / name) != was:
                     # Through a symlink (a shared .gitignore), as init wrote: not over it.
                     atomic_write((r / name).resolve(), was)
-            except OSError:
+            except (OSError, RuntimeError):  # RuntimeError: resolve() met a symlink loop
                 left.append(name)
         if not self.state:
             shutil.rmtree(r / ".cardmem", ignore_errors=True)

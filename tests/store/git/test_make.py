@@ -143,3 +143,28 @@ def test_a_symlinked_gitignore_stays_a_link_to_bytes_as_they_were(tmp_path, monk
         maker.make(root)
     assert (root / ".gitignore").is_symlink() and shared.read_bytes() == b"*.log\n"
     assert snapshot(root) == before
+
+
+def test_a_gitignore_linking_to_a_file_not_made_yet_stays_a_link(tmp_path, monkeypatch):
+    """A .gitignore that links to a file not there yet: init writes through the link (so
+    makes that file); the undo removed the person's link and left the file it made."""
+    shared = tmp_path / "dotfiles" / "gitignore"
+    shared.parent.mkdir()
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n")
+    (root / ".gitignore").symlink_to(shared)
+    git(root, "init", "-q")
+    git(root, "add", "--", "a.md", ".gitignore")
+    git(root, "commit", "-q", "-m", "theirs")
+    real = runner.run
+
+    def refuse_commit(root_, *args, **kw):
+        if args and args[0] == "commit":
+            raise CardmemError("git commit", "refused by a hook")
+        return real(root_, *args, **kw)
+
+    monkeypatch.setattr(runner, "run", refuse_commit)
+    with pytest.raises(CardmemError, match="the folder is left as it was"):
+        maker.make(root)
+    assert (root / ".gitignore").is_symlink() and not shared.exists()
