@@ -116,21 +116,24 @@ def test_a_gitignore_that_is_not_utf8_is_kept_byte_for_byte(tmp_path):
     assert (root / ".gitignore").read_bytes().endswith(b"\n\ncaf\xe9.tmp\n")
 
 
-def test_a_symlinked_gitignore_stays_a_link_to_bytes_as_they_were(tmp_path, monkeypatch):
-    """A repository whose .gitignore links to a shared file (dotfiles): init writes through
-    the link; the undo wrote its copy over the link itself, which left the shared file
-    changed and the link gone."""
-    shared = tmp_path / "dotfiles" / "gitignore"
-    shared.parent.mkdir()
-    shared.write_bytes(b"*.log\n")
+
+def init_refused_over_a_linked_gitignore(tmp_path: Path, monkeypatch, shared: bytes | None
+                                         ) -> tuple[Path, Path, dict[str, bytes | None]]:
+    """A committed repository whose .gitignore links to dotfiles/gitignore (holding shared,
+    or not there when None), and init run over it with its commit refused: (root, the
+    linked file, the folder before)."""
+    target = tmp_path / "dotfiles" / "gitignore"
+    target.parent.mkdir()
+    if shared is not None:
+        target.write_bytes(shared)
     root = tmp_path / "notes"
     root.mkdir()
     (root / "a.md").write_text("# A\n")
-    (root / ".gitignore").symlink_to(shared)
+    (root / ".gitignore").symlink_to(target)
     git(root, "init", "-q")
     git(root, "add", "--", "a.md", ".gitignore")
     git(root, "commit", "-q", "-m", "theirs")
-    before = snapshot(root)
+    before = snapshot(root) if shared is not None else {}  # (a dangling link reads as none)
     real = runner.run
 
     def refuse_commit(root_, *args, **kw):
@@ -141,6 +144,15 @@ def test_a_symlinked_gitignore_stays_a_link_to_bytes_as_they_were(tmp_path, monk
     monkeypatch.setattr(runner, "run", refuse_commit)
     with pytest.raises(CardmemError, match="the folder is left as it was"):
         maker.make(root)
+    return root, target, before
+
+
+def test_a_symlinked_gitignore_stays_a_link_to_bytes_as_they_were(tmp_path, monkeypatch):
+    """A repository whose .gitignore links to a shared file (dotfiles): init writes through
+    the link; the undo wrote its copy over the link itself, which left the shared file
+    changed and the link gone."""
+    root, shared, before = init_refused_over_a_linked_gitignore(tmp_path, monkeypatch,
+                                                                b"*.log\n")
     assert (root / ".gitignore").is_symlink() and shared.read_bytes() == b"*.log\n"
     assert snapshot(root) == before
 
@@ -148,23 +160,5 @@ def test_a_symlinked_gitignore_stays_a_link_to_bytes_as_they_were(tmp_path, monk
 def test_a_gitignore_linking_to_a_file_not_made_yet_stays_a_link(tmp_path, monkeypatch):
     """A .gitignore that links to a file not there yet: init writes through the link (so
     makes that file); the undo removed the person's link and left the file it made."""
-    shared = tmp_path / "dotfiles" / "gitignore"
-    shared.parent.mkdir()
-    root = tmp_path / "notes"
-    root.mkdir()
-    (root / "a.md").write_text("# A\n")
-    (root / ".gitignore").symlink_to(shared)
-    git(root, "init", "-q")
-    git(root, "add", "--", "a.md", ".gitignore")
-    git(root, "commit", "-q", "-m", "theirs")
-    real = runner.run
-
-    def refuse_commit(root_, *args, **kw):
-        if args and args[0] == "commit":
-            raise CardmemError("git commit", "refused by a hook")
-        return real(root_, *args, **kw)
-
-    monkeypatch.setattr(runner, "run", refuse_commit)
-    with pytest.raises(CardmemError, match="the folder is left as it was"):
-        maker.make(root)
+    root, shared, _ = init_refused_over_a_linked_gitignore(tmp_path, monkeypatch, None)
     assert (root / ".gitignore").is_symlink() and not shared.exists()
