@@ -55,7 +55,9 @@ def named_first(idx: "Index", query: str, out: "list[dict[str, Any]]",
         " WHERE id IN (SELECT value FROM json_each(?))",
         (_json_ids(rowid[r["id"]] for r in top),)))
     who = [speaker(bodies.get(rowid[r["id"]], "")) for r in top]
-    named = {s for s in who if s and re.search(rf"\b{re.escape(s)}\b", query, re.I)}
+    # The name as written, two letters at least: a one-paragraph `A: ...` (a FAQ's answer)
+    # or `Note: ...` card is not a person the query names by its article or a common word.
+    named = {s for s in who if s and len(s) > 1 and re.search(rf"\b{re.escape(s)}\b", query)}
     if len(named) != 1 or who[0] is None or who[0] in named:
         return None
     return next(r["id"] for r, s in zip(top, who) if s in named)

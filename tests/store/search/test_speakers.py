@@ -59,3 +59,17 @@ def test_who_speaks_in_a_card_of_one_turn() -> None:
     assert speakers.speaker("Conversation of 8 May, 2023.") is None
     assert speakers.speaker("A plain note, nothing said by anyone. " * 3) is None
     assert speakers.speaker("") is None
+
+
+def test_a_word_of_the_query_is_no_speaker_it_names(tmp_path, monkeypatch):
+    """A FAQ kept a card a line (`Q: ...`, `A: ...`): "a" in the question is an article,
+    not the speaker `A`, and `note` is not the `Note:` card's speaker either."""
+    faq = {"faq/q1": "Q: How do I rotate a key for the deploy bot?",
+           "faq/a1": "A: Run the rotate script, then restart.",
+           "faq/n1": "Note: rotate keys on Mondays."}
+    for query in ("how do I rotate a key for the deploy bot", "rotate key note deploy bot"):
+        on = ranked(tmp_path / "on" / query[:3], query, faq)
+        monkeypatch.setattr(hybrid, "SPEAKERS", False)
+        off = ranked(tmp_path / "off" / query[:3], query, faq)
+        monkeypatch.setattr(hybrid, "SPEAKERS", True)
+        assert on == off, (query, on, off)
