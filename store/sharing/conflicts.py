@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ..cards.card import render
 from ..cards.frontmatter import split
-from ..cards.markdown import code_spans
+from ..cards.markdown import code_spans, fence
 from ..cards.paths import id_of_path, normalize_id
 from ..errors import BadId, CardmemError
 from ..git import runner as git
@@ -135,9 +135,12 @@ def _merge(wt: Path, ours: str, base: str, theirs: str) -> tuple[str, bool]:
 
 
 def _fenced(text: str) -> str:
-    longest = max((len(m) for m in re.findall(r"^[ \t]*(`{3,}|~{3,})", text, re.M)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}markdown\n{text.rstrip(chr(10))}\n{fence}\n"
+    """text in a backtick fence longer than any backtick fence inside it (markdown.py's
+    rule), so no line of the version closes it early."""
+    runs = (fence(line) for line in text.splitlines())
+    longest = max((len(r) for r in runs if r.startswith("`")), default=0)
+    outer = "`" * max(3, longest + 1)
+    return f"{outer}markdown\n{text.rstrip(chr(10))}\n{outer}\n"
 
 
 def conflict_id(wt: Path, card: str, commit: str) -> str:

@@ -637,3 +637,18 @@ def test_a_clash_in_a_card_that_is_not_utf8_text_stops_the_sync_and_changes_noth
 
     assert code == 3 and "reference/runbook" in err and "Traceback" not in err, (out, err)
     assert state(bob.root) == before
+
+
+def test_a_conflict_card_holds_a_version_with_its_own_fences_whole_in_one_code_block():
+    """The version kept in a conflict card is one code block however its own code is fenced:
+    a ```` block holding ``` lines, a tilde fence, a fence never closed."""
+    from cardmem.store.cards.markdown import code_spans
+    from cardmem.store.sharing.conflicts import conflict_text
+
+    version = ("---\ntitle: Deploy\n---\nRun it:\n\n````sh\n```\nmake deploy\n```\n````\n\n"
+               "~~~~~\nraw\n~~~~~\n\n```\nnever closed\n")
+    text = conflict_text("reference/deploy", "0" * 40, "edit", "Bo", "1" * 40, version)
+    start = text.index(version.rstrip("\n"))
+    spans = code_spans(text)
+    assert any(a <= start and start + len(version.rstrip("\n")) <= b for a, b in spans), spans
+    assert len(spans) == 1, spans
